@@ -1,0 +1,35 @@
+// The `distrun` command: a thin shell over distrun::cli::runCli.
+#include <unistd.h>
+
+#include <climits>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "distrun/cli/cli.h"
+#include "distrun/common/environment.h"
+
+namespace {
+
+std::string executablePath(const char* argv0) {
+  char path[PATH_MAX] = {};
+  ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string(argv0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  distrun::ProcessEnvironment env;
+  distrun::cli::CliContext ctx{
+      .env = env,
+      .out = std::cout,
+      .err = std::cerr,
+      .hostFacts = distrun::readHostFacts,
+      .builtinSiteDir =
+          distrun::cli::builtinSiteDirFor(executablePath(argv[0])),
+      .exec = distrun::cli::execProgram,
+  };
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return distrun::toInt(distrun::cli::runCli(args, ctx));
+}

@@ -1,0 +1,53 @@
+# distrun_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...] [PUBLIC_DEPS ...])
+#   Creates distrun_<name> with the alias distrun::<name>. DEPS link PRIVATE,
+#   PUBLIC_DEPS link PUBLIC. Sources are listed explicitly, never globbed.
+# distrun_cc_test(NAME name SRCS ... [DEPS ...] [LABELS ...])
+#   Creates the GoogleTest binary <name> and registers every test in it with
+#   ctest, each carrying LABELS (e.g. slurm, mpi, python).
+
+set(DISTRUN_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+    -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual -Wimplicit-fallthrough)
+
+function(distrun_apply_warnings target)
+  target_compile_options(${target} PRIVATE ${DISTRUN_WARNINGS})
+  if(DISTRUN_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+function(distrun_cc_library)
+  cmake_parse_arguments(L "" "NAME" "SRCS;HDRS;DEPS;PUBLIC_DEPS" ${ARGN})
+  set(target distrun_${L_NAME})
+  add_library(${target} STATIC ${L_SRCS} ${L_HDRS})
+  add_library(distrun::${L_NAME} ALIAS ${target})
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+    $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_link_libraries(${target} PRIVATE ${L_DEPS} PUBLIC ${L_PUBLIC_DEPS})
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  distrun_apply_warnings(${target})
+endfunction()
+
+include(GoogleTest)
+
+function(distrun_cc_test)
+  if(NOT DISTRUN_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(T "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(${T_NAME} ${T_SRCS})
+  target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} GTest::gmock GTest::gtest GTest::gtest_main)
+  target_compile_definitions(${T_NAME} PRIVATE
+    DISTRUN_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    DISTRUN_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  distrun_apply_warnings(${T_NAME})
+  set(labels unit)
+  if(T_LABELS)
+    set(labels ${T_LABELS})
+  endif()
+  gtest_discover_tests(${T_NAME}
+    WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
+    PROPERTIES LABELS "${labels}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distrun/common/environment.h"
+#include "distrun/common/exit_code.h"
+#include "distrun/common/system.h"
+
+namespace distrun::cli {
+
+// Replaces the current process with `argv`, after setting `variables` in
+// its environment. Returns only by throwing (SystemError with kNotFound or
+// kNotExecutable).
+using ExecFunction = std::function<void(
+    const std::vector<std::string>& argv,
+    const std::vector<std::pair<std::string, std::string>>& variables)>;
+
+// Everything the `distrun` command reads from or does to the world, so its
+// subcommands run in tests against maps and string streams.
+struct CliContext {
+  const Environment& env;
+  std::ostream& out;
+  std::ostream& err;
+  std::function<HostFacts()> hostFacts = readHostFacts;
+  // Directory of the built-in site profiles (share/distrun/sites).
+  std::string builtinSiteDir;
+  ExecFunction exec;
+};
+
+// Runs `distrun ARGS...` (args excludes the program name). Every error is
+// printed to ctx.err as one line, `distrun: error: ...`, and mapped to the
+// returned exit code; --help prints to ctx.out and returns kSuccess.
+ExitCode runCli(const std::vector<std::string>& args, CliContext& ctx);
+
+// The real ExecFunction: setenv each variable, then execvp.
+void execProgram(
+    const std::vector<std::string>& argv,
+    const std::vector<std::pair<std::string, std::string>>& variables);
+
+// share/distrun/sites relative to the running executable (bin/../share/...).
+std::string builtinSiteDirFor(const std::string& executable);
+
+}  // namespace distrun::cli

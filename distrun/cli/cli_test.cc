@@ -1,0 +1,187 @@
+#include "distrun/cli/cli.h"
+
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "distrun/common/error.h"
+
+namespace distrun::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Runs `distrun ARGS` against a map environment and captures everything.
+struct CliRun {
+  CliRun() = default;
+  explicit CliRun(std::map<std::string, std::string> vars)
+      : env(std::move(vars)) {}
+
+  ExitCode operator()(const std::vector<std::string>& args) {
+    CliContext ctx{.env = env,
+                   .out = out,
+                   .err = err,
+                   .hostFacts = [] { return HostFacts{"node1", 4}; },
+                   .builtinSiteDir = siteDir(),
+                   .exec = [this](const auto& argv, const auto& vars) {
+                     execArgv = argv;
+                     execVars = vars;
+                   }};
+    return runCli(args, ctx);
+  }
+  static std::string siteDir() {
+    return std::string(DISTRUN_SOURCE_DIR) + "/share/sites";
+  }
+  std::string value(const std::string& name) const {
+    for (const auto& [n, v] : execVars) {
+      if (n == name) return v;
+    }
+    return "<unset>";
+  }
+
+  MapEnvironment env;
+  std::ostringstream out, err;
+  std::vector<std::string> execArgv;
+  std::vector<std::pair<std::string, std::string>> execVars;
+};
+
+TEST(HostnamesCommandTest, ExpandsArgumentOrJobNodelist) {
+  CliRun run;
+  EXPECT_EQ(run({"hostnames", "n[1-2],gpu01"}), ExitCode::kSuccess);
+  EXPECT_EQ(run.out.str(), "n1\nn2\ngpu01\n");
+  CliRun inJob(std::map<std::string, std::string>{
+      {"SLURM_JOB_NODELIST", "c[08-10]"}});
+  EXPECT_EQ(inJob({"hostnames"}), ExitCode::kSuccess);
+  EXPECT_EQ(inJob.out.str(), "c08\nc09\nc10\n");
+}
+
+TEST(HostnamesCommandTest, Compress) {
+  CliRun run;
+  EXPECT_EQ(run({"hostnames", "--compress", "n1 n2 n3 n7"}), ExitCode::kSuccess);
+  EXPECT_EQ(run.out.str(), "n[1-3,7]\n");
+}
+
+TEST(HostnamesCommandTest, InvalidListIsAConfigError) {
+  CliRun run;
+  EXPECT_EQ(run({"hostnames", "a[1-2"}), ExitCode::kConfig);
+  EXPECT_EQ(run.err.str(),
+            "distrun: error: invalid hostlist 'a[1-2': expected ']' (the '[' "
+            "at column 2 is not closed) at column 6, found the end of the "
+            "list\n");
+  EXPECT_EQ(run.out.str(), "");
+}
+
+TEST(HostnamesCommandTest, NoListAndNoJobIsAUsageError) {
+  CliRun run;
+  EXPECT_EQ(run({"hostnames"}), ExitCode::kUsage);
+  EXPECT_THAT(run.err.str(), HasSubstr("no HOSTLIST given"));
+}
+
+TEST(CliTest, UnknownFlagOrCommandIsAUsageError) {
+  CliRun run;
+  EXPECT_EQ(run({"env", "--frobnicate"}), ExitCode::kUsage);
+  EXPECT_THAT(run.err.str(), ::testing::StartsWith("distrun: error: "));
+  CliRun none;
+  EXPECT_EQ(none({}), ExitCode::kUsage);
+  CliRun format;
+  EXPECT_EQ(format({"env", "--format", "yaml"}), ExitCode::kUsage);
+}
+
+TEST(CliTest, HelpGoesToStdoutAndSucceeds) {
+  CliRun run;
+  EXPECT_EQ(run({"--help"}), ExitCode::kSuccess);
+  EXPECT_THAT(run.out.str(), HasSubstr("hostnames"));
+  EXPECT_THAT(run.out.str(), HasSubstr("exec"));
+}
+
+std::map<std::string, std::string> slurmTask() {
+  return {{"SLURM_JOB_ID", "55"},          {"SLURM_STEP_ID", "1"},
+          {"SLURM_PROCID", "2"},           {"SLURM_NODEID", "1"},
+          {"SLURM_LOCALID", "0"},          {"SLURM_STEP_NUM_TASKS", "3"},
+          {"SLURM_STEP_NUM_NODES", "2"},   {"SLURM_STEP_TASKS_PER_NODE", "2,1"},
+          {"SLURM_STEP_NODELIST", "node[1-2]"}, {"MASTER_PORT", "6000"},
+          {"RANK", "0"}};
+}
+
+TEST(EnvCommandTest, ShFormatSaysWhatWasKeptAndReplaced) {
+  CliRun run(slurmTask());
+  EXPECT_EQ(run({"env", "--site", "none"}), ExitCode::kSuccess);
+  std::string out = run.out.str();
+  EXPECT_THAT(out, HasSubstr("# distrun env: slurm, rank 2 of 3 (node 1 of 2, "
+                             "local rank 0 of 1)\n"));
+  EXPECT_THAT(out, HasSubstr("export RANK=2  # replaced RANK=0 from the "
+                             "environment\n"));
+  EXPECT_THAT(out, HasSubstr("export MASTER_ADDR=node1\n"));
+  EXPECT_THAT(out, HasSubstr("export MASTER_PORT=6000  # kept: already set "
+                             "in the environment\n"));
+  EXPECT_THAT(out, HasSubstr("export TORCHELASTIC_USE_AGENT_STORE=False\n"));
+}
+
+TEST(EnvCommandTest, JsonFormat) {
+  CliRun run(slurmTask());
+  EXPECT_EQ(run({"env", "--format", "json"}), ExitCode::kSuccess);
+  auto doc = nlohmann::json::parse(run.out.str());
+  EXPECT_EQ(doc["scheduler"], "slurm");
+  EXPECT_EQ(doc["site"], "generic");
+  EXPECT_EQ(doc["env"]["WORLD_SIZE"], "3");
+  EXPECT_EQ(doc["env"]["GROUP_RANK"], "1");
+  EXPECT_EQ(doc["kept"], nlohmann::json::array({"MASTER_PORT"}));
+  EXPECT_EQ(doc["replaced"]["RANK"], "0");
+}
+
+TEST(EnvCommandTest, ContradictoryEnvironmentIsAConfigError) {
+  auto vars = slurmTask();
+  vars["SLURM_PROCID"] = "3";
+  CliRun run(vars);
+  EXPECT_EQ(run({"env"}), ExitCode::kConfig);
+  EXPECT_EQ(run.err.str(),
+            "distrun: error: SLURM_PROCID=3 contradicts SLURM_NTASKS=3: "
+            "expected SLURM_PROCID < SLURM_NTASKS\n");
+}
+
+TEST(EnvCommandTest, UnknownSiteIsAConfigError) {
+  CliRun run;
+  EXPECT_EQ(run({"env", "--site", "nowhere"}), ExitCode::kConfig);
+  EXPECT_THAT(run.err.str(), HasSubstr("site profile 'nowhere' not found"));
+  EXPECT_THAT(run.err.str(), HasSubstr("generic, lumi, marenostrum5"));
+}
+
+TEST(ExecCommandTest, ExecsProgramWithContract) {
+  CliRun run(slurmTask());
+  EXPECT_EQ(run({"exec", "--", "python3", "train.py", "--lr", "0.1"}),
+            ExitCode::kSuccess);
+  EXPECT_THAT(run.execArgv,
+              ::testing::ElementsAre("python3", "train.py", "--lr", "0.1"));
+  EXPECT_EQ(run.value("RANK"), "2");
+  EXPECT_EQ(run.value("LOCAL_WORLD_SIZE"), "1");
+  EXPECT_EQ(run.value("MASTER_ADDR"), "node1");
+}
+
+TEST(ExecCommandTest, ProgramWithoutDashDash) {
+  CliRun run;
+  EXPECT_EQ(run({"exec", "env", "-0"}), ExitCode::kSuccess);
+  EXPECT_THAT(run.execArgv, ::testing::ElementsAre("env", "-0"));
+}
+
+TEST(ExecCommandTest, MissingProgramIsAUsageError) {
+  CliRun run;
+  EXPECT_EQ(run({"exec"}), ExitCode::kUsage);
+  EXPECT_THAT(run.err.str(), HasSubstr("no PROGRAM given"));
+}
+
+TEST(ExecCommandTest, RealExecOfMissingProgramIs127) {
+  try {
+    execProgram({"/nonexistent/distrun-test-program"}, {});
+    FAIL();
+  } catch (const SystemError& e) {
+    EXPECT_EQ(e.exitCode(), ExitCode::kNotFound);
+    EXPECT_STREQ(e.what(),
+                 "exec: cannot run '/nonexistent/distrun-test-program': No "
+                 "such file or directory");
+  }
+}
+
+}  // namespace
+}  // namespace distrun::cli

@@ -1,0 +1,30 @@
+#pragma once
+
+// The subcommands of `distrun`, one file each. Each add* function declares
+// the subcommand's flags on `app` and returns the action to run when the
+// subcommand was chosen.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "distrun/cli/cli.h"
+
+namespace distrun::cli {
+
+using Action = std::function<void()>;
+
+Action addHostnamesCommand(CLI::App& app, CliContext& ctx);
+Action addEnvCommand(CLI::App& app, CliContext& ctx);
+// `program` is what followed `--` on the command line (splitExecProgram);
+// when empty, PROGRAM is the first argument that is not an exec option.
+Action addExecCommand(CLI::App& app, CliContext& ctx,
+                      const std::vector<std::string>& program);
+
+// For `exec [OPTIONS] -- PROGRAM [ARGS...]`: removes `-- PROGRAM [ARGS...]`
+// from `args` and returns PROGRAM [ARGS...]. The parser would otherwise take
+// what follows `--` as its own positionals. Empty for any other command line.
+std::vector<std::string> splitExecProgram(std::vector<std::string>& args);
+
+}  // namespace distrun::cli

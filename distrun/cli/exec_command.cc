@@ -1,0 +1,125 @@
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "distrun/cli/commands.h"
+#include "distrun/cli/rank_setup.h"
+#include "distrun/common/error.h"
+
+namespace distrun::cli {
+
+namespace {
+
+struct ExecOptions {
+  std::optional<std::string> site;
+  bool verbose = false;
+  std::vector<std::string> program;
+};
+
+// Every task on a node may race to create the same directory; creating an
+// existing one is success, so the node ends with one directory either way.
+void makeNodeDirs(const cluster::RankEnvironment& env) {
+  for (const std::string& dir : env.nodeDirs) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec && !std::filesystem::is_directory(dir)) {
+      throw IoError(fmt::format("site profile {}: cannot create node directory "
+                                "'{}': {}",
+                                env.siteName, dir, ec.message()));
+    }
+  }
+}
+
+// Rank 0 hosts the store on MASTER_PORT. When distrun chose the port, rank 0
+// checks it is free before the program starts, so a clash is one clear line
+// rather than a rendezvous that hangs until its timeout.
+void checkMasterPort(const RankSetup& s) {
+  if (s.layout.rank != 0 || !s.environment.masterPortDerived) return;
+  const cluster::RankVariable* port = s.environment.find("MASTER_PORT");
+  if (port == nullptr || tcpPortIsFree(std::stoi(port->value))) return;
+  throw ConfigError(fmt::format(
+      "MASTER_PORT {} (derived from job {} step {}) is already in use on this "
+      "node: set MASTER_PORT to a free port",
+      port->value, s.layout.jobId, s.layout.stepId));
+}
+
+void runExec(const ExecOptions& o, CliContext& ctx) {
+  if (o.program.empty()) {
+    throw UsageError("exec: no PROGRAM given: distrun exec [OPTIONS] -- PROGRAM [ARGS...]");
+  }
+  RankSetup setup = prepareRank(ctx, o.site);
+  makeNodeDirs(setup.environment);
+  checkMasterPort(setup);
+  std::vector<std::pair<std::string, std::string>> variables;
+  for (const auto& v : setup.environment.variables) {
+    variables.emplace_back(v.name, v.value);
+    if (o.verbose) ctx.err << "distrun exec: " << v.name << "=" << v.value << "\n";
+  }
+  ctx.exec(o.program, variables);
+}
+
+}  // namespace
+
+std::vector<std::string> splitExecProgram(std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "exec") return {};
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      std::vector<std::string> program(args.begin() + static_cast<long>(i) + 1,
+                                       args.end());
+      args.resize(i);
+      return program;
+    }
+    if (arg == "--site") {
+      ++i;  // its value
+    } else if (arg.empty() || arg[0] != '-') {
+      return {};  // the program starts here, with no --
+    }
+  }
+  return {};
+}
+
+Action addExecCommand(CLI::App& app, CliContext& ctx,
+                      const std::vector<std::string>& program) {
+  auto options = std::make_shared<ExecOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "exec",
+      "Set this task's rank environment from the scheduler and replace "
+      "distrun with PROGRAM (one task per rank: srun/mpirun ... distrun exec "
+      "-- PROGRAM)");
+  cmd->add_option("--site", options->site,
+                  "site profile NAME, or 'none' (default: detected)");
+  cmd->add_flag("-v,--verbose", options->verbose,
+                "print every variable set to stderr first");
+  // PROGRAM and everything after it are left unparsed for the program.
+  cmd->prefix_command();
+  cmd->footer("PROGRAM [ARGS...] follow the options, after an optional --");
+  return [options, cmd, &ctx, &program] {
+    options->program = program.empty() ? cmd->remaining() : program;
+    runExec(*options, ctx);
+  };
+}
+
+void execProgram(
+    const std::vector<std::string>& argv,
+    const std::vector<std::pair<std::string, std::string>>& variables) {
+  for (const auto& [name, value] : variables) {
+    if (::setenv(name.c_str(), value.c_str(), 1) != 0) {
+      throw SystemError("setenv", name, errno);
+    }
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  ::execvp(args[0], args.data());
+  int err = errno;
+  ExitCode code = err == ENOENT ? ExitCode::kNotFound : ExitCode::kNotExecutable;
+  throw SystemError(code, fmt::format("exec: cannot run '{}': {}", argv[0],
+                                      std::strerror(err)));
+}
+
+}  // namespace distrun::cli

@@ -1,0 +1,52 @@
+#include <ostream>
+
+#include "distrun/cli/commands.h"
+#include "distrun/cluster/hostlist.h"
+#include "distrun/common/error.h"
+#include "distrun/common/strings.h"
+
+namespace distrun::cli {
+
+namespace {
+
+struct HostnamesOptions {
+  std::vector<std::string> lists;
+  bool compress = false;
+};
+
+std::string inputList(const HostnamesOptions& o, const Environment& env) {
+  if (!o.lists.empty()) return join(o.lists, ",");
+  for (const char* name : {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    if (auto value = env.get(name)) return *value;
+  }
+  throw UsageError(
+      "hostnames: no HOSTLIST given and neither SLURM_JOB_NODELIST nor "
+      "SLURM_NODELIST is set");
+}
+
+void runHostnames(const HostnamesOptions& o, CliContext& ctx) {
+  std::vector<std::string> hosts =
+      cluster::expandHostlist(inputList(o, ctx.env));
+  if (o.compress) {
+    if (!hosts.empty()) ctx.out << cluster::compressHostlist(hosts) << "\n";
+    return;
+  }
+  for (const std::string& host : hosts) ctx.out << host << "\n";
+}
+
+}  // namespace
+
+Action addHostnamesCommand(CLI::App& app, CliContext& ctx) {
+  auto options = std::make_shared<HostnamesOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "hostnames",
+      "Expand a Slurm hostlist, one host per line, exactly as `scontrol show "
+      "hostnames` does (default: $SLURM_JOB_NODELIST)");
+  cmd->add_option("HOSTLIST", options->lists,
+                  "hostlists, e.g. 'nid[005252-005254],gpu-[01-03]'");
+  cmd->add_flag("--compress", options->compress,
+                "print the hosts as one compressed hostlist instead");
+  return [options, &ctx] { runHostnames(*options, ctx); };
+}
+
+}  // namespace distrun::cli

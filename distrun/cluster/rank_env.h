@@ -1,0 +1,60 @@
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distrun/cluster/job_layout.h"
+#include "distrun/cluster/site_profile.h"
+#include "distrun/common/environment.h"
+
+namespace distrun::cluster {
+
+// One variable of a task's environment and where its value came from.
+struct RankVariable {
+  enum class Source {
+    kDerived,   // computed by distrun; the user had not set it
+    kKept,      // the user had set it, and user values win for this one
+    kReplaced,  // the user had set it to `previous`, but it names this
+                // task's identity and must come from the scheduler
+    kSite,      // from the site profile
+  };
+  std::string name;
+  std::string value;
+  Source source = Source::kDerived;
+  std::string previous;
+};
+
+// The environment `distrun exec` gives a task: torchrun's worker contract
+// (docs/environment.md) plus the site profile's settings.
+struct RankEnvironment {
+  std::vector<RankVariable> variables;  // in contract order, then site ones
+  std::string siteName;                 // empty when no profile applies
+  std::vector<std::string> nodeDirs;    // directories to create on this node
+  std::vector<std::string> notes;
+  bool masterPortDerived = false;  // true when distrun chose MASTER_PORT
+
+  const RankVariable* find(const std::string& name) const;
+};
+
+struct RankEnvironmentOptions {
+  std::optional<SiteProfile> site;
+  int restartCount = 0;
+  int maxRestarts = 0;
+  // Supplies a free port when a one-node world has no job id to derive one.
+  std::function<int()> pickFreePort;
+  // CPUs this process may run on, for OMP_NUM_THREADS.
+  int usableCpus = 1;
+};
+
+// Builds the task's environment from its layout and the user's environment.
+// Identity variables (RANK, LOCAL_RANK, WORLD_SIZE, ...) always come from
+// the layout; for everything else a value the user already set wins.
+// Throws ConfigError when MASTER_PORT cannot be chosen or a site value
+// refers to an unset variable.
+RankEnvironment buildRankEnvironment(const JobLayout& layout,
+                                     const Environment& user,
+                                     const RankEnvironmentOptions& options);
+
+}  // namespace distrun::cluster

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distrun/common/environment.h"
+
+namespace distrun::cluster {
+
+// A site profile: settings a cluster needs that no scheduler variable
+// carries (which NICs the collective library must use, where per-node
+// caches live). Profiles are data files, `<name>.site`, shipped in
+// share/distrun/sites and searched in $DISTRUN_SITE_PATH first. The format
+// (docs/sites.md):
+//
+//   # comment
+//   description = LUMI-G: AMD MI250X nodes on Slingshot-11
+//   match SLURM_CLUSTER_NAME = lumi        every match line must hold (glob)
+//   set NCCL_SOCKET_IFNAME = hsn0,hsn1     ${VAR} expands at apply time
+//   node-dir MIOPEN_USER_DB_PATH           a directory made on each node
+struct SiteProfile {
+  struct Match {
+    std::string variable;
+    std::string pattern;  // glob: * and ?
+  };
+  struct Setting {
+    std::string variable;
+    std::string value;  // may hold ${VAR}
+  };
+  std::string name;
+  std::string path;
+  std::string description;
+  std::vector<Match> matches;
+  std::vector<Setting> settings;
+  std::vector<std::string> nodeDirs;  // variables whose values are dirs
+
+  // True when the profile has match lines and all of them hold in `env`.
+  bool appliesTo(const Environment& env) const;
+};
+
+// Parses a profile file's text. Throws ConfigError naming path and line.
+SiteProfile parseSiteProfile(const std::string& text, const std::string& name,
+                             const std::string& path);
+
+// Where profiles are looked for, in order: each directory of
+// $DISTRUN_SITE_PATH (colon-separated), then `builtinDir`.
+std::vector<std::string> siteSearchPath(const Environment& env,
+                                        const std::string& builtinDir);
+
+// The names of every profile on the search path, sorted, first found wins.
+std::vector<std::string> listSiteProfiles(const std::vector<std::string>& path);
+
+// Loads profile `name` from the search path. ConfigError listing the
+// available names when there is none.
+SiteProfile loadSiteProfile(const std::string& name,
+                            const std::vector<std::string>& path);
+
+// Chooses the profile: `requested` when given ("none" means no profile),
+// else $DISTRUN_SITE, else the first profile (by name) whose match lines all
+// hold, else "generic" when present. nullopt means no profile applies.
+std::optional<SiteProfile> selectSiteProfile(
+    const std::optional<std::string>& requested, const Environment& env,
+    const std::vector<std::string>& path);
+
+// Expands ${VAR} in `value` from `env`. ConfigError naming the profile and
+// the variable when a referenced variable is unset.
+std::string expandSiteValue(const std::string& value, const Environment& env,
+                            const std::string& profileName);
+
+}  // namespace distrun::cluster

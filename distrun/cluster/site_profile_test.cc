@@ -1,0 +1,122 @@
+#include "distrun/cluster/site_profile.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/common/error.h"
+
+namespace distrun::cluster {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(SiteProfileTest, ParsesEveryKeyword) {
+  SiteProfile p = parseSiteProfile(
+      "# comment\n\ndescription = Test site\n"
+      "match SLURM_CLUSTER_NAME = lumi*\n"
+      "set NCCL_SOCKET_IFNAME = hsn0,hsn1\n"
+      "node-dir CACHE\n",
+      "t", "t.site");
+  EXPECT_EQ(p.description, "Test site");
+  ASSERT_EQ(p.matches.size(), 1u);
+  EXPECT_EQ(p.matches[0].pattern, "lumi*");
+  ASSERT_EQ(p.settings.size(), 1u);
+  EXPECT_EQ(p.settings[0].value, "hsn0,hsn1");
+  EXPECT_THAT(p.nodeDirs, ::testing::ElementsAre("CACHE"));
+  EXPECT_TRUE(p.appliesTo(MapEnvironment({{"SLURM_CLUSTER_NAME", "lumi-g"}})));
+  EXPECT_FALSE(p.appliesTo(MapEnvironment({{"SLURM_CLUSTER_NAME", "mn5"}})));
+  EXPECT_FALSE(p.appliesTo(MapEnvironment()));
+}
+
+TEST(SiteProfileTest, ErrorsNameFileAndLine) {
+  auto error = [](const std::string& text) {
+    try {
+      parseSiteProfile(text, "x", "x.site");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("set A\n"), "site profile x.site:1: expected 'NAME = value'");
+  EXPECT_EQ(error("\nexport A=1\n"),
+            "site profile x.site:2: expected description, match, set or "
+            "node-dir, found 'export'");
+  EXPECT_EQ(error("set A B = 1"),
+            "site profile x.site:1: expected one variable name before '=', "
+            "found 'A B'");
+  EXPECT_EQ(error("node-dir"), "site profile x.site:1: expected 'node-dir VARIABLE'");
+}
+
+class SiteDirectoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("sites_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    write("generic", "description = g\n");
+    write("alpha", "match CLUSTER = alpha\nset A = 1\n");
+    write("beta", "match CLUSTER = b*\nmatch PARTITION = gpu\n");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / (name + ".site")) << text;
+  }
+  std::vector<std::string> path() const { return {dir_.string()}; }
+  fs::path dir_;
+};
+
+TEST_F(SiteDirectoryTest, DetectsByMatchLinesElseGeneric) {
+  MapEnvironment env({{"CLUSTER", "beta"}, {"PARTITION", "gpu"}});
+  EXPECT_EQ(selectSiteProfile(std::nullopt, env, path())->name, "beta");
+  env.set("PARTITION", "cpu");
+  EXPECT_EQ(selectSiteProfile(std::nullopt, env, path())->name, "generic");
+  env.set("CLUSTER", "alpha");
+  EXPECT_EQ(selectSiteProfile(std::nullopt, env, path())->name, "alpha");
+}
+
+TEST_F(SiteDirectoryTest, RequestedByFlagOrVariable) {
+  MapEnvironment env({{"DISTRUN_SITE", "alpha"}});
+  EXPECT_EQ(selectSiteProfile(std::nullopt, env, path())->name, "alpha");
+  EXPECT_EQ(selectSiteProfile(std::string("beta"), env, path())->name, "beta");
+  EXPECT_FALSE(selectSiteProfile(std::string("none"), env, path()).has_value());
+}
+
+TEST_F(SiteDirectoryTest, UnknownNameListsTheKnownOnes) {
+  try {
+    selectSiteProfile(std::string("lumi"), MapEnvironment(), path());
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "site profile 'lumi' not found in " + dir_.string() +
+                  ": expected one of alpha, beta, generic (or none)");
+  }
+}
+
+TEST_F(SiteDirectoryTest, SitePathComesFirst) {
+  fs::path other = dir_ / "user";
+  fs::create_directories(other);
+  std::ofstream(other / "alpha.site") << "set A = 2\n";
+  MapEnvironment env({{"DISTRUN_SITE_PATH", other.string()}});
+  std::vector<std::string> search = siteSearchPath(env, dir_.string());
+  EXPECT_EQ(search.size(), 2u);
+  SiteProfile p = loadSiteProfile("alpha", search);
+  EXPECT_EQ(p.settings.at(0).value, "2");
+}
+
+TEST(ShippedProfilesTest, EveryShippedProfileParses) {
+  std::vector<std::string> path = {std::string(DISTRUN_SOURCE_DIR) +
+                                   "/share/sites"};
+  std::vector<std::string> names = listSiteProfiles(path);
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"generic", "lumi", "marenostrum5"}));
+  for (const std::string& name : names) loadSiteProfile(name, path);
+  MapEnvironment lumi({{"SLURM_CLUSTER_NAME", "lumi"}});
+  EXPECT_EQ(selectSiteProfile(std::nullopt, lumi, path)->name, "lumi");
+}
+
+}  // namespace
+}  // namespace distrun::cluster

@@ -1,0 +1,25 @@
+#pragma once
+
+namespace distrun {
+
+// Every exit status distrun itself chooses. Mapped from errors only in the
+// apps' main.cc (see docs/errors.md). The values follow BSD sysexits where
+// one fits, so they stay clear of the small codes user programs return;
+// `distrun exec` and `distrun run` otherwise exit with the program's own code.
+enum class ExitCode : int {
+  kSuccess = 0,
+  kUsage = 64,         // a flag or argument is wrong (EX_USAGE)
+  kData = 65,          // a data file or snapshot is malformed (EX_DATAERR)
+  kInternal = 70,      // a distrun invariant broke: a bug (EX_SOFTWARE)
+  kSystem = 71,        // the operating system refused a call (EX_OSERR)
+  kIo = 74,            // a file could not be read or written (EX_IOERR)
+  kTimeout = 75,       // a peer did not answer in time (EX_TEMPFAIL)
+  kRendezvous = 76,    // peers disagreed or refused us (EX_PROTOCOL)
+  kConfig = 78,        // environment, hostlist or profile is wrong (EX_CONFIG)
+  kNotExecutable = 126,  // the program exists but cannot be run (as a shell)
+  kNotFound = 127,       // the program does not exist (as a shell)
+};
+
+inline int toInt(ExitCode code) { return static_cast<int>(code); }
+
+}  // namespace distrun

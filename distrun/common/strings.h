@@ -1,0 +1,31 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace distrun {
+
+// Parses a whole string as a non-negative decimal integer. `what` names the
+// input (a variable or a flag) in the ConfigError thrown for anything else:
+// an empty string, a sign, trailing characters, or a value above `max`.
+int64_t parseCount(std::string_view text, std::string_view what,
+                   int64_t max = INT32_MAX);
+
+// Splits on every occurrence of `sep`; "a,,b" gives {"a", "", "b"} and ""
+// gives {""}.
+std::vector<std::string> split(std::string_view text, char sep);
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+
+std::string_view trim(std::string_view text);
+
+// Shell-quotes `value` with single quotes when it holds anything but
+// [A-Za-z0-9_./,:=@%+-], so `eval` reproduces it exactly.
+std::string shellQuote(std::string_view value);
+
+// True when `text` matches the glob `pattern` (`*` and `?` only).
+bool globMatch(std::string_view pattern, std::string_view text);
+
+}  // namespace distrun

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <string>
+
+namespace distrun {
+
+// Facts about this machine that scheduler detection needs, gathered once so
+// tests can supply their own.
+struct HostFacts {
+  std::string hostname;  // gethostname()
+  int usableCpus = 1;    // CPUs in this process's affinity mask
+};
+
+// Reads the facts of the machine this process runs on. Throws SystemError
+// when gethostname fails.
+HostFacts readHostFacts();
+
+// Reads a whole text file. Throws IoError naming `what` and the path.
+std::string readTextFile(const std::string& path, const std::string& what);
+
+// True when a TCP socket can bind `port` on all IPv4 addresses right now.
+bool tcpPortIsFree(int port);
+
+// A TCP port the kernel reports free at this moment (bind to port 0).
+// Throws SystemError when no socket can be bound.
+int pickFreeTcpPort();
+
+}  // namespace distrun

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# A real Slurm cluster on this machine, for tests: one munged, one
+# slurmctld and N slurmd daemons (`slurmd -N nodeK`), every node on its own
+# loopback address 127.0.0.(10+K). Everything lives under DIR; nothing
+# outside it is touched, and `stop` leaves no daemon behind.
+#
+# Node names resolve through nss_wrapper (DIR/hosts), which the printed
+# environment preloads, so MASTER_ADDR=node1 reaches 127.0.0.11 the way a
+# cluster's DNS would.
+#
+#   local_slurm.sh start DIR [NODES]   start, wait until every node is idle,
+#                                      print the environment to eval
+#   local_slurm.sh stop DIR            stop every daemon started under DIR
+#   local_slurm.sh check               exit 0 if Slurm and munge are installed
+set -euo pipefail
+
+readonly kSlurmdBasePort=17100
+readonly kNssWrapper=/usr/lib/x86_64-linux-gnu/libnss_wrapper.so
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "missing: $1" >&2; return 1; }; }
+
+check() {
+  local ok=0
+  for t in slurmctld slurmd slurmstepd srun scontrol munged mungekey; do
+    need "$t" || ok=1
+  done
+  [[ -e $kNssWrapper ]] || { echo "missing: $kNssWrapper (libnss-wrapper)" >&2; ok=1; }
+  return $ok
+}
+
+write_config() {
+  local dir=$1 nodes=$2 port
+  port=$(( 17000 + ($$ % 50) * 2 ))
+  local last=$((nodes))
+  cat >"$dir/slurm.conf" <<EOF
+ClusterName=distrun-test
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=$port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/munge.socket
+CredType=cred/munge
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.%n.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+LaunchParameters=use_interactive_step
+MpiDefault=none
+SwitchType=switch/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+ReturnToService=2
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+InactiveLimit=0
+KillWait=5
+MinJobAge=2
+SlurmctldTimeout=30
+SlurmdTimeout=30
+EOF
+  for ((k = 1; k <= last; k++)); do
+    echo "NodeName=node$k NodeHostname=localhost NodeAddr=127.0.0.$((10 + k)) Port=$((kSlurmdBasePort + k)) CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN" >>"$dir/slurm.conf"
+  done
+  echo "PartitionName=test Nodes=node[1-$last] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" >>"$dir/slurm.conf"
+  : >"$dir/hosts"
+  for ((k = 1; k <= last; k++)); do
+    echo "127.0.0.$((10 + k)) node$k" >>"$dir/hosts"
+  done
+  echo "127.0.0.1 localhost" >>"$dir/hosts"
+}
+
+env_lines() {
+  local dir=$1
+  echo "export SLURM_CONF=$dir/slurm.conf"
+  echo "export NSS_WRAPPER_HOSTS=$dir/hosts"
+  echo "export LD_PRELOAD=$kNssWrapper"
+}
+
+start_munge() {
+  local dir=$1
+  mkdir -p "$dir/munge"
+  chmod 700 "$dir/munge"
+  mungekey --create --keyfile "$dir/munge/munge.key" --force >/dev/null
+  munged --key-file "$dir/munge/munge.key" --socket "$dir/munge/munge.socket" \
+    --pid-file "$dir/munge/munged.pid" --log-file "$dir/log/munged.log" \
+    --seed-file "$dir/munge/seed" --force
+}
+
+wait_idle() {
+  local dir=$1 nodes=$2 i idle
+  for ((i = 0; i < 300; i++)); do
+    idle=$(SLURM_CONF=$dir/slurm.conf sinfo -h -N -o '%N %t' 2>/dev/null | grep -c -E ' idle$' || true)
+    [[ $idle -ge $nodes ]] && return 0
+    sleep 0.2
+  done
+  echo "local_slurm: nodes did not become idle within 60 s; see $dir/log" >&2
+  SLURM_CONF=$dir/slurm.conf sinfo -N >&2 || true
+  return 1
+}
+
+start() {
+  local dir=$1 nodes=${2:-3} k
+  check
+  mkdir -p "$dir"/{state,spool,log}
+  dir=$(cd "$dir" && pwd)
+  write_config "$dir" "$nodes"
+  start_munge "$dir"
+  eval "$(env_lines "$dir")"
+  slurmctld -i -f "$dir/slurm.conf"
+  for ((k = 1; k <= nodes; k++)); do
+    mkdir -p "$dir/spool/node$k"
+    slurmd -f "$dir/slurm.conf" -N "node$k"
+  done
+  wait_idle "$dir" "$nodes"
+  env_lines "$dir"
+}
+
+stop_pidfile() {
+  local f=$1 pid i
+  [[ -f $f ]] || return 0
+  pid=$(cat "$f" 2>/dev/null || true)
+  [[ -n $pid ]] || return 0
+  kill "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
+stop() {
+  local dir=$1 f
+  [[ -d $dir ]] || return 0
+  for f in "$dir"/slurmd.*.pid; do stop_pidfile "$f"; done
+  stop_pidfile "$dir/slurmctld.pid"
+  stop_pidfile "$dir/munge/munged.pid"
+}
+
+case ${1:-} in
+  start) start "${2:?DIR}" "${3:-3}" ;;
+  stop) stop "${2:?DIR}" ;;
+  check) check ;;
+  *) echo "usage: $0 start DIR [NODES] | stop DIR | check" >&2; exit 2 ;;
+esac
