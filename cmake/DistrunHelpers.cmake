@@ -1,9 +1,10 @@
 # distrun_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...] [PUBLIC_DEPS ...])
 #   Creates distrun_<name> with the alias distrun::<name>. DEPS link PRIVATE,
 #   PUBLIC_DEPS link PUBLIC. Sources are listed explicitly, never globbed.
-# distrun_cc_test(NAME name SRCS ... [DEPS ...] [LABELS ...])
+# distrun_cc_test(NAME name SRCS ... [DEPS ...] [LABELS ...] [RESOURCE_LOCK r])
 #   Creates the GoogleTest binary <name> and registers every test in it with
-#   ctest, each carrying LABELS (e.g. slurm, mpi, python).
+#   ctest, each carrying LABELS (default: unit; peers: slurm, mpi, python),
+#   and serialised with other tests holding the same RESOURCE_LOCK.
 
 set(DISTRUN_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
     -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual -Wimplicit-fallthrough)
@@ -35,7 +36,7 @@ function(distrun_cc_test)
   if(NOT DISTRUN_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(T "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;RESOURCE_LOCK" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SRCS})
   target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} GTest::gmock GTest::gtest GTest::gtest_main)
   target_compile_definitions(${T_NAME} PRIVATE
@@ -46,8 +47,12 @@ function(distrun_cc_test)
   if(T_LABELS)
     set(labels ${T_LABELS})
   endif()
+  set(lock "")
+  if(T_RESOURCE_LOCK)
+    set(lock RESOURCE_LOCK ${T_RESOURCE_LOCK})
+  endif()
   gtest_discover_tests(${T_NAME}
     WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
-    PROPERTIES LABELS "${labels}"
+    PROPERTIES LABELS "${labels}" ${lock} TIMEOUT 600
     DISCOVERY_TIMEOUT 60)
 endfunction()

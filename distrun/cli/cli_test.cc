@@ -57,6 +57,14 @@ TEST(HostnamesCommandTest, ExpandsArgumentOrJobNodelist) {
   EXPECT_EQ(inJob.out.str(), "c08\nc09\nc10\n");
 }
 
+TEST(HostnamesCommandTest, BracketsAreNotTakenAsParserSyntax) {
+  CliRun run;
+  EXPECT_EQ(run({"hostnames", "[1-2][3-4]", "[7]"}), ExitCode::kSuccess);
+  EXPECT_EQ(run.out.str(), "13\n14\n23\n24\n7\n");
+  CliRun bad;
+  EXPECT_EQ(bad({"hostnames", "[a]"}), ExitCode::kConfig);
+}
+
 TEST(HostnamesCommandTest, Compress) {
   CliRun run;
   EXPECT_EQ(run({"hostnames", "--compress", "n1 n2 n3 n7"}), ExitCode::kSuccess);

@@ -42,11 +42,17 @@ Action addHostnamesCommand(CLI::App& app, CliContext& ctx) {
       "hostnames",
       "Expand a Slurm hostlist, one host per line, exactly as `scontrol show "
       "hostnames` does (default: $SLURM_JOB_NODELIST)");
-  cmd->add_option("HOSTLIST", options->lists,
-                  "hostlists, e.g. 'nid[005252-005254],gpu-[01-03]'");
   cmd->add_flag("--compress", options->compress,
                 "print the hosts as one compressed hostlist instead");
-  return [options, &ctx] { runHostnames(*options, ctx); };
+  // HOSTLIST arguments are taken verbatim from the unparsed rest: as a
+  // declared positional, the parser would read "[1-2][3-4]" as its own
+  // bracketed list syntax.
+  cmd->allow_extras();
+  cmd->footer("HOSTLIST...: e.g. 'nid[005252-005254],gpu-[01-03]'");
+  return [options, cmd, &ctx] {
+    options->lists = cmd->remaining();
+    runHostnames(*options, ctx);
+  };
 }
 
 }  // namespace distrun::cli

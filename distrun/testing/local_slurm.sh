@@ -14,7 +14,9 @@
 #   local_slurm.sh check               exit 0 if Slurm and munge are installed
 set -euo pipefail
 
-readonly kSlurmdBasePort=17100
+# Ports: slurmctld on BASE, slurmd of nodeK on BASE+K. BASE varies with the
+# script's pid so a cluster left over from a crashed run does not collide.
+readonly kBasePort=$((17000 + ($$ % 400) * 10))
 readonly kNssWrapper=/usr/lib/x86_64-linux-gnu/libnss_wrapper.so
 
 need() { command -v "$1" >/dev/null 2>&1 || { echo "missing: $1" >&2; return 1; }; }
@@ -29,13 +31,12 @@ check() {
 }
 
 write_config() {
-  local dir=$1 nodes=$2 port
-  port=$(( 17000 + ($$ % 50) * 2 ))
+  local dir=$1 nodes=$2
   local last=$((nodes))
   cat >"$dir/slurm.conf" <<EOF
 ClusterName=distrun-test
 SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=$port
+SlurmctldPort=$kBasePort
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -66,12 +67,16 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 EOF
   for ((k = 1; k <= last; k++)); do
-    echo "NodeName=node$k NodeHostname=localhost NodeAddr=127.0.0.$((10 + k)) Port=$((kSlurmdBasePort + k)) CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN" >>"$dir/slurm.conf"
+    echo "NodeName=node$k NodeHostname=localhost NodeAddr=127.0.0.$((10 + k)) Port=$((kBasePort + k)) CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN" >>"$dir/slurm.conf"
   done
   echo "PartitionName=test Nodes=node[1-$last] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" >>"$dir/slurm.conf"
+  # Each node also gets ::1: nss_wrapper answers an IPv6-only lookup of an
+  # IPv4-only name with EAI_FAMILY, which PyTorch's c10d retries until its
+  # timeout instead of falling back to IPv4 as it does for glibc's answer.
   : >"$dir/hosts"
   for ((k = 1; k <= last; k++)); do
     echo "127.0.0.$((10 + k)) node$k" >>"$dir/hosts"
+    echo "::1 node$k" >>"$dir/hosts"
   done
   echo "127.0.0.1 localhost" >>"$dir/hosts"
 }

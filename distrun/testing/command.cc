@@ -1,0 +1,64 @@
+#include "distrun/testing/command.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "distrun/common/strings.h"
+
+namespace distrun::testing {
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+CommandResult runCommand(const std::string& command) {
+  char errPath[] = "/tmp/distrun-test-stderr-XXXXXX";
+  int fd = ::mkstemp(errPath);
+  if (fd >= 0) ::close(fd);
+  std::string full = "( " + command + " ) 2>" + errPath;
+  CommandResult result;
+  FILE* pipe = ::popen(full.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
+    result.out.append(buffer, n);
+  }
+  int status = ::pclose(pipe);
+  if (WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.exitCode = 128 + WTERMSIG(status);
+  result.err = slurp(errPath);
+  ::unlink(errPath);
+  return result;
+}
+
+std::string quote(const std::string& arg) { return shellQuote(arg); }
+
+std::string binaryPath(const std::string& name) {
+  return std::string(DISTRUN_BINARY_DIR) + "/bin/" + name;
+}
+
+std::string sourcePath(const std::string& relative) {
+  return std::string(DISTRUN_SOURCE_DIR) + "/" + relative;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  for (const std::string& line : split(text, '\n')) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace distrun::testing

@@ -1,0 +1,137 @@
+// Against a real Slurm cluster started on this machine (label: slurm).
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "distrun/testing/command.h"
+#include "distrun/testing/hostlist_generator.h"
+#include "distrun/testing/slurm_fixture.h"
+
+namespace distrun::testing {
+namespace {
+
+using nlohmann::json;
+
+// scontrol prints "Invalid hostlist" (exit 0) or errors on stderr.
+bool scontrolRejects(const CommandResult& r) {
+  return r.exitCode != 0 || r.err.find("Invalid") != std::string::npos ||
+         r.out.find("Invalid hostlist") != std::string::npos ||
+         r.err.find("error") != std::string::npos;
+}
+
+TEST_F(SlurmTest, HostnamesMatchScontrolOnGeneratedLists) {
+  HostlistGenerator generator(20261121);
+  int compared = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string list = generator.next();
+    CommandResult oracle = slurm("scontrol show hostnames " + quote(list));
+    CommandResult ours = runCommand(distrun() + " hostnames " + quote(list));
+    if (scontrolRejects(oracle)) {
+      EXPECT_NE(ours.exitCode, 0) << "scontrol rejects '" << list << "'";
+      continue;
+    }
+    ASSERT_EQ(ours.exitCode, 0) << list << ": " << ours.err;
+    ASSERT_EQ(ours.out, oracle.out) << "list: " << list;
+    ++compared;
+  }
+  EXPECT_GE(compared, 250);
+}
+
+TEST_F(SlurmTest, CompressedListsExpandBackUnderScontrol) {
+  HostlistGenerator generator(7);
+  for (int i = 0; i < 60; ++i) {
+    std::string list = generator.next();
+    CommandResult expanded = runCommand(distrun() + " hostnames " + quote(list));
+    ASSERT_EQ(expanded.exitCode, 0) << list;
+    CommandResult compressed =
+        runCommand(distrun() + " hostnames --compress " + quote(list));
+    ASSERT_EQ(compressed.exitCode, 0) << list;
+    std::string shorter(compressed.out.substr(0, compressed.out.size() - 1));
+    CommandResult oracle = slurm("scontrol show hostnames " + quote(shorter));
+    EXPECT_EQ(oracle.out, expanded.out) << list << " -> " << shorter;
+  }
+}
+
+TEST_F(SlurmTest, ErrorsAgreeWithScontrolOnMalformedLists) {
+  for (const char* list : {"a[2-1]", "a[1-[2-3]]", "a[1-x]", "a[x]", "[a]",
+                           "a[]", "a[1,,2]", "a[-1]", "a[1--3]", "a[1-3]]",
+                           "a[0-65536]", "a[1.5]", "[1-2][x]"}) {
+    CommandResult oracle = slurm("scontrol show hostnames " + quote(list));
+    EXPECT_TRUE(scontrolRejects(oracle)) << list << ": " << oracle.out;
+    CommandResult ours = runCommand(distrun() + " hostnames " + quote(list));
+    EXPECT_EQ(ours.exitCode, 78) << list;
+    EXPECT_THAT(ours.err, ::testing::StartsWith(
+                              "distrun: error: invalid hostlist '" +
+                              std::string(list) + "': expected "));
+  }
+}
+
+TEST_F(SlurmTest, SrunTwoNodesThreeTasksEveryTaskSeesTheWorld) {
+  std::map<int, json> views = envPerRank("-N2 -n3");
+  ASSERT_EQ(views.size(), 3u);
+  std::set<std::string> ports, runIds;
+  // Block distribution: node1 runs ranks 0 and 1, node2 runs rank 2.
+  const int kLocalRank[] = {0, 1, 0}, kLocalWorld[] = {2, 2, 1},
+            kGroupRank[] = {0, 0, 1};
+  for (const auto& [rank, view] : views) {
+    const json& env = view["env"];
+    EXPECT_EQ(view["scheduler"], "slurm");
+    EXPECT_EQ(view["hosts"], json({"node1", "node2"}));
+    EXPECT_EQ(env["WORLD_SIZE"], "3");
+    EXPECT_EQ(env["LOCAL_RANK"], std::to_string(kLocalRank[rank]));
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], std::to_string(kLocalWorld[rank]));
+    EXPECT_EQ(env["GROUP_RANK"], std::to_string(kGroupRank[rank]));
+    EXPECT_EQ(env["GROUP_WORLD_SIZE"], "2");
+    EXPECT_EQ(env["ROLE_RANK"], std::to_string(rank));
+    EXPECT_EQ(env["MASTER_ADDR"], "node1");
+    EXPECT_EQ(env["TORCHELASTIC_USE_AGENT_STORE"], "False");
+    ports.insert(env["MASTER_PORT"].get<std::string>());
+    runIds.insert(env["TORCHELASTIC_RUN_ID"].get<std::string>());
+  }
+  EXPECT_EQ(ports.size(), 1u) << "every task must derive the same port";
+  EXPECT_EQ(runIds.size(), 1u);
+}
+
+TEST_F(SlurmTest, UnevenCyclicStepUsesSchedulerIds) {
+  // Slurm's own placement of the same request is the oracle: with -N3 -n5
+  // it puts 3 tasks on node 0, and cyclic order makes ranks 0, 3, 4 share it.
+  const std::string flags = "-N3 -n5 --distribution=cyclic";
+  CommandResult oracle = slurm("timeout 60 srun " + flags +
+                               " printenv SLURM_PROCID SLURM_NODEID SLURM_LOCALID");
+  ASSERT_EQ(oracle.exitCode, 0) << oracle.err;
+  std::vector<std::string> ids = lines(oracle.out);
+  ASSERT_EQ(ids.size(), 15u);
+  std::map<int, std::pair<int, int>> placement;  // rank -> node, local rank
+  std::map<int, int> tasksOnNode;
+  for (size_t i = 0; i < ids.size(); i += 3) {
+    int node = std::stoi(ids[i + 1]);
+    placement[std::stoi(ids[i])] = {node, std::stoi(ids[i + 2])};
+    ++tasksOnNode[node];
+  }
+  ASSERT_NE(placement[1].first, placement[0].first) << "not a cyclic placement";
+  std::map<int, json> views = envPerRank(flags);
+  ASSERT_EQ(views.size(), 5u);
+  for (const auto& [rank, view] : views) {
+    const json& env = view["env"];
+    auto [node, local] = placement.at(rank);
+    EXPECT_EQ(env["GROUP_RANK"], std::to_string(node)) << rank;
+    EXPECT_EQ(env["LOCAL_RANK"], std::to_string(local)) << rank;
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], std::to_string(tasksOnNode[node])) << rank;
+    EXPECT_EQ(env["GROUP_WORLD_SIZE"], "3");
+    EXPECT_EQ(env["MASTER_ADDR"], "node1");
+  }
+}
+
+TEST_F(SlurmTest, TwoStepsGetDifferentPorts) {
+  std::string a = envPerRank("-N1 -n1")[0]["env"]["MASTER_PORT"];
+  std::string b = envPerRank("-N1 -n1")[0]["env"]["MASTER_PORT"];
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace distrun::testing
