@@ -1,9 +1,9 @@
 # distrun_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...] [PUBLIC_DEPS ...])
 #   Creates distrun_<name> with the alias distrun::<name>. DEPS link PRIVATE,
 #   PUBLIC_DEPS link PUBLIC. Sources are listed explicitly, never globbed.
-# distrun_cc_test(NAME name SRCS ... [DEPS ...] [LABELS ...] [RESOURCE_LOCK r])
+# distrun_cc_test(NAME name SRCS ... [DEPS ...] [LABEL l] [RESOURCE_LOCK r])
 #   Creates the GoogleTest binary <name> and registers every test in it with
-#   ctest, each carrying LABELS (default: unit; peers: slurm, mpi, python),
+#   ctest, each carrying LABEL (default: unit; peers: slurm, mpi, python),
 #   and serialised with other tests holding the same RESOURCE_LOCK.
 
 set(DISTRUN_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
@@ -36,16 +36,18 @@ function(distrun_cc_test)
   if(NOT DISTRUN_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(T "" "NAME;RESOURCE_LOCK" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;LABEL;RESOURCE_LOCK" "SRCS;DEPS" ${ARGN})
   add_executable(${T_NAME} ${T_SRCS})
   target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} GTest::gmock GTest::gtest GTest::gtest_main)
   target_compile_definitions(${T_NAME} PRIVATE
     DISTRUN_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     DISTRUN_BINARY_DIR="${PROJECT_BINARY_DIR}")
   distrun_apply_warnings(${T_NAME})
+  # One label per binary: gtest_discover_tests flattens PROPERTIES into a
+  # single list, so a second label would be read as a property name.
   set(labels unit)
-  if(T_LABELS)
-    set(labels ${T_LABELS})
+  if(T_LABEL)
+    set(labels ${T_LABEL})
   endif()
   set(lock "")
   if(T_RESOURCE_LOCK)

@@ -1,5 +1,8 @@
 #include "distrun/cluster/hostlist.h"
 
+#include <cctype>
+#include <ostream>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -44,6 +47,18 @@ const std::vector<Vector> kScontrolVectors = {
     {"node[1-3]-ib", {"node1-ib", "node2-ib", "node3-ib"}},
 };
 
+void PrintTo(const Vector& v, std::ostream* os) { *os << "'" << v.list << "'"; }
+
+// Test names: the list's letters and digits, e.g. node_08_10_ for node[08-10].
+template <typename Param>
+std::string listName(const ::testing::TestParamInfo<Param>& info) {
+  std::string name = std::to_string(info.index) + "_";
+  for (char c : info.param.list) {
+    name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  }
+  return name;
+}
+
 class ScontrolVectorTest : public ::testing::TestWithParam<Vector> {};
 
 TEST_P(ScontrolVectorTest, ExpandsAsScontrolDoes) {
@@ -51,7 +66,8 @@ TEST_P(ScontrolVectorTest, ExpandsAsScontrolDoes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, ScontrolVectorTest,
-                         ::testing::ValuesIn(kScontrolVectors));
+                         ::testing::ValuesIn(kScontrolVectors),
+                         listName<Vector>);
 
 TEST(HostlistTest, SeparatorsAndEmptyTokens) {
   EXPECT_THAT(expandHostlist("a\tb\nc,,d , e,"),
@@ -98,6 +114,8 @@ struct BadList {
   std::string list;
   std::string message;
 };
+
+void PrintTo(const BadList& b, std::ostream* os) { *os << "'" << b.list << "'"; }
 
 class InvalidHostlistTest : public ::testing::TestWithParam<BadList> {};
 
@@ -155,7 +173,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "below 2^64 at column 3, found '1'"},
         BadList{"a[ 1]",
                 "invalid hostlist 'a[ 1]': expected a number at column 3, "
-                "found ' '"}));
+                "found ' '"}),
+    listName<BadList>);
 
 TEST(HostlistTest, RefusesListsBeyondTheHostLimit) {
   try {

@@ -127,25 +127,23 @@ start() {
   env_lines "$dir"
 }
 
-stop_pidfile() {
-  local f=$1 pid i
-  [[ -f $f ]] || return 0
-  pid=$(cat "$f" 2>/dev/null || true)
-  [[ -n $pid ]] || return 0
-  kill "$pid" 2>/dev/null || return 0
+# Sends SIGTERM to every daemon at once (each takes about 2 s to exit), waits
+# up to 10 s for all of them, then SIGKILLs what is left.
+stop() {
+  local dir=$1 f pid i pids=()
+  [[ -d $dir ]] || return 0
+  for f in "$dir"/slurmd.*.pid "$dir/slurmctld.pid" "$dir/munge/munged.pid"; do
+    [[ -f $f ]] || continue
+    pid=$(cat "$f" 2>/dev/null || true)
+    [[ -n $pid ]] && kill "$pid" 2>/dev/null && pids+=("$pid")
+  done
   for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [[ $alive -eq 0 ]] && return 0
     sleep 0.1
   done
-  kill -9 "$pid" 2>/dev/null || true
-}
-
-stop() {
-  local dir=$1 f
-  [[ -d $dir ]] || return 0
-  for f in "$dir"/slurmd.*.pid; do stop_pidfile "$f"; done
-  stop_pidfile "$dir/slurmctld.pid"
-  stop_pidfile "$dir/munge/munged.pid"
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
 }
 
 case ${1:-} in
