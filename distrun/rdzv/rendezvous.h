@@ -1,0 +1,50 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "distrun/rdzv/store_client.h"
+
+namespace distrun::rdzv {
+
+// One agent's entry in a round of rendezvous.
+struct NodeInfo {
+  int nodeRank = 0;
+  int nproc = 1;     // workers this node starts
+  std::string host;  // where other nodes reach it
+};
+
+// What every agent agrees on after a round: the nodes, each node's first
+// global rank (nodes in node-rank order, ranks contiguous on a node), and
+// where the workers' own store (MASTER_ADDR:MASTER_PORT) will be.
+struct World {
+  int round = 0;
+  std::vector<NodeInfo> nodes;
+  std::vector<int> firstRank;  // per node
+  int worldSize = 0;
+  std::string masterAddr;
+  int masterPort = 0;
+};
+
+struct RendezvousConfig {
+  int nodeRank = 0;
+  int numNodes = 1;
+  int nproc = 1;
+  std::string host;  // this node's address as others should use it
+  std::chrono::milliseconds joinTimeout{std::chrono::seconds(300)};
+  // Node 0 only: a port free for rank 0's store on this node.
+  std::function<int()> pickMasterPort;
+};
+
+// Joins round `round`: publishes this node, waits for every other one and
+// for node 0's choice of MASTER_PORT. Throws RendezvousError when a node
+// rank is claimed twice, and one naming every node still missing and the
+// store they were expected to reach when the join timeout passes.
+World joinRound(StoreClient& store, int round, const RendezvousConfig& config);
+
+// The store key of round `round`'s `name`, e.g. "r3/failure".
+std::string roundKey(int round, const std::string& name);
+
+}  // namespace distrun::rdzv

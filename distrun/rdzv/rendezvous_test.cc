@@ -1,0 +1,89 @@
+#include "distrun/rdzv/rendezvous.h"
+
+#include <future>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/common/error.h"
+#include "distrun/rdzv/store_server.h"
+
+namespace distrun::rdzv {
+namespace {
+
+using namespace std::chrono_literals;
+
+class RendezvousTest : public ::testing::Test {
+ protected:
+  RendezvousConfig config(int node, int nodes, int nproc) {
+    RendezvousConfig c;
+    c.nodeRank = node;
+    c.numNodes = nodes;
+    c.nproc = nproc;
+    c.host = "host" + std::to_string(node);
+    c.joinTimeout = 30s;
+    c.pickMasterPort = [] { return 4242; };
+    return c;
+  }
+  World join(int round, const RendezvousConfig& c) {
+    StoreClient client("127.0.0.1", server.port(), "t", 30s);
+    return joinRound(client, round, c);
+  }
+  StoreServer server{"127.0.0.1", 0, "t"};
+};
+
+TEST_F(RendezvousTest, AgentsAgreeOnRanksAndMasterPort) {
+  std::vector<std::future<World>> agents;
+  const int nproc[] = {2, 3, 1};
+  for (int node = 2; node >= 0; --node) {
+    agents.push_back(std::async(std::launch::async, [this, node, &nproc] {
+      return join(0, config(node, 3, nproc[node]));
+    }));
+  }
+  for (auto& f : agents) {
+    World w = f.get();
+    EXPECT_EQ(w.worldSize, 6);
+    EXPECT_THAT(w.firstRank, ::testing::ElementsAre(0, 2, 5));
+    EXPECT_EQ(w.masterAddr, "host0");
+    EXPECT_EQ(w.masterPort, 4242);
+    ASSERT_EQ(w.nodes.size(), 3u);
+    EXPECT_EQ(w.nodes[1].host, "host1");
+  }
+}
+
+TEST_F(RendezvousTest, RoundsAreIndependent) {
+  auto a = std::async(std::launch::async, [&] { return join(1, config(1, 2, 1)); });
+  World w0 = join(1, config(0, 2, 4));
+  EXPECT_EQ(a.get().worldSize, 5);
+  EXPECT_EQ(w0.round, 1);
+}
+
+TEST_F(RendezvousTest, MissingNodesAreNamed) {
+  RendezvousConfig c = config(0, 3, 1);
+  c.joinTimeout = 300ms;
+  try {
+    join(0, c);
+    FAIL();
+  } catch (const RendezvousError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "node(s) 1, 2 of 3 did not join within 0 s; they were expected "
+              "to reach the rendezvous store at 127.0.0.1:" +
+                  std::to_string(server.port()) + " (joined: 0)");
+  }
+}
+
+TEST_F(RendezvousTest, DuplicateNodeRankIsRefused) {
+  RendezvousConfig c = config(1, 2, 1);
+  c.joinTimeout = 100ms;
+  EXPECT_THROW(join(0, c), RendezvousError);
+  try {
+    join(0, c);
+    FAIL();
+  } catch (const RendezvousError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("node rank 1 joined round 0 twice"));
+  }
+}
+
+}  // namespace
+}  // namespace distrun::rdzv

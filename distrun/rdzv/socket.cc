@@ -1,0 +1,151 @@
+#include "distrun/rdzv/socket.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "distrun/common/error.h"
+
+namespace distrun::rdzv {
+
+namespace {
+
+struct AddrInfo {
+  addrinfo* list = nullptr;
+  ~AddrInfo() {
+    if (list) ::freeaddrinfo(list);
+  }
+};
+
+void resolve(const std::string& host, int port, bool passive, AddrInfo& out) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  std::string service = std::to_string(port);
+  const char* node = host.empty() ? nullptr : host.c_str();
+  int rc = ::getaddrinfo(node, service.c_str(), &hints, &out.list);
+  if (rc != 0) {
+    throw ConfigError(fmt::format("cannot resolve host '{}': {}", host,
+                                  ::gai_strerror(rc)));
+  }
+}
+
+int msUntil(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - Clock::now());
+  return left.count() < 0 ? 0 : static_cast<int>(left.count());
+}
+
+// connect() that gives up at `deadline`, not after the kernel's SYN
+// retries (minutes). Returns 0 or the errno; the socket ends blocking.
+int connectBefore(int fd, const addrinfo* addr, Clock::time_point deadline) {
+  int flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int err = 0;
+  if (::connect(fd, addr->ai_addr, addr->ai_addrlen) != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      if (::poll(&p, 1, msUntil(deadline)) == 1) {
+        socklen_t len = sizeof(err);
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      } else {
+        err = ETIMEDOUT;
+      }
+    }
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  return err;
+}
+
+}  // namespace
+
+int listenTcp(const std::string& host, int port, int* boundPort) {
+  AddrInfo ai;
+  resolve(host == "0.0.0.0" ? "" : host, port, true, ai);
+  std::string where = fmt::format("{}:{}", host.empty() ? "0.0.0.0" : host, port);
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw SystemError("socket", where, errno);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd, ai.list->ai_addr, ai.list->ai_addrlen) != 0 ||
+      ::listen(fd, 4096) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw SystemError("bind", where, err);
+  }
+  sockaddr_in bound{};
+  socklen_t len = sizeof(bound);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  *boundPort = ntohs(bound.sin_port);
+  return fd;
+}
+
+int connectTcp(const std::string& host, int port, Clock::time_point deadline) {
+  AddrInfo ai;
+  resolve(host, port, false, ai);
+  int lastError = 0;
+  auto pause = std::chrono::milliseconds(10);
+  while (true) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw SystemError("socket", host, errno);
+    lastError = connectBefore(fd, ai.list, deadline);
+    if (lastError == 0) {
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      return fd;
+    }
+    ::close(fd);
+    if (Clock::now() + pause >= deadline) break;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(500));
+  }
+  throw TimeoutError(fmt::format("cannot reach the rendezvous store at {}:{}: {}",
+                                 host, port, std::strerror(lastError)));
+}
+
+void writeAll(int fd, const std::string& data, const std::string& peer) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      throw RendezvousError(fmt::format("lost the rendezvous store at {}: {}",
+                                        peer, std::strerror(errno)));
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+bool readSome(int fd, std::string& out, Clock::time_point deadline,
+              const std::string& peer) {
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    int rc = ::poll(&p, 1, msUntil(deadline));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == 0) return false;
+    char buffer[65536];
+    ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      throw RendezvousError(fmt::format(
+          "lost the rendezvous store at {}: {}", peer,
+          n == 0 ? "connection closed" : std::strerror(errno)));
+    }
+    out.append(buffer, static_cast<size_t>(n));
+    return true;
+  }
+}
+
+}  // namespace distrun::rdzv

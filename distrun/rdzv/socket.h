@@ -1,0 +1,30 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace distrun::rdzv {
+
+using Clock = std::chrono::steady_clock;
+
+// Binds and listens on `host`:`port` (host "" or "0.0.0.0": every IPv4
+// address; port 0: any free port), non-blocking and close-on-exec. Stores
+// the bound port in *boundPort. Throws SystemError naming the address.
+int listenTcp(const std::string& host, int port, int* boundPort);
+
+// Connects to `host`:`port`, retrying refused connections until `deadline`
+// (the peer may not listen yet). Throws TimeoutError naming the address and
+// the last error when the deadline passes, ConfigError when `host` does not
+// resolve. The returned socket is blocking, close-on-exec, TCP_NODELAY.
+int connectTcp(const std::string& host, int port, Clock::time_point deadline);
+
+// Writes all of `data`; throws RendezvousError naming `peer` on failure.
+void writeAll(int fd, const std::string& data, const std::string& peer);
+
+// Reads at least one byte into `out` (appending), waiting until `deadline`.
+// Returns false at the deadline; throws RendezvousError when the peer
+// closed or the read failed.
+bool readSome(int fd, std::string& out, Clock::time_point deadline,
+              const std::string& peer);
+
+}  // namespace distrun::rdzv

@@ -1,0 +1,97 @@
+#include "distrun/rdzv/store_client.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "distrun/common/error.h"
+#include "distrun/rdzv/wire.h"
+
+namespace distrun::rdzv {
+
+StoreClient::StoreClient(std::string host, int port, std::string token,
+                         std::chrono::milliseconds connectTimeout)
+    : host_(std::move(host)),
+      port_(port),
+      token_(std::move(token)),
+      address_(fmt::format("{}:{}", host_, port_)) {
+  connect(connectTimeout);
+}
+
+StoreClient::~StoreClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void StoreClient::connect(std::chrono::milliseconds timeout) {
+  fd_ = connectTcp(host_, port_, Clock::now() + timeout);
+  Frame reply = request(Frame{Op::kHello, {token_}}, Clock::now() + timeout);
+  if (reply.op == Op::kRefused) {
+    ::close(fd_);
+    fd_ = -1;
+    throw RendezvousError(fmt::format(
+        "the rendezvous store at {} refused this agent's token: every agent "
+        "of a job needs the same DISTRUN_TOKEN",
+        address_));
+  }
+}
+
+Frame StoreClient::request(const Frame& frame,
+                           std::optional<Clock::time_point> deadline) {
+  if (fd_ < 0) {
+    throw RendezvousError(fmt::format(
+        "no connection to the rendezvous store at {}", address_));
+  }
+  std::string bytes;
+  encodeFrame(frame, bytes);
+  writeAll(fd_, bytes, address_);
+  Clock::time_point until = deadline.value_or(Clock::time_point::max());
+  while (true) {
+    Frame reply;
+    size_t used = 0;
+    DecodeStatus status = decodeFrame(in_, reply, used);
+    if (status == DecodeStatus::kFrame) {
+      in_.erase(0, used);
+      return reply;
+    }
+    if (status == DecodeStatus::kMalformed) {
+      throw RendezvousError(fmt::format(
+          "the rendezvous store at {} sent a malformed reply", address_));
+    }
+    if (!readSome(fd_, in_, until, address_)) {
+      // The answer may still come; this connection can no longer be used.
+      ::close(fd_);
+      fd_ = -1;
+      in_.clear();
+      throw TimeoutError(fmt::format(
+          "the rendezvous store at {} did not answer in time", address_));
+    }
+  }
+}
+
+void StoreClient::set(const std::string& key, const std::string& value) {
+  request(Frame{Op::kSet, {key, value}}, std::nullopt);
+}
+
+std::optional<std::string> StoreClient::get(const std::string& key,
+                                            std::chrono::milliseconds timeout) {
+  try {
+    Frame reply = request(Frame{Op::kGet, {key}}, Clock::now() + timeout);
+    return reply.fields.at(0);
+  } catch (const TimeoutError&) {
+    connect(std::chrono::seconds(30));
+    return std::nullopt;
+  }
+}
+
+std::optional<std::string> StoreClient::tryGet(const std::string& key) {
+  Frame reply = request(Frame{Op::kTryGet, {key}}, std::nullopt);
+  if (reply.op == Op::kMissing) return std::nullopt;
+  return reply.fields.at(0);
+}
+
+long long StoreClient::add(const std::string& key, long long delta) {
+  Frame reply = request(Frame{Op::kAdd, {key, std::to_string(delta)}}, std::nullopt);
+  return std::stoll(reply.fields.at(0));
+}
+
+}  // namespace distrun::rdzv

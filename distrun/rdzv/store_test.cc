@@ -1,0 +1,126 @@
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/common/error.h"
+#include "distrun/rdzv/store_client.h"
+#include "distrun/rdzv/store_server.h"
+#include "distrun/rdzv/wire.h"
+
+namespace distrun::rdzv {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr auto kGenerous = 30s;  // a connect/get budget no healthy run nears
+
+class StoreTest : public ::testing::Test {
+ protected:
+  StoreServer server{"127.0.0.1", 0, "secret"};
+  StoreClient client() { return StoreClient("127.0.0.1", server.port(), "secret", kGenerous); }
+};
+
+TEST_F(StoreTest, SetGetAddTryGet) {
+  StoreClient c = client();
+  c.set("a", "1");
+  EXPECT_EQ(c.get("a", kGenerous), "1");
+  EXPECT_EQ(c.tryGet("a"), "1");
+  EXPECT_FALSE(c.tryGet("b").has_value());
+  EXPECT_EQ(c.add("n", 2), 2);
+  EXPECT_EQ(c.add("n", -5), -3);
+}
+
+TEST_F(StoreTest, GetWaitsForAnotherClientsSet) {
+  StoreClient waiter = client();
+  std::thread setter([this] {
+    std::this_thread::sleep_for(50ms);
+    client().set("late", "value");
+  });
+  EXPECT_EQ(waiter.get("late", kGenerous), "value");
+  setter.join();
+}
+
+TEST_F(StoreTest, GetTimesOutAndTheClientStaysUsable) {
+  StoreClient c = client();
+  EXPECT_FALSE(c.get("never", 100ms).has_value());
+  c.set("after", "ok");
+  EXPECT_EQ(c.get("after", kGenerous), "ok");
+}
+
+TEST_F(StoreTest, WrongTokenIsRefused) {
+  try {
+    StoreClient("127.0.0.1", server.port(), "guess", kGenerous);
+    FAIL();
+  } catch (const RendezvousError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "the rendezvous store at 127.0.0.1:" + std::to_string(server.port()) +
+                  " refused this agent's token: every agent of a job needs the "
+                  "same DISTRUN_TOKEN");
+  }
+  EXPECT_EQ(server.rejectedConnections(), 1u);
+}
+
+// Sends raw bytes on a fresh connection and waits until the server closes it.
+void sendGarbage(int port, const std::string& bytes) {
+  int fd = connectTcp("127.0.0.1", port, Clock::now() + kGenerous);
+  ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  char sink[64];
+  while (::read(fd, sink, sizeof(sink)) > 0) {
+  }
+  ::close(fd);
+}
+
+TEST_F(StoreTest, HostileBytesNeverStopTheStore) {
+  StoreClient good = client();
+  good.set("k", "v");
+  std::string setBeforeHello;
+  encodeFrame(Frame{Op::kSet, {"k", "evil"}}, setBeforeHello);
+  std::string replyOpcode;
+  encodeFrame(Frame{Op::kValue, {"x"}}, replyOpcode);
+  const std::string cases[] = {
+      "GET / HTTP/1.1\r\nHost: x\r\n\r\n",  // an HTTP probe
+      std::string("\xff\xff\xff\xff", 4),    // an absurd length
+      std::string(8192, 'A'),                // a flood before the hello
+      setBeforeHello,                        // a request before the hello
+      replyOpcode,                           // a reply opcode from a client
+      std::string("\x05\0\0\0\x01\xff\xff\xff\xff", 9),  // field past the end
+  };
+  for (const std::string& bytes : cases) sendGarbage(server.port(), bytes);
+  EXPECT_GE(server.rejectedConnections(), 6u);
+  EXPECT_EQ(good.get("k", kGenerous), "v");
+  EXPECT_EQ(client().tryGet("k"), "v");
+}
+
+TEST_F(StoreTest, ManyClientsAtOnce) {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 64; ++i) {
+    threads.emplace_back([this, i] {
+      StoreClient c = client();
+      c.add("count", 1);
+      c.set("k" + std::to_string(i), "v");
+      c.get("k" + std::to_string((i + 1) % 64), kGenerous);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(client().add("count", 0), 64);
+}
+
+TEST(StoreClientTest, NoStoreIsATimeoutNamingTheAddress) {
+  int port = 0;
+  int fd = listenTcp("127.0.0.1", 0, &port);
+  ::close(fd);  // a port that was free a moment ago: nobody listens
+  try {
+    StoreClient("127.0.0.1", port, "t", 200ms);
+    FAIL();
+  } catch (const TimeoutError& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith(
+                              "cannot reach the rendezvous store at 127.0.0.1:" +
+                              std::to_string(port) + ": Connection refused"));
+  }
+}
+
+}  // namespace
+}  // namespace distrun::rdzv

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace distrun::rdzv {
+
+// The store's wire format. Every message is a frame:
+//
+//   u32 body length (little endian, at most kMaxFrameBody) | body
+//   body = u8 opcode | fields...,  field = u32 length | bytes
+//
+// A client's first frame must be kHello with the job token; the server
+// answers kOk or kRefused and closes. Requests, each answered in order:
+//   kSet key value        -> kOk
+//   kGet key              -> kValue value, once the key exists (waits)
+//   kTryGet key           -> kValue value | kMissing
+//   kAdd key delta        -> kValue total   (delta and total as decimal)
+// Anything else (an unknown opcode, a field running past its frame, a frame
+// over the limit, a request before kHello) closes that connection and
+// nothing more: the store keeps serving everyone else.
+enum class Op : uint8_t {
+  kHello = 1,
+  kSet = 2,
+  kGet = 3,
+  kTryGet = 4,
+  kAdd = 5,
+  kOk = 100,
+  kValue = 101,
+  kMissing = 102,
+  kRefused = 103,
+};
+
+inline constexpr uint32_t kMaxFrameBody = 16u << 20;
+
+struct Frame {
+  Op op;
+  std::vector<std::string> fields;
+};
+
+// Appends the frame's bytes to `out`.
+void encodeFrame(const Frame& frame, std::string& out);
+
+// Result of reading a frame from the front of a buffer.
+enum class DecodeStatus { kFrame, kNeedMore, kMalformed };
+
+// Reads one frame from the front of `buffer`. On kFrame, `frame` holds it
+// and `consumed` its size in bytes. Never reads past `buffer`.
+DecodeStatus decodeFrame(std::string_view buffer, Frame& frame,
+                         size_t& consumed);
+
+// The number of fields each request opcode carries, or nullopt for an
+// opcode a client may not send.
+std::optional<size_t> requestFieldCount(Op op);
+
+}  // namespace distrun::rdzv
