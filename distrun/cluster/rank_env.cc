@@ -49,8 +49,15 @@ class RankEnvironmentBuilder {
   RankEnvironment& result() { return result_; }
 
  private:
+  // A later identity value for a name replaces the earlier one in place.
   void add(RankVariable variable) {
     built_.set(variable.name, variable.value);
+    for (RankVariable& v : result_.variables) {
+      if (v.name == variable.name) {
+        v = std::move(variable);
+        return;
+      }
+    }
     result_.variables.push_back(std::move(variable));
   }
 
@@ -95,11 +102,27 @@ void addContract(const JobLayout& layout, const RankEnvironmentOptions& options,
   b.identity("GROUP_WORLD_SIZE", str(layout.numNodes));
   b.identity("ROLE_RANK", str(layout.rank));
   b.identity("ROLE_WORLD_SIZE", str(layout.worldSize));
-  b.setting("ROLE_NAME", [] { return std::string("default"); });
-  b.setting("MASTER_ADDR", [&] { return layout.masterHost; });
-  b.result().masterPortDerived = !b.userHas("MASTER_PORT");
-  b.setting("MASTER_PORT", [&] { return str(masterPort(layout, options)); });
-  b.setting("TORCHELASTIC_RUN_ID", [&] { return runId(layout); });
+  if (options.roleName) {
+    b.identity("ROLE_NAME", *options.roleName);
+  } else {
+    b.setting("ROLE_NAME", [] { return std::string("default"); });
+  }
+  if (options.masterAddr) {
+    b.identity("MASTER_ADDR", *options.masterAddr);
+  } else {
+    b.setting("MASTER_ADDR", [&] { return layout.masterHost; });
+  }
+  if (options.masterPort) {
+    b.identity("MASTER_PORT", str(*options.masterPort));
+  } else {
+    b.result().masterPortDerived = !b.userHas("MASTER_PORT");
+    b.setting("MASTER_PORT", [&] { return str(masterPort(layout, options)); });
+  }
+  if (options.runId) {
+    b.identity("TORCHELASTIC_RUN_ID", *options.runId);
+  } else {
+    b.setting("TORCHELASTIC_RUN_ID", [&] { return runId(layout); });
+  }
   b.setting("TORCHELASTIC_RESTART_COUNT",
             [&] { return str(options.restartCount); });
   b.setting("TORCHELASTIC_MAX_RESTARTS",
@@ -154,6 +177,9 @@ RankEnvironment buildRankEnvironment(const JobLayout& layout,
   addContract(layout, options, b);
   addDevice(layout, b);
   b.identity("DISTRUN_SCHEDULER", schedulerName(layout.scheduler));
+  for (const auto& [name, value] : options.launcherVariables) {
+    b.identity(name, value);
+  }
   if (options.site) {
     b.identity("DISTRUN_SITE", options.site->name);
     addSite(*options.site, b);

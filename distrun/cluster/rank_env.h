@@ -46,6 +46,14 @@ struct RankEnvironmentOptions {
   std::function<int()> pickFreePort;
   // CPUs this process may run on, for OMP_NUM_THREADS.
   int usableCpus = 1;
+  // Set by a launcher that decided these itself (`distrun run`): they
+  // replace the user's values like identity variables do.
+  std::optional<std::string> masterAddr;
+  std::optional<int> masterPort;
+  std::optional<std::string> runId;
+  std::optional<std::string> roleName;
+  // Extra variables the launcher sets last (TORCHELASTIC_ERROR_FILE, ...).
+  std::vector<std::pair<std::string, std::string>> launcherVariables;
 };
 
 // Builds the task's environment from its layout and the user's environment.

@@ -1,5 +1,6 @@
 #include "distrun/rdzv/store_client.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -66,6 +67,10 @@ Frame StoreClient::request(const Frame& frame,
           "the rendezvous store at {} did not answer in time", address_));
     }
   }
+}
+
+void StoreClient::interrupt() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }
 
 void StoreClient::set(const std::string& key, const std::string& value) {

@@ -34,6 +34,11 @@ class StoreClient {
 
   const std::string& address() const { return address_; }
 
+  // Makes a call blocked in another thread fail at once with
+  // RendezvousError (shuts the socket down). The only method that may be
+  // called from another thread.
+  void interrupt();
+
  private:
   Frame request(const Frame& frame,
                        std::optional<Clock::time_point> deadline);

@@ -1,0 +1,101 @@
+#include "distrun/launch/agent.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace distrun::launch {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(SplitCpusTest, EvenContiguousShares) {
+  auto shares = splitCpus({0, 1, 2, 3, 4, 5, 6}, 3);
+  EXPECT_THAT(shares, ElementsAre(ElementsAre(0, 1, 2), ElementsAre(3, 4),
+                                  ElementsAre(5, 6)));
+  auto none = splitCpus({0, 1}, 3);
+  EXPECT_THAT(none, ElementsAre(::testing::IsEmpty(), ::testing::IsEmpty(),
+                                ::testing::IsEmpty()));
+}
+
+// A one-node agent whose workers are shell commands.
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "agent_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  AgentConfig config(int nproc, const std::string& script) {
+    AgentConfig c;
+    c.nproc = nproc;
+    c.token = "t";
+    c.host = "127.0.0.1";
+    c.runId = "test";
+    c.program = {"sh", "-c", script};
+    c.termTimeout = std::chrono::seconds(20);
+    c.joinTimeout = std::chrono::seconds(30);
+    c.cpus = usableCpuList();
+    c.logDir = dir_;
+    return c;
+  }
+  int run(const AgentConfig& c) {
+    MapEnvironment env;
+    return Agent(c, env, err_).run();
+  }
+  std::string file(const std::string& relative) {
+    std::ifstream in(dir_ + "/" + relative);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  std::string dir_;
+  std::ostringstream err_;
+};
+
+TEST_F(AgentTest, CleanExitOfAllWorkersIsZero) {
+  EXPECT_EQ(run(config(2, "echo rank=$RANK of $WORLD_SIZE local=$LOCAL_RANK")), 0);
+  EXPECT_EQ(file("test/attempt_0/0/stdout.log"), "rank=0 of 2 local=0\n");
+  EXPECT_EQ(file("test/attempt_0/1/stdout.log"), "rank=1 of 2 local=1\n");
+}
+
+TEST_F(AgentTest, FirstFailureDecidesTheExitCodeAndReport) {
+  int code = run(config(3, "if [ $RANK = 1 ]; then echo boom >&2; exit 7; fi; sleep 60"));
+  EXPECT_EQ(code, 7);
+  EXPECT_THAT(err_.str(), ::testing::HasSubstr(
+                              "first failure was rank 1 (local rank 1) on node 0"));
+  EXPECT_THAT(err_.str(), ::testing::HasSubstr("exit code 7"));
+  EXPECT_THAT(err_.str(), ::testing::HasSubstr("  | boom\n"));
+  EXPECT_THAT(file("test/failure.json"), ::testing::HasSubstr("\"exit_code\":7"));
+}
+
+TEST_F(AgentTest, SignalledWorkerGives128PlusSignal) {
+  EXPECT_EQ(run(config(1, "kill -KILL $$")), 128 + 9);
+  EXPECT_THAT(err_.str(), ::testing::HasSubstr("killed by signal 9 (SIGKILL)"));
+}
+
+TEST_F(AgentTest, RestartsIncrementTheRestartCount) {
+  AgentConfig c = config(2, "echo $TORCHELASTIC_RESTART_COUNT/$TORCHELASTIC_MAX_RESTARTS; "
+                            "[ $TORCHELASTIC_RESTART_COUNT = 2 ] || exit 5");
+  c.maxRestarts = 2;
+  EXPECT_EQ(run(c), 0);
+  EXPECT_EQ(file("test/attempt_0/0/stdout.log"), "0/2\n");
+  EXPECT_EQ(file("test/attempt_2/1/stdout.log"), "2/2\n");
+  EXPECT_THAT(err_.str(), ::testing::HasSubstr("restarting all workers (restart 2 of 2)"));
+}
+
+TEST_F(AgentTest, RestartsRunOut) {
+  AgentConfig c = config(1, "exit 4");
+  c.maxRestarts = 1;
+  EXPECT_EQ(run(c), 4);
+  EXPECT_THAT(err_.str(), ::testing::HasSubstr("(attempt 2)"));
+}
+
+}  // namespace
+}  // namespace distrun::launch

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace distrun::launch {
+
+// The first worker that failed, anywhere in the job: what every agent
+// reports and exits with. A plain value that crosses nodes as JSON.
+struct WorkerFailure {
+  int rank = -1;
+  int localRank = -1;
+  int nodeRank = -1;
+  std::string host;
+  int pid = 0;
+  int exitCode = 0;  // when it exited
+  int signal = 0;    // when a signal killed it (0: it exited)
+  std::string time;  // UTC, ISO 8601
+  std::vector<std::string> stderrTail;
+
+  // What the agent exits with: the worker's code, or 128 + signal.
+  int agentExitCode() const { return signal != 0 ? 128 + signal : exitCode; }
+  std::string toJson() const;
+  // Throws RendezvousError when `json` is not a failure record.
+  static WorkerFailure fromJson(const std::string& json);
+};
+
+// The current time as "2026-11-21T12:03:04Z".
+std::string utcNow();
+
+// Writes the human report: one header, the root cause, the stderr tail.
+void printFailureReport(const WorkerFailure& failure, const std::string& runId,
+                        int attempt, std::ostream& out);
+
+}  // namespace distrun::launch

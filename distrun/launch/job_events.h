@@ -1,0 +1,56 @@
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "distrun/rdzv/store_client.h"
+
+namespace distrun::launch {
+
+// What one agent tells all the others during an attempt, through the store.
+// Events of a round form one sequence (`r<k>/event/<i>`), the same order
+// for every agent, so every agent makes the same decision: the first
+// failure in it is the job's root cause.
+struct JobEvent {
+  enum class Kind {
+    kFailure,   // payload: WorkerFailure JSON
+    kSignal,    // payload: the signal number
+    kComplete,  // every node's workers exited 0
+    kStoreLost, // (local) the watcher lost the store; payload: why
+  };
+  Kind kind;
+  std::string payload;
+};
+
+// Appends events with the agent's own store connection.
+void publishEvent(rdzv::StoreClient& store, int round, const JobEvent& event);
+
+// Watches a round's event sequence on its own connection and thread, and
+// signals `notifyFd` (an eventfd) whenever events are ready to take().
+class EventWatcher {
+ public:
+  EventWatcher(std::string host, int port, std::string token, int round,
+               int notifyFd);
+  ~EventWatcher();  // interrupts and joins
+  EventWatcher(const EventWatcher&) = delete;
+  EventWatcher& operator=(const EventWatcher&) = delete;
+
+  std::deque<JobEvent> take();
+
+ private:
+  void watch(std::string host, int port, std::string token);
+  void push(JobEvent event);
+
+  int round_;
+  int notifyFd_;
+  std::mutex mutex_;
+  std::deque<JobEvent> events_;
+  std::unique_ptr<rdzv::StoreClient> client_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace distrun::launch

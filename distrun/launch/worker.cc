@@ -1,0 +1,122 @@
+#include "distrun/launch/worker.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "distrun/common/error.h"
+
+namespace distrun::launch {
+
+namespace {
+
+struct Pipe {
+  int read = -1;
+  int write = -1;
+};
+
+Pipe makePipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", "worker output", errno);
+  return Pipe{fds[0], fds[1]};
+}
+
+std::vector<char*> cStrings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// Runs in the child between fork and exec: async-signal-safe calls only.
+[[noreturn]] void becomeWorker(pid_t agent, const Pipe& out, const Pipe& err,
+                               const cpu_set_t* cpus, char* const* argv,
+                               char* const* envp) {
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != agent) ::_exit(128 + SIGKILL);  // the agent died already
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (cpus != nullptr) ::sched_setaffinity(0, sizeof(cpu_set_t), cpus);
+  ::dup2(out.write, STDOUT_FILENO);
+  ::dup2(err.write, STDERR_FILENO);
+  ::execvpe(argv[0], argv, envp);
+  int e = errno;
+  const char* reason = std::strerror(e);
+  const char* parts[] = {"distrun: error: cannot run '", argv[0], "': ", reason, "\n"};
+  for (const char* p : parts) {
+    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, p, std::strlen(p));
+  }
+  ::_exit(e == ENOENT ? 127 : 126);
+}
+
+}  // namespace
+
+WorkerProcess spawnWorker(const WorkerSpec& spec) {
+  Pipe out = makePipe();
+  Pipe err = makePipe();
+  std::vector<char*> argv = cStrings(spec.argv);
+  std::vector<char*> envp = cStrings(spec.environment);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : spec.cpus) CPU_SET(cpu, &set);
+  const cpu_set_t* cpus = spec.cpus.empty() ? nullptr : &set;
+  pid_t agent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw SystemError("fork", spec.argv.at(0), errno);
+  if (pid == 0) becomeWorker(agent, out, err, cpus, argv.data(), envp.data());
+  ::setpgid(pid, pid);  // also here, so killpg works before the child runs
+  ::close(out.write);
+  ::close(err.write);
+  for (int fd : {out.read, err.read}) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  return WorkerProcess{pid, out.read, err.read};
+}
+
+void signalWorker(pid_t pid, int signal) {
+  if (pid > 0) ::killpg(pid, signal);
+}
+
+void becomeSubreaper() {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    throw SystemError("prctl", "PR_SET_CHILD_SUBREAPER", errno);
+  }
+}
+
+int killAdoptedOrphans() {
+  pid_t self = ::getpid();
+  int killed = 0;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return 0;
+  while (dirent* entry = ::readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) continue;
+    if (ppid == self && state != 'Z') {
+      ::kill(static_cast<pid_t>(pid), SIGKILL);
+      ++killed;
+    }
+  }
+  ::closedir(proc);
+  return killed;
+}
+
+}  // namespace distrun::launch

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace distrun::launch {
+
+// What to start for one worker.
+struct WorkerSpec {
+  std::vector<std::string> argv;         // argv[0] is looked up in PATH
+  std::vector<std::string> environment;  // "NAME=value", the whole environment
+  std::vector<int> cpus;                 // affinity; empty: inherit
+};
+
+// A started worker. The agent owns the pipes and must close them.
+struct WorkerProcess {
+  pid_t pid = -1;  // also its process group id
+  int stdoutFd = -1;
+  int stderrFd = -1;
+};
+
+// Forks and execs `spec`. The child leads its own process group (so the
+// agent can signal it and everything it starts with killpg), dies with
+// SIGKILL if the agent dies (PR_SET_PDEATHSIG), gets `spec.cpus` as its
+// affinity, and writes stdout/stderr into pipes the agent reads. When exec
+// fails the child prints `distrun: error: cannot run 'X': reason` to its
+// stderr pipe and exits 127 (not found) or 126. Throws SystemError when
+// fork or pipe fail.
+WorkerProcess spawnWorker(const WorkerSpec& spec);
+
+// Sends `signal` to the worker's whole process group; ignores groups that
+// are already gone.
+void signalWorker(pid_t pid, int signal);
+
+// Makes this process a child subreaper: orphaned descendants (a worker's
+// setsid'd grandchildren) are re-parented to it rather than to init, so the
+// agent can reap and kill them. Throws SystemError.
+void becomeSubreaper();
+
+// Sends SIGKILL to every process whose parent is this process (after the
+// workers are gone, these are orphans re-parented to the subreaper).
+// Returns how many were signalled.
+int killAdoptedOrphans();
+
+}  // namespace distrun::launch

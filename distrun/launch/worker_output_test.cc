@@ -1,0 +1,80 @@
+#include "distrun/launch/worker_output.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/common/error.h"
+
+namespace distrun::launch {
+namespace {
+
+TEST(StreamSpecTest, ParsesTorchrunForms) {
+  EXPECT_EQ(streamBits(parseStreamSpec("3", "--tee"), 5), 3);
+  auto spec = parseStreamSpec("0:1,2:3", "--redirects");
+  EXPECT_EQ(streamBits(spec, 0), 1);
+  EXPECT_EQ(streamBits(spec, 1), 0);
+  EXPECT_EQ(streamBits(spec, 2), 3);
+  try {
+    parseStreamSpec("4", "--tee");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--tee '4': expected 0-3 (0 none, 1 stdout, 2 stderr, 3 both) "
+                 "or a map like '0:3,1:2'");
+  }
+  EXPECT_THROW(parseStreamSpec("0:9", "--tee"), UsageError);
+  EXPECT_THROW(parseStreamSpec(":1", "--tee"), UsageError);
+}
+
+TEST(PrefixTest, ExpandsFields) {
+  EXPECT_EQ(expandPrefix("[{node}:{rank}] ", 1, 5, 2, "default", "n1"), "[1:5] ");
+  EXPECT_EQ(expandPrefix("{host}/{role}{local_rank}: ", 0, 0, 3, "trainer", "gpu01"),
+            "gpu01/trainer3: ");
+  EXPECT_THROW(expandPrefix("{nodes}", 0, 0, 0, "", ""), UsageError);
+}
+
+class WorkerOutputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "wo_" + std::to_string(::getpid());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string read(const std::string& name) {
+    std::ifstream in(dir_ + "/" + name);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  std::string dir_;
+};
+
+TEST_F(WorkerOutputTest, FilesGetRawLinesAndTailKeepsLastStderr) {
+  StreamRoute route{false, false, true, true};
+  {
+    WorkerOutput out("[0:1] ", route, dir_);
+    out.onStdout("hel");
+    out.onStdout("lo\nwor");
+    for (int i = 0; i < 25; ++i) out.onStderr("e" + std::to_string(i) + "\n");
+    out.onStderr("last, unterminated");
+    out.finish();
+    ASSERT_EQ(out.stderrTail().size(), WorkerOutput::kTailLines);
+    EXPECT_EQ(out.stderrTail().front(), "e6");
+    EXPECT_EQ(out.stderrTail().back(), "last, unterminated");
+  }
+  EXPECT_EQ(read("stdout.log"), "hello\nwor\n");
+  EXPECT_THAT(read("stderr.log"), ::testing::StartsWith("e0\ne1\n"));
+}
+
+TEST_F(WorkerOutputTest, NoFilesUnlessAsked) {
+  { WorkerOutput out("p ", StreamRoute{false, false, false, false}, dir_); }
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/stdout.log"));
+}
+
+}  // namespace
+}  // namespace distrun::launch
