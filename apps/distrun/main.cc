@@ -31,5 +31,11 @@ int main(int argc, char** argv) {
       .exec = distrun::cli::execProgram,
   };
   std::vector<std::string> args(argv + 1, argv + argc);
-  return distrun::toInt(distrun::cli::runCli(args, ctx));
+  // Through a link named torchrun, distrun is `distrun run`: it drops into
+  // containers and scripts in torchrun's place.
+  std::string name = argv[0];
+  if (name.substr(name.rfind('/') + 1) == "torchrun") {
+    args.insert(args.begin(), "run");
+  }
+  return distrun::cli::runCli(args, ctx);
 }

@@ -35,7 +35,7 @@ ExitCode reportParseError(const CLI::ParseError& e, CLI::App& app,
 
 }  // namespace
 
-ExitCode runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
+int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
   std::vector<std::string> args = argsIn;
   const std::vector<std::string> program = splitExecProgram(args);
   CLI::App app(kDescription, "distrun");
@@ -45,18 +45,19 @@ ExitCode runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
       {"hostnames", addHostnamesCommand(app, ctx)},
       {"env", addEnvCommand(app, ctx)},
       {"exec", addExecCommand(app, ctx, program)},
+      {"run", addRunCommand(app, ctx)},
   };
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     app.parse(reversed);
     for (auto& [name, action] : actions) {
-      if (app.got_subcommand(name)) action();
+      if (app.got_subcommand(name)) return action();
     }
-    return ExitCode::kSuccess;
+    return 0;
   } catch (const CLI::ParseError& e) {
-    return reportParseError(e, app, ctx);
+    return toInt(reportParseError(e, app, ctx));
   } catch (const std::exception& e) {
-    return reportError(e, ctx);
+    return toInt(reportError(e, ctx));
   }
 }
 

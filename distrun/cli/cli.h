@@ -31,10 +31,11 @@ struct CliContext {
   ExecFunction exec;
 };
 
-// Runs `distrun ARGS...` (args excludes the program name). Every error is
-// printed to ctx.err as one line, `distrun: error: ...`, and mapped to the
-// returned exit code; --help prints to ctx.out and returns kSuccess.
-ExitCode runCli(const std::vector<std::string>& args, CliContext& ctx);
+// Runs `distrun ARGS...` (args excludes the program name) and returns the
+// exit status. Every error is printed to ctx.err as one line, `distrun:
+// error: ...`, and mapped to its ExitCode; --help prints to ctx.out and
+// returns 0. `distrun run` returns its job's status (a worker's code).
+int runCli(const std::vector<std::string>& args, CliContext& ctx);
 
 // The real ExecFunction: setenv each variable, then execvp.
 void execProgram(

@@ -29,7 +29,7 @@ struct CliRun {
                      execArgv = argv;
                      execVars = vars;
                    }};
-    return runCli(args, ctx);
+    return static_cast<ExitCode>(runCli(args, ctx));
   }
   static std::string siteDir() {
     return std::string(DISTRUN_SOURCE_DIR) + "/share/sites";

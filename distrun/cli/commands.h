@@ -13,7 +13,8 @@
 
 namespace distrun::cli {
 
-using Action = std::function<void()>;
+// Runs the chosen subcommand; returns the process's exit status.
+using Action = std::function<int()>;
 
 Action addHostnamesCommand(CLI::App& app, CliContext& ctx);
 Action addEnvCommand(CLI::App& app, CliContext& ctx);
@@ -21,6 +22,7 @@ Action addEnvCommand(CLI::App& app, CliContext& ctx);
 // when empty, PROGRAM is the first argument that is not an exec option.
 Action addExecCommand(CLI::App& app, CliContext& ctx,
                       const std::vector<std::string>& program);
+Action addRunCommand(CLI::App& app, CliContext& ctx);
 
 // For `exec [OPTIONS] -- PROGRAM [ARGS...]`: removes `-- PROGRAM [ARGS...]`
 // from `args` and returns PROGRAM [ARGS...]. The parser would otherwise take

@@ -96,7 +96,10 @@ Action addEnvCommand(CLI::App& app, CliContext& ctx) {
       ->check(CLI::IsMember({"sh", "json"}));
   cmd->add_option("--site", options->site,
                   "site profile NAME, or 'none' (default: detected)");
-  return [options, &ctx] { runEnv(*options, ctx); };
+  return [options, &ctx] {
+    runEnv(*options, ctx);
+    return 0;
+  };
 }
 
 }  // namespace distrun::cli

@@ -101,6 +101,7 @@ Action addExecCommand(CLI::App& app, CliContext& ctx,
   return [options, cmd, &ctx, &program] {
     options->program = program.empty() ? cmd->remaining() : program;
     runExec(*options, ctx);
+    return 0;
   };
 }
 

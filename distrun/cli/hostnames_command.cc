@@ -52,6 +52,7 @@ Action addHostnamesCommand(CLI::App& app, CliContext& ctx) {
   return [options, cmd, &ctx] {
     options->lists = cmd->remaining();
     runHostnames(*options, ctx);
+    return 0;
   };
 }
 

@@ -1,5 +1,6 @@
 #include "distrun/launch/agent.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <ostream>
 
@@ -81,6 +83,10 @@ class EventFd {
   }
   ~EventFd() { ::close(fd_); }
   int fd() const { return fd_; }
+  void notify() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(fd_, &one, sizeof(one));
+  }
   void drain() {
     uint64_t n;
     [[maybe_unused]] ssize_t r = ::read(fd_, &n, sizeof(n));
@@ -98,6 +104,40 @@ std::map<std::string, std::string> processEnvironment() {
     if (eq != std::string::npos) vars[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
   return vars;
+}
+
+// Joins a round on another thread while this one watches the agent's
+// signals: a SIGTERM during a long rendezvous ends the agent at once rather
+// than after the join timeout. Returns nullopt and sets *signal then.
+std::optional<rdzv::World> joinOrSignal(rdzv::StoreClient& store, int round,
+                                        const rdzv::RendezvousConfig& config,
+                                        SignalReader& signals, int* signal) {
+  EventFd done;
+  auto world = std::async(std::launch::async, [&] {
+    struct Notify {
+      EventFd& fd;
+      ~Notify() { fd.notify(); }
+    } notify{done};
+    return rdzv::joinRound(store, round, config);
+  });
+  while (true) {
+    std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}, {done.fd(), POLLIN, 0}};
+    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+      throw SystemError("poll", "rendezvous", errno);
+    }
+    if (fds[1].revents) return world.get();
+    for (int s : signals.read()) {
+      if (!isTerminal(s)) continue;
+      store.interrupt();
+      try {
+        world.get();
+      } catch (const Error&) {
+        // Interrupted on purpose.
+      }
+      *signal = s;
+      return std::nullopt;
+    }
+  }
 }
 
 enum class Outcome { kSucceeded, kFailed, kSignalled, kStoreLost };
@@ -350,7 +390,10 @@ int Agent::runAttempts() {
   rdzv::RendezvousConfig rc{config_.nodeRank, config_.numNodes, config_.nproc,
                             config_.host, config_.joinTimeout, pickFreeTcpPort};
   for (int round = 0;; ++round) {
-    rdzv::World world = rdzv::joinRound(store, round, rc);
+    int signal = 0;
+    std::optional<rdzv::World> joined = joinOrSignal(store, round, rc, signals, &signal);
+    if (!joined) return 128 + signal;
+    const rdzv::World& world = *joined;
     AttemptResult r;
     {
       Round attempt(config_, env_, store, port, world, signals);

@@ -78,6 +78,10 @@ std::vector<WorkerGroup::Member*> WorkerGroup::reap() {
       m.running = false;
       if (WIFEXITED(status)) m.exitCode = WEXITSTATUS(status);
       if (WIFSIGNALED(status)) m.signal = WTERMSIG(status);
+      // A grandchild may hold the pipes open for ever; what the worker
+      // itself wrote is in them now.
+      drain(m);
+      closePipes(m);
       exited.push_back(&m);
     }
   }
@@ -92,9 +96,7 @@ void WorkerGroup::signalAll(int signal) {
 
 bool WorkerGroup::allExited() const {
   for (const Member& m : members_) {
-    if (m.running || m.process.stdoutFd >= 0 || m.process.stderrFd >= 0) {
-      return false;
-    }
+    if (m.running) return false;
   }
   return true;
 }
@@ -106,9 +108,8 @@ bool WorkerGroup::allSucceeded() const {
   return true;
 }
 
-WorkerFailure WorkerGroup::failureOf(Member& m, int nodeRank,
-                                     const std::string& host) {
-  drain(m);
+WorkerFailure WorkerGroup::failureOf(const Member& m, int nodeRank,
+                                     const std::string& host) const {
   WorkerFailure f;
   f.rank = m.rank;
   f.localRank = m.localRank;

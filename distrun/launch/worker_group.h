@@ -42,16 +42,18 @@ class WorkerGroup {
   void pumpOutput(const std::vector<pollfd>& fds);
 
   // Reaps every exited child (workers and adopted orphans) without blocking.
-  // Returns the workers that exited in this call.
+  // A worker's pipes are drained and closed when it exits. Returns the
+  // workers that exited in this call.
   std::vector<Member*> reap();
 
   // Signals every running worker's process group.
   void signalAll(int signal);
   bool allExited() const;
   bool allSucceeded() const;
-  // The failure record of a worker that exited badly, after reading what
-  // is left in its pipes so the stderr tail is complete.
-  WorkerFailure failureOf(Member& m, int nodeRank, const std::string& host);
+  // The failure record of a worker that exited badly (reaped, so its
+  // stderr tail is complete).
+  WorkerFailure failureOf(const Member& m, int nodeRank,
+                          const std::string& host) const;
 
  private:
   void drain(Member& m);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "distrun/common/strings.h"
 
@@ -41,6 +42,48 @@ CommandResult runCommand(const std::string& command) {
   result.err = slurp(errPath);
   ::unlink(errPath);
   return result;
+}
+
+int startCommand(const std::string& command, const std::string& logPath) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::string full = "exec " + command + " >>" + shellQuote(logPath) + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", full.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int waitCommand(int pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+bool processAlive(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() &&
+         line[close + 2] != 'Z';
+}
+
+bool waitForLines(const std::string& path, size_t count, int seconds) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    if (lines(slurp(path)).size() >= count) return true;
+    ::usleep(50000);
+  }
+  return false;
+}
+
+std::vector<int> readInts(const std::string& path) {
+  std::vector<int> out;
+  std::istringstream in(slurp(path));
+  int v;
+  while (in >> v) out.push_back(v);
+  return out;
 }
 
 std::string quote(const std::string& arg) { return shellQuote(arg); }

@@ -16,6 +16,22 @@ struct CommandResult {
 // failing command; the caller asserts on the result.
 CommandResult runCommand(const std::string& command);
 
+// Starts `command` with /bin/sh -c "exec COMMAND" in the background, its
+// output appended to `logPath`; the returned pid is the command's own.
+int startCommand(const std::string& command, const std::string& logPath);
+
+// Waits for a started command; returns its exit code (128+N for signal N).
+int waitCommand(int pid);
+
+// True while `pid` exists and is not a zombie.
+bool processAlive(int pid);
+
+// Waits up to `seconds` for `path` to hold at least `lines` lines.
+bool waitForLines(const std::string& path, size_t lines, int seconds);
+
+// The whitespace-separated integers in a file (e.g. pids written by workers).
+std::vector<int> readInts(const std::string& path);
+
 // Single-quotes `arg` for /bin/sh.
 std::string quote(const std::string& arg);
 

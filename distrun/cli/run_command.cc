@@ -1,0 +1,125 @@
+#include <dirent.h>
+
+#include <ostream>
+
+#include "distrun/cli/commands.h"
+#include "distrun/common/strings.h"
+#include "distrun/launch/agent.h"
+#include "distrun/launch/run_options.h"
+
+namespace distrun::cli {
+
+namespace {
+
+using launch::RunOptions;
+
+// torchrun's spelling pairs, and the PET_ variable of each.
+std::string names(const std::string& dashed) {
+  std::string underscored = dashed;
+  std::replace(underscored.begin(), underscored.end(), '-', '_');
+  if (underscored == dashed) return "--" + dashed;
+  return "--" + dashed + ",--" + underscored;
+}
+
+std::string pet(const std::string& dashed) {
+  std::string v = "PET_" + dashed;
+  for (char& c : v) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
+  return v;
+}
+
+template <typename T>
+void option(CLI::App* cmd, const std::string& dashed, T& target,
+            const std::string& help) {
+  cmd->add_option(names(dashed), target, help)->envname(pet(dashed));
+}
+
+void flag(CLI::App* cmd, const std::string& dashed, bool& target,
+          const std::string& help) {
+  cmd->add_flag(names(dashed), target, help)->envname(pet(dashed));
+}
+
+void addTorchrunFlags(CLI::App* cmd, RunOptions& o, std::string& ignored) {
+  option(cmd, "nnodes", o.nnodes, "number of nodes (N, or N:N)");
+  option(cmd, "nproc-per-node", o.nprocPerNode, "workers per node: N, cpu, gpu or auto");
+  option(cmd, "node-rank", o.nodeRank, "this node's rank (default: SLURM_NODEID)");
+  option(cmd, "master-addr", o.masterAddr, "host of node 0's store (static rendezvous)");
+  option(cmd, "master-port", o.masterPort, "port of node 0's store (static rendezvous)");
+  option(cmd, "rdzv-endpoint", o.rdzvEndpoint, "HOST[:PORT] of node 0's store");
+  option(cmd, "rdzv-id", o.rdzvId, "run id (TORCHELASTIC_RUN_ID)");
+  option(cmd, "rdzv-conf", o.rdzvConf, "key=value,...: join_timeout=SECONDS");
+  option(cmd, "rdzv-backend", ignored, "accepted for torchrun; distrun uses its own store");
+  option(cmd, "monitor-interval", ignored, "accepted for torchrun; distrun reacts to events");
+  option(cmd, "start-method", ignored, "accepted for torchrun; workers are processes");
+  option(cmd, "logs-specs", ignored, "accepted for torchrun; see --log-dir");
+  flag(cmd, "standalone", o.standalone, "one node, private store on a free port");
+  option(cmd, "max-restarts", o.maxRestarts, "restarts of all workers after a failure");
+  option(cmd, "role", o.role, "ROLE_NAME of the workers");
+  cmd->add_flag("-m,--module", o.module, "run PROGRAM as a Python module")->envname("PET_MODULE");
+  flag(cmd, "no-python", o.noPython, "run PROGRAM directly, even a .py file");
+  flag(cmd, "run-path", o.runPath, "run PROGRAM as a Python file");
+  option(cmd, "log-dir", o.logDir, "per-rank stdout/stderr files under DIR");
+  cmd->add_option("-r,--redirects", o.redirects, "streams to files only: 0-3 or 0:1,1:2")
+      ->envname("PET_REDIRECTS");
+  cmd->add_option("-t,--tee", o.tee, "streams to files and console: 0-3 or 0:1,1:2")
+      ->envname("PET_TEE");
+  option(cmd, "local-ranks-filter", o.localRanksFilter, "local ranks shown on the console");
+  option(cmd, "local-addr", o.localAddr, "this node's address for the others");
+}
+
+void addDistrunFlags(CLI::App* cmd, RunOptions& o) {
+  cmd->add_option("--python", o.python, "Python for .py programs (default: $DISTRUN_PYTHON or python3)");
+  cmd->add_option("--term-timeout", o.termTimeout,
+                  "seconds between forwarding SIGTERM and SIGKILL (default 25, under Slurm's KillWait)");
+  cmd->add_option("--join-timeout", o.joinTimeout, "seconds to wait for every node (default 300)");
+  cmd->add_option("--log-prefix", o.logPrefix,
+                  "console prefix: {node} {rank} {local_rank} {role} {host} (default '[{node}:{rank}] ')");
+  cmd->add_option("--cpu-bind", o.cpuBind, "cores (default: an even share each) or none");
+  cmd->add_option("--site", o.site, "site profile NAME, or 'none'");
+}
+
+int visibleGpus(const Environment& env) {
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) {
+    if (auto v = env.get(name); v && !v->empty()) return static_cast<int>(split(*v, ',').size());
+  }
+  int count = 0;
+  if (DIR* dev = ::opendir("/dev")) {
+    while (dirent* e = ::readdir(dev)) {
+      std::string n = e->d_name;
+      count += n.size() > 6 && n.rfind("nvidia", 0) == 0 &&
+               n.find_first_not_of("0123456789", 6) == std::string::npos;
+    }
+    ::closedir(dev);
+  }
+  return count;
+}
+
+int runRun(RunOptions& o, CliContext& ctx) {
+  launch::RunContext run{ctx.env, ctx.hostFacts(), launch::usableCpuList(),
+                         ctx.builtinSiteDir, visibleGpus(ctx.env)};
+  launch::AgentConfig config = launch::resolveAgentConfig(o, run);
+  return launch::Agent(std::move(config), ctx.env, ctx.err).run();
+}
+
+}  // namespace
+
+Action addRunCommand(CLI::App& app, CliContext& ctx) {
+  auto options = std::make_shared<RunOptions>();
+  auto ignored = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "run",
+      "Node agent, torchrun-compatible: start --nproc-per-node workers on "
+      "this node, join the other nodes, supervise, restart, report");
+  addTorchrunFlags(cmd, *options, *ignored);
+  addDistrunFlags(cmd, *options);
+  cmd->prefix_command();
+  cmd->footer("PROGRAM [ARGS...] follow the options (see docs/launcher.md)");
+  return [options, ignored, cmd, &ctx] {
+    options->program = cmd->remaining();
+    if (!options->program.empty() && options->program.front() == "--") {
+      options->program.erase(options->program.begin());
+    }
+    return runRun(*options, ctx);
+  };
+}
+
+}  // namespace distrun::cli

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distrun/common/environment.h"
+#include "distrun/common/system.h"
+#include "distrun/launch/agent.h"
+
+namespace distrun::launch {
+
+// `distrun run`'s flags as the user gave them (torchrun's names; see
+// docs/launcher.md). Unset optionals take the defaults the resolution below
+// picks from the scheduler.
+struct RunOptions {
+  std::optional<std::string> nnodes;        // "N" or "MIN:MAX"
+  std::string nprocPerNode = "1";           // N, cpu, gpu, auto
+  std::optional<int> nodeRank;
+  std::optional<std::string> masterAddr;
+  std::optional<int> masterPort;
+  std::optional<std::string> rdzvEndpoint;  // host[:port]
+  std::optional<std::string> rdzvId;
+  std::string rdzvConf;                     // k=v,k=v
+  bool standalone = false;
+  int maxRestarts = 0;
+  std::string role = "default";
+  bool module = false;
+  bool noPython = false;
+  bool runPath = false;
+  std::optional<std::string> logDir;
+  std::string redirects = "0";
+  std::string tee = "0";
+  std::optional<std::string> localRanksFilter;
+  std::optional<std::string> localAddr;
+  std::optional<std::string> python;
+  double termTimeout = 25;
+  std::optional<double> joinTimeout;
+  std::string logPrefix = "[{node}:{rank}] ";
+  std::string cpuBind = "cores";  // cores | none
+  std::optional<std::string> site;
+  std::vector<std::string> program;  // PROGRAM [ARGS...]
+};
+
+// Everything `resolveAgentConfig` reads besides the flags.
+struct RunContext {
+  const Environment& env;
+  HostFacts host;
+  std::vector<int> cpus;
+  std::string builtinSiteDir;
+  int gpus = 0;  // devices on this node, for --nproc-per-node gpu/auto
+};
+
+// Decides the node's role, the store, the token and the workers' command.
+// Standalone (--standalone, or one node and no scheduler): a private store
+// on 127.0.0.1 and a random token. Under a Slurm step with one task per
+// node and no --nnodes: nodes, node rank and store come from SLURM_*.
+// Otherwise --nnodes/--node-rank with --rdzv-endpoint or --master-addr/
+// --master-port. Throws UsageError for flags that contradict each other or
+// the scheduler, naming them.
+AgentConfig resolveAgentConfig(const RunOptions& options, const RunContext& ctx);
+
+// The worker command: PROGRAM run directly, or under Python for a .py
+// file, -m MODULE or --run-path (with -u, as torchrun).
+std::vector<std::string> workerCommand(const RunOptions& options,
+                                       const Environment& env);
+
+// A random 128-bit hex string from /dev/urandom.
+std::string randomHex();
+
+}  // namespace distrun::launch

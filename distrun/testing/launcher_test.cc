@@ -1,0 +1,209 @@
+// `distrun run` with shell workers: supervision, signals, cleanup and
+// rendezvous failures (label: multiproc). Workers write their pids to a
+// file so the tests can check that none is left.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/rdzv/socket.h"
+#include "distrun/testing/command.h"
+
+namespace distrun::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class LauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "launcher_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string distrun() const { return quote(binaryPath("distrun")); }
+  // A worker script: records its pid, then runs `body`.
+  std::string worker(const std::string& body) const {
+    return "sh -c " + quote("echo $$ >> " + path("pids") + "; " + body);
+  }
+  std::string log(const std::string& name) const {
+    std::ifstream in(path(name));
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  void expectAllGone(const std::string& pidFile) {
+    std::vector<int> pids = readInts(path(pidFile));
+    ASSERT_FALSE(pids.empty());
+    for (int pid : pids) EXPECT_FALSE(processAlive(pid)) << "pid " << pid << " survived";
+  }
+  static int freePort() {
+    int port = 0;
+    ::close(rdzv::listenTcp("127.0.0.1", 0, &port));
+    return port;
+  }
+  std::string twoNodeFlags(int node, int port) const {
+    return "--nnodes 2 --node-rank " + std::to_string(node) +
+           " --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
+           " --local-addr 127.0.0.1 --join-timeout 60 ";
+  }
+
+  std::string dir_;
+};
+
+TEST_F(LauncherTest, WorkerExitCodeSevenStopsTheOthersAndIsReported) {
+  CommandResult r = runCommand(
+      "timeout 120 " + distrun() + " run --nproc-per-node 3 --log-dir " + quote(dir_) +
+      " --rdzv-id job7 " +
+      worker("if [ $RANK = 2 ]; then sleep 0.3; echo 'fatal: bad batch' >&2; exit 7; fi; sleep 300"));
+  EXPECT_EQ(r.exitCode, 7) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("distrun: job job7 failed (attempt 1): first failure "
+                               "was rank 2 (local rank 2) on node 0 (127.0.0.1)"));
+  EXPECT_THAT(r.err, HasSubstr("exit code 7"));
+  EXPECT_THAT(r.err, HasSubstr("  | fatal: bad batch\n"));
+  EXPECT_THAT(log("job7/failure.json"), HasSubstr("\"rank\":2"));
+  expectAllGone("pids");
+}
+
+TEST_F(LauncherTest, WorkerKilledBySignalGives128PlusSignal) {
+  CommandResult r = runCommand("timeout 120 " + distrun() + " run --nproc-per-node 2 " +
+                               worker("[ $RANK = 0 ] && kill -SEGV $$; sleep 300"));
+  EXPECT_EQ(r.exitCode, 128 + SIGSEGV);
+  EXPECT_THAT(r.err, HasSubstr("killed by signal 11 (SIGSEGV)"));
+  expectAllGone("pids");
+}
+
+TEST_F(LauncherTest, AgentSigtermStopsEveryWorkerAndOrphan) {
+  // Each worker also starts a grandchild in a session of its own, which
+  // escapes the worker's process group: the subreaper agent must end it.
+  int agent = startCommand(
+      distrun() + " run --nproc-per-node 2 --term-timeout 30 " +
+          worker("setsid sleep 300 & echo $! >> " + path("orphans") +
+                 "; trap 'echo got TERM; exit 0' TERM; while :; do sleep 0.1; done"),
+      path("agent.log"));
+  ASSERT_TRUE(waitForLines(path("orphans"), 2, 60));
+  ::kill(agent, SIGTERM);
+  EXPECT_EQ(waitCommand(agent), 128 + SIGTERM);
+  EXPECT_THAT(log("agent.log"), HasSubstr("got TERM"));
+  expectAllGone("pids");
+  expectAllGone("orphans");
+}
+
+TEST_F(LauncherTest, AgentSigkillTakesWorkersDownThroughPdeathsig) {
+  int agent = startCommand(distrun() + " run --nproc-per-node 2 " + worker("sleep 300"),
+                           path("agent.log"));
+  ASSERT_TRUE(waitForLines(path("pids"), 2, 60));
+  ::kill(agent, SIGKILL);
+  EXPECT_EQ(waitCommand(agent), 128 + SIGKILL);
+  std::vector<int> pids = readInts(path("pids"));
+  for (int i = 0; i < 200 && (processAlive(pids[0]) || processAlive(pids[1])); ++i) {
+    ::usleep(50000);  // the kernel delivers pdeathsig asynchronously
+  }
+  expectAllGone("pids");
+}
+
+TEST_F(LauncherTest, UserSignalsReachWorkersAndTheJobGoesOn) {
+  int agent = startCommand(
+      distrun() + " run --nproc-per-node 2 " +
+          worker("trap 'echo usr1 >> " + path("usr1") + "' USR1; "
+                 "for i in $(seq 300); do [ -s " + path("usr1") +
+                 " ] && [ $(wc -l < " + path("usr1") + ") -ge 2 ] && exit 0; sleep 0.1; done; exit 9"),
+      path("agent.log"));
+  ASSERT_TRUE(waitForLines(path("pids"), 2, 60));
+  ::kill(agent, SIGUSR1);
+  EXPECT_EQ(waitCommand(agent), 0) << log("agent.log");
+  EXPECT_EQ(readInts(path("pids")).size(), 2u);
+}
+
+TEST_F(LauncherTest, NodeThatNeverJoinsIsNamed) {
+  int port = freePort();
+  CommandResult r = runCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() +
+                               " run --nnodes 2 --node-rank 0 --rdzv-endpoint 127.0.0.1:" +
+                               std::to_string(port) + " --join-timeout 2 true");
+  EXPECT_EQ(r.exitCode, 76);
+  EXPECT_EQ(r.err, "distrun: error: node(s) 1 of 2 did not join within 2 s; they "
+                   "were expected to reach the rendezvous store at 127.0.0.1:" +
+                       std::to_string(port) + " (joined: 0)\n");
+}
+
+TEST_F(LauncherTest, WrongTokenIsRefused) {
+  int port = freePort();
+  int node0 = startCommand("env DISTRUN_TOKEN=right " + distrun() + " run " +
+                               twoNodeFlags(0, port) + "true",
+                           path("node0.log"));
+  CommandResult r = runCommand("DISTRUN_TOKEN=wrong timeout 120 " + distrun() +
+                               " run " + twoNodeFlags(1, port) + "true");
+  EXPECT_EQ(r.exitCode, 76);
+  EXPECT_EQ(r.err, "distrun: error: the rendezvous store at 127.0.0.1:" +
+                       std::to_string(port) +
+                       " refused this agent's token: every agent of a job needs "
+                       "the same DISTRUN_TOKEN\n");
+  // Node 0 is still waiting for node 1 in the rendezvous: SIGTERM must end
+  // it now, not after its join timeout.
+  ::kill(node0, SIGTERM);
+  EXPECT_EQ(waitCommand(node0), 128 + SIGTERM);
+}
+
+TEST_F(LauncherTest, GarbageOnTheStorePortDoesNotStopTheJob) {
+  int port = freePort();
+  int node0 = startCommand("env DISTRUN_TOKEN=t " + distrun() + " run " +
+                               twoNodeFlags(0, port) + "--nproc-per-node 1 " +
+                               worker("echo node0 rank $RANK of $WORLD_SIZE"),
+                           path("node0.log"));
+  runCommand("for i in 1 2 3; do head -c 3000 /dev/urandom | timeout 5 "
+             "bash -c 'cat > /dev/tcp/127.0.0.1/" + std::to_string(port) +
+             "' ; printf 'GET / HTTP/1.0\\r\\n\\r\\n' | timeout 5 bash -c 'cat > "
+             "/dev/tcp/127.0.0.1/" + std::to_string(port) + "'; done");
+  CommandResult node1 = runCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
+                                   twoNodeFlags(1, port) + "--nproc-per-node 1 " +
+                                   worker("echo node1 rank $RANK of $WORLD_SIZE"));
+  EXPECT_EQ(node1.exitCode, 0) << node1.err;
+  EXPECT_THAT(node1.out, HasSubstr("[1:1] node1 rank 1 of 2"));
+  EXPECT_EQ(waitCommand(node0), 0);
+  EXPECT_THAT(log("node0.log"), HasSubstr("[0:0] node0 rank 0 of 2"));
+}
+
+TEST_F(LauncherTest, FailureOnOneNodeStopsTheOtherNode) {
+  int port = freePort();
+  int node0 = startCommand("env DISTRUN_TOKEN=t " + distrun() + " run " +
+                               twoNodeFlags(0, port) + "--nproc-per-node 2 " +
+                               worker("sleep 300"),
+                           path("node0.log"));
+  CommandResult node1 = runCommand(
+      "DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " + twoNodeFlags(1, port) +
+      "--nproc-per-node 1 " + worker("sleep 0.5; exit 3"));
+  EXPECT_EQ(node1.exitCode, 3);
+  EXPECT_EQ(waitCommand(node0), 3);
+  EXPECT_THAT(log("node0.log"), HasSubstr("first failure was rank 2 (local rank 0) on node 1"));
+  expectAllGone("pids");
+}
+
+TEST_F(LauncherTest, TorchrunNameIsDistrunRun) {
+  CommandResult r = runCommand(quote(binaryPath("torchrun")) +
+                               " --nproc_per_node=2 --no_python sh -c 'echo $RANK'");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[0:0] 0\n"));
+  EXPECT_THAT(r.out, HasSubstr("[0:1] 1\n"));
+}
+
+TEST_F(LauncherTest, PetVariablesAndRedirects) {
+  CommandResult r = runCommand("PET_NPROC_PER_NODE=2 " + distrun() + " run --log-dir " +
+                               quote(dir_) + " --rdzv-id j -r 1 -t 2 sh -c "
+                               "'echo out$RANK; echo err$RANK >&2'");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "");  // stdout redirected to files only
+  EXPECT_THAT(r.err, HasSubstr("[0:1] err1"));
+  EXPECT_EQ(log("j/attempt_0/1/stdout.log"), "out1\n");
+  EXPECT_EQ(log("j/attempt_0/0/stderr.log"), "err0\n");
+}
+
+}  // namespace
+}  // namespace distrun::testing
