@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -75,6 +76,13 @@ int pickFreeTcpPort() {
   int port = bindTcp(0);
   if (port < 0) throw SystemError("bind", "0.0.0.0:0", errno);
   return port;
+}
+
+void raiseOpenFileLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  limit.rlim_cur = limit.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
 }
 
 }  // namespace distrun

@@ -25,4 +25,8 @@ bool tcpPortIsFree(int port);
 // Throws SystemError when no socket can be bound.
 int pickFreeTcpPort();
 
+// Raises this process's soft limit on open files to its hard limit: node
+// 0's store holds two connections per agent. Best effort; never throws.
+void raiseOpenFileLimit();
+
 }  // namespace distrun

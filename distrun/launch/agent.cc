@@ -187,7 +187,7 @@ struct Agent::Round {
   void startWorkers() {
     std::vector<std::vector<int>> shares = splitCpus(config.cpus, config.nproc);
     for (int local = 0; local < config.nproc; ++local) {
-      int rank = world.firstRank[static_cast<size_t>(config.nodeRank)] + local;
+      int rank = world.firstRank + local;
       const std::vector<int>& cpus = shares[static_cast<size_t>(local)];
       WorkerSpec spec{config.program, environmentFor(rank, local, cpus),
                       config.bindCpus ? cpus : std::vector<int>{}};
@@ -382,6 +382,7 @@ int Agent::runAttempts() {
   std::unique_ptr<rdzv::StoreServer> server;
   int port = config_.storePort;
   if (config_.nodeRank == 0) {
+    raiseOpenFileLimit();
     std::string bind = config_.numNodes == 1 ? "127.0.0.1" : "0.0.0.0";
     server = std::make_unique<rdzv::StoreServer>(bind, port, config_.token);
     port = server->port();

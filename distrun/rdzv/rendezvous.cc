@@ -58,6 +58,21 @@ std::string waitFor(StoreClient& store, int round, const std::string& name,
   return *value;
 }
 
+// Run by the last agent to arrive: every node is published, so it assigns
+// each node's first rank and publishes the world's summary.
+void assignRanks(StoreClient& store, int round, int numNodes) {
+  int next = 0;
+  std::string masterHost;
+  for (int r = 0; r < numNodes; ++r) {
+    NodeInfo n = decodeNode(r, *store.tryGet(roundKey(round, fmt::format("node/{}", r))));
+    if (r == 0) masterHost = n.host;
+    store.set(roundKey(round, fmt::format("first/{}", r)), std::to_string(next));
+    next += n.nproc;
+  }
+  std::string port = *store.tryGet(roundKey(round, "master_port"));
+  store.set(roundKey(round, "world"), fmt::format("{} {} {}", next, port, masterHost));
+}
+
 }  // namespace
 
 std::string roundKey(int round, const std::string& name) {
@@ -68,24 +83,25 @@ World joinRound(StoreClient& store, int round, const RendezvousConfig& config) {
   Clock::time_point deadline = Clock::now() + config.joinTimeout;
   claim(store, round, config);
   NodeInfo self{config.nodeRank, config.nproc, config.host};
-  store.set(roundKey(round, fmt::format("node/{}", config.nodeRank)),
-            encodeNode(self));
   if (config.nodeRank == 0) {
     store.set(roundKey(round, "master_port"),
               std::to_string(config.pickMasterPort()));
   }
+  store.set(roundKey(round, fmt::format("node/{}", config.nodeRank)),
+            encodeNode(self));
+  if (store.add(roundKey(round, "joined"), 1) == config.numNodes) {
+    assignRanks(store, round, config.numNodes);
+  }
+  std::string summary = waitFor(store, round, "world", deadline, config);
   World world;
   world.round = round;
-  for (int r = 0; r < config.numNodes; ++r) {
-    std::string value = waitFor(store, round, fmt::format("node/{}", r),
-                                deadline, config);
-    world.nodes.push_back(decodeNode(r, value));
-    world.firstRank.push_back(world.worldSize);
-    world.worldSize += world.nodes.back().nproc;
-  }
-  world.masterAddr = world.nodes.front().host;
-  world.masterPort =
-      std::stoi(waitFor(store, round, "master_port", deadline, config));
+  world.numNodes = config.numNodes;
+  size_t a = summary.find(' '), b = summary.find(' ', a + 1);
+  world.worldSize = std::stoi(summary.substr(0, a));
+  world.masterPort = std::stoi(summary.substr(a + 1, b - a - 1));
+  world.masterAddr = summary.substr(b + 1);
+  world.firstRank = std::stoi(
+      waitFor(store, round, fmt::format("first/{}", config.nodeRank), deadline, config));
   return world;
 }
 

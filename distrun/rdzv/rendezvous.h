@@ -16,14 +16,14 @@ struct NodeInfo {
   std::string host;  // where other nodes reach it
 };
 
-// What every agent agrees on after a round: the nodes, each node's first
-// global rank (nodes in node-rank order, ranks contiguous on a node), and
-// where the workers' own store (MASTER_ADDR:MASTER_PORT) will be.
+// What every agent agrees on after a round: the size of the world, this
+// node's first global rank (nodes in node-rank order, ranks contiguous on a
+// node), and where the workers' own store (MASTER_ADDR:MASTER_PORT) is.
 struct World {
   int round = 0;
-  std::vector<NodeInfo> nodes;
-  std::vector<int> firstRank;  // per node
+  int numNodes = 0;
   int worldSize = 0;
+  int firstRank = 0;  // of this node
   std::string masterAddr;
   int masterPort = 0;
 };
@@ -39,9 +39,11 @@ struct RendezvousConfig {
 };
 
 // Joins round `round`: publishes this node, waits for every other one and
-// for node 0's choice of MASTER_PORT. Throws RendezvousError when a node
-// rank is claimed twice, and one naming every node still missing and the
-// store they were expected to reach when the join timeout passes.
+// for node 0's choice of MASTER_PORT. Linear in the node count: each agent
+// makes a constant number of requests, and the last to arrive assigns every
+// node its ranks (N requests). Throws RendezvousError when a node rank is
+// claimed twice, and one naming every node still missing and the store they
+// were expected to reach when the join timeout passes.
 World joinRound(StoreClient& store, int round, const RendezvousConfig& config);
 
 // The store key of round `round`'s `name`, e.g. "r3/failure".

@@ -36,19 +36,19 @@ class RendezvousTest : public ::testing::Test {
 TEST_F(RendezvousTest, AgentsAgreeOnRanksAndMasterPort) {
   std::vector<std::future<World>> agents;
   const int nproc[] = {2, 3, 1};
-  for (int node = 2; node >= 0; --node) {
+  const int firstRank[] = {0, 2, 5};
+  for (int node = 0; node < 3; ++node) {
     agents.push_back(std::async(std::launch::async, [this, node, &nproc] {
       return join(0, config(node, 3, nproc[node]));
     }));
   }
-  for (auto& f : agents) {
-    World w = f.get();
+  for (int node = 0; node < 3; ++node) {
+    World w = agents[static_cast<size_t>(node)].get();
     EXPECT_EQ(w.worldSize, 6);
-    EXPECT_THAT(w.firstRank, ::testing::ElementsAre(0, 2, 5));
+    EXPECT_EQ(w.numNodes, 3);
+    EXPECT_EQ(w.firstRank, firstRank[node]);
     EXPECT_EQ(w.masterAddr, "host0");
     EXPECT_EQ(w.masterPort, 4242);
-    ASSERT_EQ(w.nodes.size(), 3u);
-    EXPECT_EQ(w.nodes[1].host, "host1");
   }
 }
 
