@@ -127,6 +127,31 @@ TEST_F(SlurmTest, UnevenCyclicStepUsesSchedulerIds) {
   }
 }
 
+TEST_F(SlurmTest, SrunOneAgentPerNodeRunsTwoWorkersEach) {
+  CommandResult r = slurm(
+      "timeout 120 srun -N2 --ntasks-per-node=1 " + distrun() +
+      " run --nproc-per-node 2 sh -c "
+      "'echo $RANK $LOCAL_RANK $GROUP_RANK $WORLD_SIZE $MASTER_ADDR $TORCHELASTIC_RUN_ID'");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::vector<std::string> out = lines(r.out);
+  std::sort(out.begin(), out.end());
+  ASSERT_EQ(out.size(), 4u) << r.out;
+  // Prefix [node:rank], then rank, local rank, node, world, master, run id.
+  const char* expected[] = {"[0:0] 0 0 0 4 node1", "[0:1] 1 1 0 4 node1",
+                            "[1:2] 2 0 1 4 node1", "[1:3] 3 1 1 4 node1"};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(out[i].rfind(expected[i], 0), 0u) << out[i];
+  }
+}
+
+TEST_F(SlurmTest, SrunAgentFailureStopsEveryNode) {
+  CommandResult r = slurm(
+      "timeout 120 srun -N2 --ntasks-per-node=1 " + distrun() +
+      " run --nproc-per-node 2 sh -c '[ $RANK = 3 ] && exit 5; sleep 300'");
+  EXPECT_EQ(r.exitCode, 5) << r.err;
+  EXPECT_THAT(r.err, ::testing::HasSubstr("first failure was rank 3 (local rank 1) on node 1"));
+}
+
 TEST_F(SlurmTest, TwoStepsGetDifferentPorts) {
   std::string a = envPerRank("-N1 -n1")[0]["env"]["MASTER_PORT"];
   std::string b = envPerRank("-N1 -n1")[0]["env"]["MASTER_PORT"];
