@@ -51,6 +51,10 @@ void addTorchrunFlags(CLI::App* cmd, RunOptions& o, std::string& ignored) {
   option(cmd, "monitor-interval", ignored, "accepted for torchrun; distrun reacts to events");
   option(cmd, "start-method", ignored, "accepted for torchrun; workers are processes");
   option(cmd, "logs-specs", ignored, "accepted for torchrun; see --log-dir");
+  option(cmd, "event-log-handler", ignored, "accepted for torchrun; no effect");
+  option(cmd, "signals-to-handle", ignored,
+         "accepted for torchrun; distrun handles TERM INT HUP QUIT USR1 USR2");
+  option(cmd, "numa-binding", ignored, "accepted for torchrun; see --cpu-bind");
   flag(cmd, "standalone", o.standalone, "one node, private store on a free port");
   option(cmd, "max-restarts", o.maxRestarts, "restarts of all workers after a failure");
   option(cmd, "role", o.role, "ROLE_NAME of the workers");

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -183,6 +184,30 @@ TEST_F(LauncherTest, FailureOnOneNodeStopsTheOtherNode) {
   EXPECT_EQ(node1.exitCode, 3);
   EXPECT_EQ(waitCommand(node0), 3);
   EXPECT_THAT(log("node0.log"), HasSubstr("first failure was rank 2 (local rank 0) on node 1"));
+  expectAllGone("pids");
+}
+
+TEST_F(LauncherTest, RestartReRendezvousesEveryNode) {
+  // Rank 2 (node 1) fails in the first attempt only: both agents restart.
+  int port = freePort();
+  std::string body = "echo $RANK:$TORCHELASTIC_RESTART_COUNT >> " + path("attempts") +
+                     "; [ $RANK = 2 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ] && exit 6; "
+                     "[ $TORCHELASTIC_RESTART_COUNT = 1 ] || sleep 300";
+  int node0 = startCommand("env DISTRUN_TOKEN=t " + distrun() + " run " +
+                               twoNodeFlags(0, port) + "--max-restarts 1 --nproc-per-node 2 " +
+                               worker(body),
+                           path("node0.log"));
+  CommandResult node1 = runCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
+                                   twoNodeFlags(1, port) +
+                                   "--max-restarts 1 --nproc-per-node 1 " + worker(body));
+  EXPECT_EQ(node1.exitCode, 0) << node1.err;
+  EXPECT_EQ(waitCommand(node0), 0) << log("node0.log");
+  EXPECT_THAT(node1.err, HasSubstr("rank 2 failed (exit code 6); restarting all workers "
+                                   "(restart 1 of 1)"));
+  std::vector<std::string> attempts = lines(log("attempts"));
+  for (const char* seen : {"0:1", "1:1", "2:1"}) {
+    EXPECT_NE(std::find(attempts.begin(), attempts.end(), seen), attempts.end()) << seen;
+  }
   expectAllGone("pids");
 }
 
