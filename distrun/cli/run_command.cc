@@ -3,7 +3,7 @@
 #include <ostream>
 
 #include "distrun/cli/commands.h"
-#include "distrun/common/strings.h"
+#include "distrun/cluster/job_layout.h"
 #include "distrun/launch/agent.h"
 #include "distrun/launch/run_options.h"
 
@@ -82,9 +82,8 @@ void addDistrunFlags(CLI::App* cmd, RunOptions& o) {
 }
 
 int visibleGpus(const Environment& env) {
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) {
-    if (auto v = env.get(name); v && !v->empty()) return static_cast<int>(split(*v, ',').size());
-  }
+  auto [visible, variable] = cluster::readVisibleDevices(env);
+  if (!visible.empty()) return static_cast<int>(visible.size());
   int count = 0;
   if (DIR* dev = ::opendir("/dev")) {
     while (dirent* e = ::readdir(dev)) {

@@ -24,6 +24,22 @@ std::string schedulerName(Scheduler scheduler) {
   return "unknown";
 }
 
+std::string defaultRunId(const JobLayout& layout) {
+  if (layout.jobId.empty()) return "none";
+  if (layout.stepId.empty()) return layout.jobId;
+  return layout.jobId + "." + layout.stepId;
+}
+
+std::pair<std::vector<std::string>, std::string> readVisibleDevices(
+    const Environment& env) {
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                           "HIP_VISIBLE_DEVICES", "SLURM_STEP_GPUS"}) {
+    std::optional<std::string> value = env.get(name);
+    if (value && !value->empty()) return {split(*value, ','), name};
+  }
+  return {};
+}
+
 namespace detail {
 
 std::optional<int> readInt(const Environment& env, const std::string& name) {
@@ -49,14 +65,8 @@ std::optional<std::string> firstOf(const Environment& env,
 }
 
 void readVisibleDevices(const Environment& env, JobLayout& layout) {
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                           "HIP_VISIBLE_DEVICES", "SLURM_STEP_GPUS"}) {
-    std::optional<std::string> value = env.get(name);
-    if (!value || value->empty()) continue;
-    layout.visibleDevices = split(*value, ',');
-    layout.visibleDevicesVariable = name;
-    return;
-  }
+  std::tie(layout.visibleDevices, layout.visibleDevicesVariable) =
+      cluster::readVisibleDevices(env);
 }
 
 void checkBelow(int value, const std::string& valueName, int bound,

@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "distrun/common/environment.h"
@@ -39,6 +40,16 @@ struct JobLayout {
   std::vector<std::string> notes;
 };
 
+// The run id a job gets when the user names none: "JOBID.STEPID", "JOBID",
+// or "none" without a job id (torchrun's default).
+std::string defaultRunId(const JobLayout& layout);
+
+// The GPU ids this process may use and the variable that says so: the first
+// of CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and
+// SLURM_STEP_GPUS that is set and not empty. Empty when none is.
+std::pair<std::vector<std::string>, std::string> readVisibleDevices(
+    const Environment& env);
+
 // Reads the layout from the environment. Precedence, innermost launcher
 // first: Open MPI (OMPI_COMM_WORLD_*), a Slurm step task (SLURM_PROCID with
 // SLURM_STEP_ID), MPICH/Hydra (PMI_RANK), PBS (PBS_JOBID), then
@@ -67,8 +78,7 @@ int requireInt(const Environment& env, const std::string& name);
 // The first of `names` that is set.
 std::optional<std::string> firstOf(const Environment& env,
                                    const std::vector<std::string>& names);
-// Fills visibleDevices from CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
-// HIP_VISIBLE_DEVICES or SLURM_STEP_GPUS, the first one set.
+// Fills layout.visibleDevices with readVisibleDevices(env).
 void readVisibleDevices(const Environment& env, JobLayout& layout);
 // Throws ConfigError unless 0 <= value < bound, naming both variables.
 void checkBelow(int value, const std::string& valueName, int bound,

@@ -2,19 +2,11 @@
 
 #include <cstdint>
 
+#include "distrun/common/strings.h"
+
 namespace distrun::cluster {
 
 namespace {
-
-// 64-bit FNV-1a: a stable hash for ids that are not numbers.
-uint64_t fnv1a(const std::string& text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
 
 // The leading decimal number of an id ("1234" -> 1234, "1234.pbs01" ->
 // 1234, "1234_7" -> 1234), or its hash when it does not start with a digit.

@@ -66,12 +66,6 @@ class RankEnvironmentBuilder {
   RankEnvironment result_;
 };
 
-std::string runId(const JobLayout& layout) {
-  if (layout.jobId.empty()) return "none";
-  if (layout.stepId.empty()) return layout.jobId;
-  return layout.jobId + "." + layout.stepId;
-}
-
 int masterPort(const JobLayout& layout, const RankEnvironmentOptions& options) {
   if (!layout.jobId.empty()) {
     return derivedMasterPort(layout.jobId, layout.stepId);
@@ -121,7 +115,7 @@ void addContract(const JobLayout& layout, const RankEnvironmentOptions& options,
   if (options.runId) {
     b.identity("TORCHELASTIC_RUN_ID", *options.runId);
   } else {
-    b.setting("TORCHELASTIC_RUN_ID", [&] { return runId(layout); });
+    b.setting("TORCHELASTIC_RUN_ID", [&] { return defaultRunId(layout); });
   }
   b.setting("TORCHELASTIC_RESTART_COUNT",
             [&] { return str(options.restartCount); });

@@ -77,6 +77,15 @@ std::string shellQuote(std::string_view value) {
   return out + "'";
 }
 
+uint64_t fnv1a(std::string_view text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
 bool globMatch(std::string_view pattern, std::string_view text) {
   if (pattern.empty()) return text.empty();
   if (pattern[0] == '*') {

@@ -25,6 +25,10 @@ std::string_view trim(std::string_view text);
 // [A-Za-z0-9_./,:=@%+-], so `eval` reproduces it exactly.
 std::string shellQuote(std::string_view value);
 
+// 64-bit FNV-1a: a stable, well-mixed hash for ids and tokens (not a
+// cryptographic one).
+uint64_t fnv1a(std::string_view text);
+
 // True when `text` matches the glob `pattern` (`*` and `?` only).
 bool globMatch(std::string_view pattern, std::string_view text);
 

@@ -3,11 +3,12 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "distrun/common/system.h"
 
 namespace distrun::launch {
 namespace {
@@ -50,10 +51,7 @@ class AgentTest : public ::testing::Test {
     return Agent(c, env, err_).run();
   }
   std::string file(const std::string& relative) {
-    std::ifstream in(dir_ + "/" + relative);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
+    return readTextFile(dir_ + "/" + relative, "agent test log");
   }
   std::string dir_;
   std::ostringstream err_;

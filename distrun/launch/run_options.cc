@@ -79,15 +79,18 @@ std::pair<std::string, int> splitEndpoint(const std::string& endpoint, int defau
           static_cast<int>(parseCount(endpoint.substr(colon + 1), "--rdzv-endpoint port", 65535))};
 }
 
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 bool inSlurmStep(const cluster::JobLayout& l) {
   return l.scheduler == cluster::Scheduler::kSlurm && l.stepId != "batch" &&
          l.stepId != "interactive";
+}
+
+// The token every agent of a Slurm step derives alike: DISTRUN_TOKEN, else
+// a hash of the job, the step and the user (docs/launcher.md says what it
+// protects against).
+std::string slurmToken(const cluster::JobLayout& l, const Environment& env) {
+  return env.getOr("DISTRUN_TOKEN",
+                   fmt::format("{:016x}", fnv1a(fmt::format("distrun:{}:{}:{}", l.jobId,
+                                                            l.stepId, ::getuid()))));
 }
 
 void placeStandalone(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
@@ -116,11 +119,8 @@ void placeFromSlurm(const RunOptions& o, const RunContext& ctx, AgentConfig& c) 
   c.storeHost = host;
   c.storePort = port;
   c.host = o.localAddr.value_or(l.hosts.at(static_cast<size_t>(l.nodeRank)));
-  c.runId = o.rdzvId.value_or(l.jobId + "." + l.stepId);
-  c.token = ctx.env.getOr(
-      "DISTRUN_TOKEN",
-      fmt::format("{:016x}", fnv1a(fmt::format("distrun:{}:{}:{}", l.jobId,
-                                               l.stepId, ::getuid()))));
+  c.runId = o.rdzvId.value_or(cluster::defaultRunId(l));
+  c.token = slurmToken(l, ctx.env);
 }
 
 void placeExplicit(const RunOptions& o, const RunContext& ctx, int nodes,
@@ -147,14 +147,10 @@ void placeExplicit(const RunOptions& o, const RunContext& ctx, int nodes,
         nodes));
   }
   c.host = o.localAddr.value_or(ctx.host.hostname);
-  c.runId = o.rdzvId.value_or(inSlurmStep(c.layout) ? c.layout.jobId + "." + c.layout.stepId
-                                                    : "none");
+  bool slurm = inSlurmStep(c.layout);
+  c.runId = o.rdzvId.value_or(slurm ? cluster::defaultRunId(c.layout) : "none");
   std::optional<std::string> token = ctx.env.get("DISTRUN_TOKEN");
-  if (!token && inSlurmStep(c.layout)) {
-    AgentConfig slurm = c;
-    placeFromSlurm(o, ctx, slurm);
-    token = slurm.token;
-  }
+  if (!token && slurm) token = slurmToken(c.layout, ctx.env);
   if (!token) {
     throw UsageError(
         "a run of several nodes outside Slurm needs DISTRUN_TOKEN: set the "

@@ -3,13 +3,12 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "distrun/common/error.h"
+#include "distrun/common/system.h"
 
 namespace distrun::launch {
 namespace {
@@ -46,10 +45,7 @@ class WorkerOutputTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string read(const std::string& name) {
-    std::ifstream in(dir_ + "/" + name);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
+    return readTextFile(dir_ + "/" + name, "worker log");
   }
   std::string dir_;
 };

@@ -6,12 +6,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "distrun/common/system.h"
 #include "distrun/rdzv/socket.h"
 #include "distrun/testing/command.h"
 
@@ -36,10 +35,7 @@ class LauncherTest : public ::testing::Test {
     return "sh -c " + quote("echo $$ >> " + path("pids") + "; " + body);
   }
   std::string log(const std::string& name) const {
-    std::ifstream in(path(name));
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
+    return readTextFile(path(name), "launcher test log");
   }
   void expectAllGone(const std::string& pidFile) {
     std::vector<int> pids = readInts(path(pidFile));
