@@ -36,6 +36,10 @@ int bindTcp(int port) {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
   addr.sin_port = htons(static_cast<uint16_t>(port));
+  // As the stores that will bind it do (PyTorch's TCPStore, ours): a port
+  // whose last connections linger in TIME_WAIT is free for them.
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   int bound = -1;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
     socklen_t len = sizeof(addr);

@@ -18,7 +18,9 @@ HostFacts readHostFacts();
 // Reads a whole text file. Throws IoError naming `what` and the path.
 std::string readTextFile(const std::string& path, const std::string& what);
 
-// True when a TCP socket can bind `port` on all IPv4 addresses right now.
+// True when a TCP socket can bind `port` on all IPv4 addresses right now,
+// with SO_REUSEADDR as a store would: a listener makes it busy, connections
+// left in TIME_WAIT do not.
 bool tcpPortIsFree(int port);
 
 // A TCP port the kernel reports free at this moment (bind to port 0).
