@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -93,11 +94,14 @@ void becomeSubreaper() {
   }
 }
 
-int killAdoptedOrphans() {
+namespace {
+
+// The pids whose parent is this process, from /proc.
+std::vector<pid_t> childrenOfSelf() {
   pid_t self = ::getpid();
-  int killed = 0;
+  std::vector<pid_t> children;
   DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return 0;
+  if (proc == nullptr) return children;
   while (dirent* entry = ::readdir(proc)) {
     char* end = nullptr;
     long pid = std::strtol(entry->d_name, &end, 10);
@@ -106,17 +110,26 @@ int killAdoptedOrphans() {
     std::string line;
     std::getline(stat, line);
     size_t close = line.rfind(')');
-    if (close == std::string::npos) continue;
     char state = 0;
     long ppid = 0;
-    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) continue;
-    if (ppid == self && state != 'Z') {
-      ::kill(static_cast<pid_t>(pid), SIGKILL);
-      ++killed;
+    if (close == std::string::npos ||
+        std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) {
+      continue;
     }
+    if (ppid == self) children.push_back(static_cast<pid_t>(pid));
   }
   ::closedir(proc);
-  return killed;
+  return children;
+}
+
+}  // namespace
+
+int killAdoptedOrphans() {
+  std::vector<pid_t> orphans = childrenOfSelf();
+  for (pid_t pid : orphans) ::kill(pid, SIGKILL);
+  // Reap them: when the agent returns, they are gone, not merely signalled.
+  for (pid_t pid : orphans) ::waitpid(pid, nullptr, 0);
+  return static_cast<int>(orphans.size());
 }
 
 }  // namespace distrun::launch

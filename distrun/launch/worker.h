@@ -40,8 +40,8 @@ void signalWorker(pid_t pid, int signal);
 void becomeSubreaper();
 
 // Sends SIGKILL to every process whose parent is this process (after the
-// workers are gone, these are orphans re-parented to the subreaper).
-// Returns how many were signalled.
+// workers are gone, these are orphans re-parented to the subreaper) and
+// reaps them, so none is alive when it returns. Returns how many there were.
 int killAdoptedOrphans();
 
 }  // namespace distrun::launch
