@@ -79,8 +79,13 @@ TEST_F(AgentTest, SignalledWorkerGives128PlusSignal) {
 }
 
 TEST_F(AgentTest, RestartsIncrementTheRestartCount) {
-  AgentConfig c = config(2, "echo $TORCHELASTIC_RESTART_COUNT/$TORCHELASTIC_MAX_RESTARTS; "
-                            "[ $TORCHELASTIC_RESTART_COUNT = 2 ] || exit 5");
+  // Rank 0 reports and succeeds; rank 1 fails the first two attempts, but
+  // only once rank 0's line is in its log, so fail-fast cannot cut it off.
+  AgentConfig c = config(
+      2, "echo $TORCHELASTIC_RESTART_COUNT/$TORCHELASTIC_MAX_RESTARTS; "
+         "[ $RANK = 0 ] || [ $TORCHELASTIC_RESTART_COUNT = 2 ] && exit 0; "
+         "while [ ! -s " + dir_ + "/test/attempt_$TORCHELASTIC_RESTART_COUNT/0/stdout.log ]; "
+         "do sleep 0.01; done; exit 5");
   c.maxRestarts = 2;
   EXPECT_EQ(run(c), 0);
   EXPECT_EQ(file("test/attempt_0/0/stdout.log"), "0/2\n");
