@@ -59,6 +59,14 @@ class RendezvousError : public Error {
       : Error(ExitCode::kRendezvous, m) {}
 };
 
+// A communication peer was lost: it died or closed its connections during
+// a collective. The message names the peer (rank, host, pid).
+class CommunicationError : public Error {
+ public:
+  explicit CommunicationError(const std::string& m)
+      : Error(ExitCode::kPeerLost, m) {}
+};
+
 // A system call failed. The message names the call, what it was called on,
 // and strerror(errno).
 class SystemError : public Error {

@@ -10,6 +10,7 @@ enum class ExitCode : int {
   kSuccess = 0,
   kUsage = 64,         // a flag or argument is wrong (EX_USAGE)
   kData = 65,          // a data file or snapshot is malformed (EX_DATAERR)
+  kPeerLost = 69,      // a peer of a collective died or closed (EX_UNAVAILABLE)
   kInternal = 70,      // a distrun invariant broke: a bug (EX_SOFTWARE)
   kSystem = 71,        // the operating system refused a call (EX_OSERR)
   kIo = 74,            // a file could not be read or written (EX_IOERR)

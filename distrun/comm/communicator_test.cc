@@ -1,0 +1,155 @@
+#include "distrun/comm/communicator.h"
+
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/comm/connect.h"
+#include "distrun/comm/testing/contract.h"
+#include "distrun/common/environment.h"
+#include "distrun/common/error.h"
+#include "distrun/common/system.h"
+
+namespace distrun::comm {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::runGlooThreads;
+
+std::string usageErrorOf(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no UsageError)";
+}
+
+TEST(CommunicatorTest, BadArgumentsAreRefusedBeforeAnythingIsSent) {
+  auto errors = runGlooThreads(2, [](Communicator& comm) {
+    float data[8] = {};
+    EXPECT_EQ(usageErrorOf([&] { comm.broadcast(data, data, 8, DataType::kFloat32, 2); }),
+              "broadcast: root 2 is not a rank of this world (0..1)");
+    EXPECT_EQ(usageErrorOf([&] { comm.send(data, 1, DataType::kFloat32, comm.rank(), 0); }),
+              "send: peer " + std::to_string(comm.rank()) + " is this rank itself");
+    EXPECT_EQ(usageErrorOf([&] { comm.recv(data, 1, DataType::kFloat32, 1 - comm.rank(), -1); }),
+              "recv: tag -1 is negative");
+    EXPECT_EQ(usageErrorOf([&] { comm.allreduce(data, data + 1, 4, DataType::kFloat32, ReduceOp::kSum); }),
+              "allreduce: input and output overlap without being in-place (pass "
+              "the in-place position exactly, see communicator.h)");
+    EXPECT_EQ(usageErrorOf([&] { comm.allreduce(nullptr, data, 4, DataType::kFloat32, ReduceOp::kSum); }),
+              "allreduce: input is null but count is not 0");
+    EXPECT_THAT(usageErrorOf([&] { comm.allgather(data, data, SIZE_MAX / 2, DataType::kFloat64); }),
+                HasSubstr("overflows the address space"));
+    // Count 0 is a no-op even with null buffers; the world still works.
+    comm.allreduce(nullptr, nullptr, 0, DataType::kFloat32, ReduceOp::kSum);
+    comm.allreduce(data, 8, ReduceOp::kMax);
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+}
+
+TEST(CommunicatorTest, AsyncWorkOverlapsTheCaller) {
+  auto errors = runGlooThreads(3, [](Communicator& comm) {
+    std::vector<double> big(1 << 18, comm.rank() + 1.0);
+    std::vector<int64_t> small(5, comm.rank());
+    Work a = comm.allreduceAsync(big.data(), big.data(), big.size(), DataType::kFloat64, ReduceOp::kSum);
+    Work b = comm.allreduceAsync(small.data(), small.data(), small.size(), DataType::kInt64, ReduceOp::kMax);
+    b.wait();
+    a.wait();
+    EXPECT_EQ(big[12345], 6.0);
+    EXPECT_EQ(small[4], 2);
+    // A blocking call after asynchronous ones runs after them.
+    Work c = comm.allreduceAsync(big.data(), big.data(), big.size(), DataType::kFloat64, ReduceOp::kAvg);
+    comm.allreduce(small.data(), small.size(), ReduceOp::kSum);
+    EXPECT_TRUE(c.isCompleted());
+    EXPECT_EQ(big[0], 6.0);
+    EXPECT_EQ(small[0], 6);
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(3, ""));
+}
+
+TEST(CommunicatorTest, LostPeerIsNamedAndTheErrorSticks) {
+  auto errors = runGlooThreads(3, [](Communicator& comm) {
+    if (comm.rank() == 2) return;  // leaves: its connections close
+    std::vector<float> data(1000, 1.0f);
+    try {
+      for (int i = 0; i < 100; ++i) comm.allreduce(data.data(), data.size(), ReduceOp::kSum);
+      ADD_FAILURE() << "rank " << comm.rank() << " never noticed rank 2 leave";
+    } catch (const CommunicationError& e) {
+      // Threads share one process's sockets, so which rank is named is
+      // checked with processes (comm_process_test); here: it is an error.
+      EXPECT_THAT(e.what(), HasSubstr("allreduce: lost "));
+      EXPECT_EQ(e.exitCode(), ExitCode::kPeerLost);
+    }
+    EXPECT_THROW(comm.barrier(), CommunicationError);
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(3, ""));
+}
+
+TEST(CommunicatorTest, SilentPeerTimesOut) {
+  std::atomic<bool> released{false};
+  GlooOptions options;
+  options.timeout = std::chrono::milliseconds(300);
+  auto errors = runGlooThreads(2, [&](Communicator& comm) {
+    if (comm.rank() == 1) {
+      while (!released) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return;
+    }
+    float x = 1;
+    try {
+      comm.allreduce(&x, 1, ReduceOp::kSum);
+      ADD_FAILURE() << "allreduce with a silent peer returned";
+    } catch (const TimeoutError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("allreduce: rank 0 waited 0.3 s for its peers"));
+    }
+    released = true;
+  }, options);
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+}
+
+TEST(ConnectTest, MasterAddrAndPortWithRankZeroHostingTheStore) {
+  const int port = pickFreeTcpPort();
+  std::vector<std::thread> threads;
+  std::vector<double> sums(3);
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      MapEnvironment env{{"RANK", std::to_string(r)}, {"WORLD_SIZE", "3"},
+                         {"LOCAL_WORLD_SIZE", "3"}, {"MASTER_ADDR", "127.0.0.1"},
+                         {"MASTER_PORT", std::to_string(port)}};
+      auto comm = connect(env);
+      double x = r + 1;
+      comm->allreduce(&x, 1, ReduceOp::kSum);
+      sums[static_cast<size_t>(r)] = x;
+      comm->barrier();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(sums, std::vector<double>(3, 6.0));
+}
+
+TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
+  try {
+    connect(MapEnvironment{{"WORLD_SIZE", "2"}});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("RANK is not set: start this program with distrun run"));
+  }
+  EXPECT_THROW(connect(MapEnvironment{{"RANK", "2"}, {"WORLD_SIZE", "2"}}), ConfigError);
+  try {
+    connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DISTRUN_STORE", "nohost"}});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "DISTRUN_STORE='nohost' is not HOST:PORT");
+  }
+  try {
+    connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}}, ConnectOptions{.backend = "nccl", .timeout = {}, .name = "world"});
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("backend 'nccl' is not one of: gloo"));
+  }
+}
+
+}  // namespace
+}  // namespace distrun::comm

@@ -1,0 +1,123 @@
+#include "distrun/comm/connect.h"
+
+#include <unistd.h>
+
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "distrun/comm/gloo/gloo_communicator.h"
+#include "distrun/comm/mpi/mpi_communicator.h"
+#include "distrun/common/error.h"
+#include "distrun/common/strings.h"
+#include "distrun/config.h"
+
+namespace distrun::comm {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string required(const Environment& env, const char* name) {
+  std::optional<std::string> value = env.get(name);
+  if (!value || value->empty()) {
+    throw ConfigError(fmt::format(
+        "{} is not set: start this program with distrun run, distrun exec, "
+        "srun or mpirun, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT "
+        "(docs/comm.md)",
+        name));
+  }
+  return *value;
+}
+
+milliseconds timeoutFrom(const Environment& env, const ConnectOptions& options) {
+  if (options.timeout) return *options.timeout;
+  if (auto text = env.get("DISTRUN_COMM_TIMEOUT")) {
+    return std::chrono::seconds(parseCount(*text, "DISTRUN_COMM_TIMEOUT", 86400 * 7));
+  }
+  return std::chrono::seconds(300);
+}
+
+// host:port, as in DISTRUN_STORE.
+std::pair<std::string, int> splitEndpoint(const std::string& text, const char* what) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    throw ConfigError(fmt::format("{}='{}' is not HOST:PORT", what, text));
+  }
+  return {text.substr(0, colon),
+          static_cast<int>(parseCount(text.substr(colon + 1), what, 65535))};
+}
+
+// A distinct key space per run, restart, name and creation order (counted
+// per rank, so that ranks sharing a process still agree).
+std::string storePrefix(const Environment& env, const std::string& name, int rank) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, int>, int> created;
+  int sequence;
+  {
+    std::lock_guard lock(mutex);
+    sequence = created[{name, rank}]++;
+  }
+  return fmt::format("comm/{}/{}/{}#{}", env.get("DISTRUN_RUN_ID").value_or(
+                                             env.get("TORCHELASTIC_RUN_ID").value_or("none")),
+                     env.get("TORCHELASTIC_RESTART_COUNT").value_or("0"), name, sequence);
+}
+
+std::string listenHost(const Environment& env, int worldSize) {
+  auto local = env.get("LOCAL_WORLD_SIZE");
+  if (local && *local == std::to_string(worldSize)) return "127.0.0.1";
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+std::unique_ptr<Communicator> connectGloo(const Environment& env,
+                                          const ConnectOptions& options) {
+  const int rank = static_cast<int>(parseCount(required(env, "RANK"), "RANK"));
+  const int size = static_cast<int>(parseCount(required(env, "WORLD_SIZE"), "WORLD_SIZE"));
+  if (size < 1 || rank >= size) {
+    throw ConfigError(fmt::format("RANK={} is not below WORLD_SIZE={}", rank, size));
+  }
+  GlooOptions gloo;
+  gloo.timeout = timeoutFrom(env, options);
+  gloo.iface = env.get("GLOO_SOCKET_IFNAME").value_or("");
+  gloo.listenHost = listenHost(env, size);
+
+  std::unique_ptr<rdzv::StoreServer> server;
+  std::string host;
+  int port = 0;
+  std::string token;
+  if (auto store = env.get("DISTRUN_STORE")) {
+    std::tie(host, port) = splitEndpoint(*store, "DISTRUN_STORE");
+    token = required(env, "DISTRUN_TOKEN");
+  } else {
+    host = required(env, "MASTER_ADDR");
+    port = static_cast<int>(parseCount(required(env, "MASTER_PORT"), "MASTER_PORT", 65535));
+    token = env.get("DISTRUN_TOKEN").value_or(
+        fmt::format("{:016x}", fnv1a(fmt::format("{}:{}/{}/{}", host, port, size, ::getuid()))));
+    if (rank == 0) server = std::make_unique<rdzv::StoreServer>("0.0.0.0", port, token);
+  }
+  auto client = std::make_unique<rdzv::StoreClient>(host, port, token, gloo.timeout);
+  return std::make_unique<GlooCommunicator>(rank, size, std::move(client),
+                                            storePrefix(env, options.name, rank),
+                                            std::move(gloo), std::move(server));
+}
+
+}  // namespace
+
+std::vector<std::string> availableBackends() {
+  std::vector<std::string> names = {"gloo"};
+  if (DISTRUN_WITH_MPI) names.push_back("mpi");
+  return names;
+}
+
+std::unique_ptr<Communicator> connect(const Environment& env,
+                                      const ConnectOptions& options) {
+  if (options.backend == "gloo") return connectGloo(env, options);
+  if (options.backend == "mpi") return connectMpi();
+  throw UsageError(fmt::format("backend '{}' is not one of: {}", options.backend,
+                               join(availableBackends(), ", ")));
+}
+
+}  // namespace distrun::comm

@@ -1,0 +1,299 @@
+#include "distrun/comm/gloo/gloo_communicator.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/types.h>
+
+#include "distrun/comm/gloo/store_adapter.h"
+#include "distrun/comm/reduce.h"
+#include "distrun/common/error.h"
+
+namespace distrun::comm {
+
+namespace {
+
+// Gloo sizes its unbound buffers and segments by the element type it is
+// given; only the element's size matters, so one unsigned type per size.
+template <class F>
+void withElement(DataType type, F&& f) {
+  switch (sizeOf(type)) {
+    case 2: return f(static_cast<uint16_t*>(nullptr));
+    case 4: return f(static_cast<uint32_t*>(nullptr));
+    default: return f(static_cast<uint64_t*>(nullptr));
+  }
+}
+
+template <class E>
+E* mutableElements(const void* p) {
+  return static_cast<E*>(const_cast<void*>(p));
+}
+
+// Point-to-point slots live under their own prefix, clear of the
+// collectives' prefixes (gloo/types.h uses 0x01..0x08).
+constexpr uint8_t kSendRecvSlotPrefix = 0x40;
+
+std::string hostName() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+double seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+GlooCommunicator::GlooCommunicator(int rank, int size,
+                                   std::unique_ptr<rdzv::StoreClient> store,
+                                   std::string prefix, GlooOptions options,
+                                   std::unique_ptr<rdzv::StoreServer> server)
+    : Communicator(rank, size),
+      server_(std::move(server)),
+      store_(std::move(store)),
+      prefix_(std::move(prefix)),
+      options_(std::move(options)) {
+  connectMesh();
+}
+
+GlooCommunicator::~GlooCommunicator() {
+  shutdown();
+  // A failed rank that hosts the store keeps it up a moment, so that the
+  // other ranks can still read which peer was lost.
+  if (server_ && failed_) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+void GlooCommunicator::connectMesh() {
+  // Gloo writes to its sockets with writev, so a peer that dies would kill
+  // this process with SIGPIPE instead of raising an error naming it.
+  ::signal(SIGPIPE, SIG_IGN);
+  gloo::transport::tcp::attr attr;
+  if (!options_.iface.empty()) {
+    attr.iface = options_.iface;
+  } else {
+    attr.hostname = options_.listenHost;
+  }
+  try {
+    device_ = gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    throw ConfigError(fmt::format(
+        "communicator: cannot listen on {} '{}' for the other ranks: {} "
+        "(set GLOO_SOCKET_IFNAME to an interface the ranks share)",
+        options_.iface.empty() ? "address" : "interface",
+        options_.iface.empty() ? options_.listenHost : options_.iface,
+        e.what()));
+  }
+  auto context = std::make_shared<gloo::rendezvous::Context>(rank(), size());
+  context->setTimeout(options_.timeout);
+  GlooStoreAdapter adapter(*store_, prefix_ + "/gloo/", options_.timeout);
+  try {
+    context->connectFullMesh(adapter, device_);
+  } catch (const gloo::Exception& e) {
+    throw CommunicationError(fmt::format(
+        "communicator: rank {} could not connect to its peers: {}", rank(), e.what()));
+  }
+  context_ = context;
+
+  PeerDirectory::Peer self{hostName(), static_cast<long>(::getpid()),
+                           PeerDirectory::localSocketAddresses()};
+  // The listening ends Gloo advertised for each pair, as Gloo prints them.
+  for (int r = 0; r < size(); ++r) {
+    if (r != rank()) self.addresses.push_back(context_->getPair(r)->address().str());
+  }
+  PeerDirectory::publish(*store_, prefix_, rank(), self);
+  peers_.load(*store_, prefix_, rank(), size(), options_.timeout);
+  // Nobody leaves construction (and may stop a store it hosts) before
+  // every rank has read the directory.
+  doBarrier();
+}
+
+void GlooCommunicator::guarded(const char* op, const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const gloo::Exception& e) {
+    handleFailure(op, e.what());
+  } catch (const gloo::EnforceNotMet& e) {
+    handleFailure(op, e.what());
+  }
+}
+
+void GlooCommunicator::handleFailure(const char* op, const std::string& detail) {
+  const bool timedOut = detail.find("Timed out") != std::string::npos ||
+                        detail.find("timed out") != std::string::npos;
+  std::optional<int> peer = peers_.findIn(detail);
+  std::string mine = peer ? "lost " + peers_.describe(*peer) : "lost a peer";
+  std::optional<std::string> first;
+  if (!timedOut) first = firstRecordedFailure(peer ? std::optional(mine) : std::nullopt);
+  // Close every connection so that ranks waiting on this one fail now
+  // instead of at their timeout.
+  context_->closeConnections();
+  if (timedOut) {
+    throw TimeoutError(fmt::format(
+        "{}: rank {} waited {} s for its peers (DISTRUN_COMM_TIMEOUT): {}", op,
+        rank(), seconds(options_.timeout), detail));
+  }
+  if (first) {
+    throw CommunicationError(fmt::format("{}: {}; here on rank {}: {}: {}", op,
+                                         *first, rank(), mine, detail));
+  }
+  throw CommunicationError(fmt::format("{}: {}: {}", op, mine, detail));
+}
+
+std::optional<std::string> GlooCommunicator::firstRecordedFailure(
+    const std::optional<std::string>& mine) {
+  failed_ = true;
+  try {
+    // Only a rank that could name the peer claims the record; the others
+    // (whose neighbour merely closed on them) wait briefly for it.
+    if (mine && store_->add(prefix_ + "/fault/count", 1) == 1) {
+      store_->set(prefix_ + "/fault/first",
+                  fmt::format("{} (seen first by rank {})", *mine, rank()));
+      return std::nullopt;
+    }
+    return store_->get(prefix_ + "/fault/first", std::chrono::seconds(1));
+  } catch (const Error&) {
+    return std::nullopt;  // the store went with the peer: name what we saw
+  }
+}
+
+void GlooCommunicator::doAllreduce(const void* in, void* out, size_t count,
+                                   DataType type, ReduceOp op) {
+  const bool small = count * sizeOf(type) < options_.bcubeBelowBytes;
+  guarded("allreduce", [&] {
+    withElement(type, [&](auto* element) {
+      using E = std::remove_pointer_t<decltype(element)>;
+      gloo::AllreduceOptions opts(context_);
+      if (in != out) opts.setInput(mutableElements<E>(in), count);
+      opts.setOutput(static_cast<E*>(out), count);
+      opts.setReduceFunction(reduceKernel(type, op));
+      opts.setAlgorithm(small ? gloo::AllreduceOptions::Algorithm::BCUBE
+                              : gloo::AllreduceOptions::Algorithm::RING);
+      opts.setTag(nextTag());
+      opts.setTimeout(options_.timeout);
+      gloo::allreduce(opts);
+    });
+  });
+}
+
+void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count,
+                                   DataType type, int root) {
+  guarded("broadcast", [&] {
+    withElement(type, [&](auto* element) {
+      using E = std::remove_pointer_t<decltype(element)>;
+      gloo::BroadcastOptions opts(context_);
+      if (rank() == root && in != out) opts.setInput(mutableElements<E>(in), count);
+      opts.setOutput(static_cast<E*>(out), count);
+      opts.setRoot(root);
+      opts.setTag(nextTag());
+      opts.setTimeout(options_.timeout);
+      gloo::broadcast(opts);
+    });
+  });
+}
+
+void GlooCommunicator::doAllgather(const void* in, void* out, size_t count,
+                                   DataType type) {
+  const size_t total = count * static_cast<size_t>(size());
+  const auto* mine = static_cast<const char*>(out) +
+                     count * sizeOf(type) * static_cast<size_t>(rank());
+  guarded("allgather", [&] {
+    withElement(type, [&](auto* element) {
+      using E = std::remove_pointer_t<decltype(element)>;
+      gloo::AllgatherOptions opts(context_);
+      if (in != mine) opts.setInput(mutableElements<E>(in), count);
+      opts.setOutput(static_cast<E*>(out), total);
+      opts.setTag(nextTag());
+      opts.setTimeout(options_.timeout);
+      gloo::allgather(opts);
+    });
+  });
+}
+
+void GlooCommunicator::doReduceScatter(const void* in, void* out, size_t count,
+                                       DataType type, ReduceOp op) {
+  const size_t block = count * sizeOf(type);
+  std::vector<char> reduced(block * static_cast<size_t>(size()));
+  doAllreduce(in, reduced.data(), count * static_cast<size_t>(size()), type, op);
+  std::memcpy(out, reduced.data() + block * static_cast<size_t>(rank()), block);
+}
+
+void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count,
+                                  DataType type) {
+  const size_t total = count * static_cast<size_t>(size());
+  std::vector<char> copy;
+  if (in == out) {  // Gloo's alltoall is out-of-place only
+    copy.assign(static_cast<const char*>(in),
+                static_cast<const char*>(in) + total * sizeOf(type));
+    in = copy.data();
+  }
+  guarded("alltoall", [&] {
+    withElement(type, [&](auto* element) {
+      using E = std::remove_pointer_t<decltype(element)>;
+      gloo::AlltoallOptions opts(context_);
+      opts.setInput(mutableElements<E>(in), total);
+      opts.setOutput(static_cast<E*>(out), total);
+      opts.setTag(nextTag());
+      opts.setTimeout(options_.timeout);
+      gloo::alltoall(opts);
+    });
+  });
+}
+
+void GlooCommunicator::doSend(const void* data, size_t count, DataType type,
+                              int peer, int tag) {
+  guarded("send", [&] {
+    auto buffer = context_->createUnboundBuffer(const_cast<void*>(data),
+                                                count * sizeOf(type));
+    buffer->send(peer, gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag)));
+    buffer->waitSend(options_.timeout);
+  });
+}
+
+void GlooCommunicator::doRecv(void* data, size_t count, DataType type, int peer,
+                              int tag) {
+  guarded("recv", [&] {
+    auto buffer = context_->createUnboundBuffer(data, count * sizeOf(type));
+    buffer->recv(peer, gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag)));
+    buffer->waitRecv(options_.timeout);
+  });
+}
+
+void GlooCommunicator::doSendRecv(const void* sendData, int sendPeer,
+                                  void* recvData, int recvPeer, size_t count,
+                                  DataType type, int tag) {
+  const uint64_t slot = gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag));
+  guarded("sendrecv", [&] {
+    auto in = context_->createUnboundBuffer(recvData, count * sizeOf(type));
+    auto out = context_->createUnboundBuffer(const_cast<void*>(sendData),
+                                             count * sizeOf(type));
+    in->recv(recvPeer, slot);
+    out->send(sendPeer, slot);
+    in->waitRecv(options_.timeout);
+    out->waitSend(options_.timeout);
+  });
+}
+
+void GlooCommunicator::doBarrier() {
+  guarded("barrier", [&] {
+    gloo::BarrierOptions opts(context_);
+    opts.setTag(nextTag());
+    opts.setTimeout(options_.timeout);
+    gloo::barrier(opts);
+  });
+}
+
+}  // namespace distrun::comm

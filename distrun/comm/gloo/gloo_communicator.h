@@ -1,0 +1,98 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "distrun/comm/communicator.h"
+#include "distrun/comm/gloo/peer_directory.h"
+#include "distrun/rdzv/store_client.h"
+#include "distrun/rdzv/store_server.h"
+
+namespace gloo {
+class Context;
+namespace transport {
+class Device;
+}
+}  // namespace gloo
+
+namespace distrun::comm {
+
+struct GlooOptions {
+  // How long one operation may wait for a peer before TimeoutError.
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  // The address this rank listens on for its peers: a host name or IP
+  // address, or, when `iface` is set, ignored in favour of that interface.
+  std::string listenHost = "127.0.0.1";
+  std::string iface;
+  // Allreduce messages below this many bytes use Gloo's bcube algorithm
+  // (fewer, latency-bound steps), larger ones its ring (bandwidth-optimal).
+  size_t bcubeBelowBytes = 16 * 1024;
+};
+
+// The Gloo backend: Gloo's TCP transport and its collectives (ring and
+// bcube allreduce, broadcast, allgather, alltoall, barrier, unbound-buffer
+// send/recv). reduce_scatter is Gloo's allreduce keeping this rank's block
+// (Gloo has no standalone reduce-scatter in its new-style API).
+// Creating one sets SIGPIPE to ignored for the process: Gloo's socket
+// writes would otherwise let a dead peer kill this rank silently.
+class GlooCommunicator final : public Communicator {
+ public:
+  // Meets the other `size` ranks through `store`; every rank passes the
+  // same `prefix`. `server`, when given, is the store this rank hosts; it
+  // lives as long as the communicator. Throws TimeoutError when a rank does
+  // not arrive within options.timeout.
+  GlooCommunicator(int rank, int size, std::unique_ptr<rdzv::StoreClient> store,
+                   std::string prefix, GlooOptions options,
+                   std::unique_ptr<rdzv::StoreServer> server = nullptr);
+  ~GlooCommunicator() override;
+
+  std::string_view backend() const override { return "gloo"; }
+
+ protected:
+  void doAllreduce(const void* in, void* out, size_t count, DataType type,
+                   ReduceOp op) override;
+  void doBroadcast(const void* in, void* out, size_t count, DataType type,
+                   int root) override;
+  void doAllgather(const void* in, void* out, size_t count,
+                   DataType type) override;
+  void doReduceScatter(const void* in, void* out, size_t count, DataType type,
+                       ReduceOp op) override;
+  void doAlltoall(const void* in, void* out, size_t count,
+                  DataType type) override;
+  void doSend(const void* data, size_t count, DataType type, int peer,
+              int tag) override;
+  void doRecv(void* data, size_t count, DataType type, int peer,
+              int tag) override;
+  void doSendRecv(const void* sendData, int sendPeer, void* recvData,
+                  int recvPeer, size_t count, DataType type,
+                  int tag) override;
+  void doBarrier() override;
+
+ private:
+  void connectMesh();
+  // Runs a Gloo call; turns Gloo's exceptions into CommunicationError or
+  // TimeoutError naming the peer (see handleFailure).
+  void guarded(const char* op, const std::function<void()>& call);
+  [[noreturn]] void handleFailure(const char* op, const std::string& detail);
+  // The first failure any rank recorded in the store, if it can be read.
+  // Records `mine` (when this rank could name the lost peer) if no rank
+  // did before; returns the earlier record otherwise.
+  std::optional<std::string> firstRecordedFailure(
+      const std::optional<std::string>& mine);
+  uint32_t nextTag() { return tag_++; }
+
+  std::unique_ptr<rdzv::StoreServer> server_;
+  std::unique_ptr<rdzv::StoreClient> store_;
+  std::string prefix_;
+  GlooOptions options_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::shared_ptr<gloo::Context> context_;
+  PeerDirectory peers_;
+  uint32_t tag_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace distrun::comm

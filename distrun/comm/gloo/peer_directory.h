@@ -1,0 +1,50 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distrun/rdzv/store_client.h"
+
+namespace distrun::comm {
+
+// Who the peers of a Gloo communicator are, so that a transport error that
+// names a socket address ("[10.0.0.7]:41012") can name the rank, host and
+// pid behind it. Each rank publishes its host, pid and the local address of
+// every TCP socket it has open once Gloo has connected (listening and
+// connecting ends alike: Gloo names whichever end the peer's socket is);
+// every rank reads them all once.
+class PeerDirectory {
+ public:
+  struct Peer {
+    std::string host;
+    long pid = 0;
+    std::vector<std::string> addresses;  // "[ip]:port" of each socket
+  };
+
+  // This process's open TCP sockets' local addresses, from /proc, each
+  // also with its port bytes swapped (as Gloo 0.5 prints ports).
+  static std::vector<std::string> localSocketAddresses();
+
+  // Publishes this rank's entry under `prefix`/peer/RANK.
+  static void publish(rdzv::StoreClient& store, const std::string& prefix,
+                      int rank, const Peer& self);
+  // Reads every rank's entry (waiting up to `timeout` for each).
+  void load(rdzv::StoreClient& store, const std::string& prefix, int rank,
+            int size, std::chrono::milliseconds timeout);
+
+  // The rank whose socket address appears in `message`, if any.
+  std::optional<int> findIn(const std::string& message) const;
+  // "rank 2 (host node7, pid 4711)".
+  std::string describe(int rank) const;
+
+  static std::string encode(const Peer& peer);
+  static Peer decode(const std::string& text);
+
+ private:
+  std::vector<Peer> peers_;
+  std::map<std::string, int> byAddress_;  // socket address -> its rank
+};
+
+}  // namespace distrun::comm

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <gloo/rendezvous/store.h>
+
+#include "distrun/rdzv/store_client.h"
+
+namespace distrun::comm {
+
+// Gloo's rendezvous store interface over distrun's store (distrun/rdzv):
+// every key is put under `prefix`. A key that does not appear within
+// `timeout` throws TimeoutError naming it. Used from one thread.
+class GlooStoreAdapter : public gloo::rendezvous::Store {
+ public:
+  GlooStoreAdapter(rdzv::StoreClient& client, std::string prefix,
+                   std::chrono::milliseconds timeout);
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override;
+
+ private:
+  std::string fetch(const std::string& key, std::chrono::milliseconds timeout);
+
+  rdzv::StoreClient& client_;
+  std::string prefix_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace distrun::comm

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <memory>
+
+#include "distrun/comm/communicator.h"
+
+namespace distrun::comm {
+
+// The MPI backend: a duplicate of MPI_COMM_WORLD, initialised here if the
+// program has not (MPI_THREAD_SERIALIZED requested: asynchronous operations
+// then run on the communicator's background thread). Collectives are MPI's
+// own (Open MPI picks the algorithm); half and bfloat16 reduce through
+// user-defined MPI operations. MPI errors return instead of aborting and
+// throw CommunicationError with MPI's message; a dead peer is detected by
+// the MPI runtime, which ends the job (mpirun names the rank).
+// In a build without MPI, throws UsageError saying so.
+std::unique_ptr<Communicator> connectMpi();
+
+}  // namespace distrun::comm

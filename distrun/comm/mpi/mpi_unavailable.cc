@@ -1,0 +1,14 @@
+// Built when distrun is configured without MPI (DISTRUN_WITH_MPI=OFF).
+#include "distrun/comm/mpi/mpi_communicator.h"
+
+#include "distrun/common/error.h"
+
+namespace distrun::comm {
+
+std::unique_ptr<Communicator> connectMpi() {
+  throw UsageError(
+      "backend 'mpi': this distrun was built without MPI (install "
+      "libopenmpi-dev, as scripts/install-deps does, and rebuild)");
+}
+
+}  // namespace distrun::comm

@@ -1,0 +1,375 @@
+#include "distrun/comm/testing/contract.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace distrun::comm::testing {
+
+namespace {
+
+void storeValue(DataType t, void* base, size_t i, double v) {
+  switch (t) {
+    case DataType::kFloat32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
+    case DataType::kFloat64: static_cast<double*>(base)[i] = v; break;
+    case DataType::kFloat16: static_cast<Half*>(base)[i] = toHalf(static_cast<float>(v)); break;
+    case DataType::kBFloat16: static_cast<BFloat16*>(base)[i] = toBFloat16(static_cast<float>(v)); break;
+    case DataType::kInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
+    case DataType::kInt64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
+  }
+}
+
+double loadValue(DataType t, const void* base, size_t i) {
+  switch (t) {
+    case DataType::kFloat32: return static_cast<const float*>(base)[i];
+    case DataType::kFloat64: return static_cast<const double*>(base)[i];
+    case DataType::kFloat16: return toFloat(static_cast<const Half*>(base)[i]);
+    case DataType::kBFloat16: return toFloat(static_cast<const BFloat16*>(base)[i]);
+    case DataType::kInt32: return static_cast<const int32_t*>(base)[i];
+    case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+  }
+  return 0;
+}
+
+double tolerance(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: return 1e-6;
+    case DataType::kFloat64: return 1e-12;
+    case DataType::kFloat16: return 1e-3;
+    case DataType::kBFloat16: return 8e-3;
+    default: return 0;
+  }
+}
+
+// Rank r's input element i for a reduction `op`: values whose reduction is
+// exact in every type (sums stay within 2 * size, products are ±1 or ±2).
+double inputValue(ReduceOp op, int r, int size, size_t i) {
+  const auto ri = static_cast<size_t>(r);
+  switch (op) {
+    case ReduceOp::kProd:
+      if (i % static_cast<size_t>(size) == ri) return 2;
+      return (i + ri) % 3 == 0 ? -1 : 1;
+    case ReduceOp::kMin:
+    case ReduceOp::kMax:
+      return static_cast<double>((i * 7 + ri * 11) % 13) - 6;
+    default:
+      return static_cast<double>((i * 3 + ri * 5) % 5) - 2;
+  }
+}
+
+double reduced(ReduceOp op, DataType t, int size, size_t i) {
+  double acc = inputValue(op, 0, size, i);
+  for (int r = 1; r < size; ++r) {
+    double v = inputValue(op, r, size, i);
+    switch (op) {
+      case ReduceOp::kProd: acc *= v; break;
+      case ReduceOp::kMin: acc = std::min(acc, v); break;
+      case ReduceOp::kMax: acc = std::max(acc, v); break;
+      default: acc += v; break;
+    }
+  }
+  if (op != ReduceOp::kAvg) return acc;
+  return isFloating(t) ? acc / size : std::trunc(acc / size);
+}
+
+// A value that identifies (source rank, index) for data-movement ops.
+double tagValue(int r, size_t i) { return static_cast<double>(r * 100 + static_cast<int>(i % 97)); }
+
+// One operation's buffers, what to run, and what the result must be.
+struct Case {
+  std::string what;
+  DataType type = DataType::kFloat32;
+  std::vector<char> input;
+  std::vector<char> output;
+  char* result = nullptr;          // where the result lands
+  std::vector<double> expected;    // per element of the result
+  std::function<Work(bool async)> run;
+  Work work;
+
+  void allocate(size_t inputElements, size_t outputElements) {
+    input.assign(inputElements * sizeOf(type) + 1, 0);
+    output.assign(outputElements * sizeOf(type) + 1, 0);
+  }
+};
+
+class Checker {
+ public:
+  Checker(Communicator& comm, const ContractOptions& options)
+      : comm_(comm), options_(options), rank_(comm.rank()), size_(comm.size()) {}
+
+  std::vector<std::string> run() {
+    for (bool async : {false, true}) {
+      for (DataType t : kAllDataTypes) {
+        for (bool inPlace : {false, true}) {
+          for (size_t count : options_.counts) {
+            addReductions(t, count, inPlace);
+            addMovements(t, count, inPlace);
+          }
+        }
+        flush(async);
+      }
+      addSendRecv(async);
+      comm_.barrier();
+      if (async) comm_.barrierAsync().wait();
+    }
+    return failures_;
+  }
+
+ private:
+  void addReductions(DataType t, size_t count, bool inPlace) {
+    for (ReduceOp op : kAllReduceOps) {
+      addAllreduce(t, op, count, inPlace);
+      addReduceScatter(t, op, count, inPlace);
+    }
+  }
+
+  void addMovements(DataType t, size_t count, bool inPlace) {
+    addBroadcast(t, count, inPlace, 0);
+    if (size_ > 1) addBroadcast(t, count, inPlace, size_ - 1);
+    addAllgather(t, count, inPlace);
+    addAlltoall(t, count, inPlace);
+  }
+
+  Case& add(std::string what, DataType t, bool inPlace) {
+    cases_.push_back(std::make_unique<Case>());
+    Case& c = *cases_.back();
+    c.what = fmt::format("{} {} {}", what, nameOf(t), inPlace ? "in-place" : "out-of-place");
+    c.type = t;
+    return c;
+  }
+
+  void addAllreduce(DataType t, ReduceOp op, size_t n, bool inPlace) {
+    Case& c = add(fmt::format("allreduce {} count {}", nameOf(op), n), t, inPlace);
+    c.allocate(n, n);
+    for (size_t i = 0; i < n; ++i) {
+      storeValue(t, c.input.data(), i, inputValue(op, rank_, size_, i));
+      c.expected.push_back(reduced(op, t, size_, i));
+    }
+    char* out = inPlace ? c.input.data() : c.output.data();
+    c.result = out;
+    c.run = [&c, out, n, t, op, this](bool async) {
+      if (async) return comm_.allreduceAsync(c.input.data(), out, n, t, op);
+      comm_.allreduce(c.input.data(), out, n, t, op);
+      return Work();
+    };
+  }
+
+  void addReduceScatter(DataType t, ReduceOp op, size_t n, bool inPlace) {
+    Case& c = add(fmt::format("reduce_scatter {} count {}", nameOf(op), n), t, inPlace);
+    const size_t total = n * static_cast<size_t>(size_);
+    c.allocate(total, n);
+    for (size_t i = 0; i < total; ++i) {
+      storeValue(t, c.input.data(), i, inputValue(op, rank_, size_, i));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      c.expected.push_back(reduced(op, t, size_, n * static_cast<size_t>(rank_) + i));
+    }
+    char* out = inPlace ? c.input.data() + n * sizeOf(t) * static_cast<size_t>(rank_)
+                        : c.output.data();
+    c.result = out;
+    c.run = [&c, out, n, t, op, this](bool async) {
+      if (async) return comm_.reduceScatterAsync(c.input.data(), out, n, t, op);
+      comm_.reduceScatter(c.input.data(), out, n, t, op);
+      return Work();
+    };
+  }
+
+  void addBroadcast(DataType t, size_t n, bool inPlace, int root) {
+    Case& c = add(fmt::format("broadcast root {} count {}", root, n), t, inPlace);
+    c.allocate(n, n);
+    for (size_t i = 0; i < n; ++i) {
+      storeValue(t, c.input.data(), i, tagValue(rank_, i));
+      c.expected.push_back(tagValue(root, i));
+    }
+    char* out = inPlace ? c.input.data() : c.output.data();
+    c.result = out;
+    c.run = [&c, out, n, t, root, this](bool async) {
+      if (async) return comm_.broadcastAsync(c.input.data(), out, n, t, root);
+      comm_.broadcast(c.input.data(), out, n, t, root);
+      return Work();
+    };
+  }
+
+  void addAllgather(DataType t, size_t n, bool inPlace) {
+    Case& c = add(fmt::format("allgather count {}", n), t, inPlace);
+    const size_t total = n * static_cast<size_t>(size_);
+    c.allocate(n, total);
+    const char* in = c.input.data();
+    if (inPlace) in = c.output.data() + n * sizeOf(t) * static_cast<size_t>(rank_);
+    for (size_t i = 0; i < n; ++i) {
+      storeValue(t, const_cast<char*>(in), i, tagValue(rank_, i));
+    }
+    for (int r = 0; r < size_; ++r) {
+      for (size_t i = 0; i < n; ++i) c.expected.push_back(tagValue(r, i));
+    }
+    c.result = c.output.data();
+    c.run = [&c, in, n, t, this](bool async) {
+      if (async) return comm_.allgatherAsync(in, c.output.data(), n, t);
+      comm_.allgather(in, c.output.data(), n, t);
+      return Work();
+    };
+  }
+
+  void addAlltoall(DataType t, size_t n, bool inPlace) {
+    Case& c = add(fmt::format("alltoall count {}", n), t, inPlace);
+    const size_t total = n * static_cast<size_t>(size_);
+    c.allocate(total, total);
+    // Block j of rank r's input carries (r, j): rank j must receive it.
+    for (int j = 0; j < size_; ++j) {
+      for (size_t i = 0; i < n; ++i) {
+        storeValue(t, c.input.data(), static_cast<size_t>(j) * n + i, tagValue(rank_, static_cast<size_t>(j) * 7 + i));
+      }
+    }
+    for (int r = 0; r < size_; ++r) {
+      for (size_t i = 0; i < n; ++i) {
+        c.expected.push_back(tagValue(r, static_cast<size_t>(rank_) * 7 + i));
+      }
+    }
+    char* out = inPlace ? c.input.data() : c.output.data();
+    c.result = out;
+    c.run = [&c, out, n, t, this](bool async) {
+      if (async) return comm_.alltoallAsync(c.input.data(), out, n, t);
+      comm_.alltoall(c.input.data(), out, n, t);
+      return Work();
+    };
+  }
+
+  // Ring exchanges: blocking send/recv ordered by rank parity, and
+  // sendRecv (blocking or asynchronous) on two tags.
+  void addSendRecv(bool async) {
+    if (size_ == 1) return;
+    const int next = (rank_ + 1) % size_;
+    const int previous = (rank_ + size_ - 1) % size_;
+    for (DataType t : kAllDataTypes) {
+      for (size_t n : options_.counts) {
+        std::vector<char> a(n * sizeOf(t) + 1), b(n * sizeOf(t) + 1);
+        std::vector<char> ra(a.size()), rb(b.size());
+        for (size_t i = 0; i < n; ++i) {
+          storeValue(t, a.data(), i, tagValue(rank_, i));
+          storeValue(t, b.data(), i, tagValue(rank_, i + 1));
+        }
+        try {
+          exchange(async, a.data(), ra.data(), b.data(), rb.data(), n, t, next, previous);
+        } catch (const std::exception& e) {
+          record(fmt::format("rank {}: send/recv {} count {}: threw: {}", rank_, nameOf(t), n, e.what()));
+          continue;
+        }
+        for (size_t i = 0; i < n; ++i) {
+          compare(fmt::format("send/recv {} count {}", nameOf(t), n), t,
+                  loadValue(t, ra.data(), i), tagValue(previous, i), i);
+          compare(fmt::format("sendrecv {} count {}", nameOf(t), n), t,
+                  loadValue(t, rb.data(), i), tagValue(previous, i + 1), i);
+        }
+      }
+    }
+  }
+
+  void exchange(bool async, const char* a, char* ra, const char* b, char* rb,
+                size_t n, DataType t, int next, int previous) {
+    if (!async) {
+      if (rank_ % 2 == 0) {
+        comm_.send(a, n, t, next, 1);
+        comm_.recv(ra, n, t, previous, 1);
+      } else {
+        comm_.recv(ra, n, t, previous, 1);
+        comm_.send(a, n, t, next, 1);
+      }
+      comm_.sendRecv(b, next, rb, previous, n, t, 2);
+      return;
+    }
+    Work first = rank_ % 2 == 0 ? comm_.sendAsync(a, n, t, next, 1)
+                                : comm_.recvAsync(ra, n, t, previous, 1);
+    Work second = rank_ % 2 == 0 ? comm_.recvAsync(ra, n, t, previous, 1)
+                                 : comm_.sendAsync(a, n, t, next, 1);
+    Work third = comm_.sendRecvAsync(b, next, rb, previous, n, t, 2);
+    third.wait();
+    first.wait();
+    second.wait();
+  }
+
+  // Runs every case (asynchronous ones all queued before the first wait),
+  // then checks each result.
+  void flush(bool async) {
+    std::vector<std::string> errors(cases_.size());
+    for (size_t k = 0; k < cases_.size(); ++k) {
+      try {
+        cases_[k]->work = cases_[k]->run(async);
+      } catch (const std::exception& e) {
+        errors[k] = e.what();
+      }
+    }
+    for (size_t k = 0; k < cases_.size(); ++k) {
+      Case& c = *cases_[k];
+      try {
+        if (errors[k].empty()) c.work.wait();
+      } catch (const std::exception& e) {
+        errors[k] = e.what();
+      }
+      if (!errors[k].empty()) {
+        record(fmt::format("rank {}: {}: threw: {}", rank_, c.what, errors[k]));
+        continue;
+      }
+      for (size_t i = 0; i < c.expected.size(); ++i) {
+        compare(c.what + (async ? " async" : ""), c.type,
+                loadValue(c.type, c.result, i), c.expected[i], i);
+      }
+    }
+    cases_.clear();
+  }
+
+  void compare(const std::string& what, DataType t, double got, double want, size_t i) {
+    const double slack = tolerance(t) * std::max(1.0, std::fabs(want));
+    if (std::fabs(got - want) <= slack) return;
+    record(fmt::format("rank {}: {}: element {} is {}, expected {}", rank_,
+                       what, i, got, want));
+  }
+
+  void record(std::string line) {
+    if (failures_.size() < 50) failures_.push_back(std::move(line));
+  }
+
+  Communicator& comm_;
+  const ContractOptions& options_;
+  const int rank_;
+  const int size_;
+  std::vector<std::unique_ptr<Case>> cases_;
+  std::vector<std::string> failures_;
+};
+
+}  // namespace
+
+std::vector<std::string> checkContract(Communicator& comm,
+                                       const ContractOptions& options) {
+  return Checker(comm, options).run();
+}
+
+std::vector<std::string> runGlooThreads(
+    int size, const std::function<void(Communicator&)>& body,
+    GlooOptions options) {
+  static int worlds = 0;
+  const std::string prefix = fmt::format("threads/{}", worlds++);
+  rdzv::StoreServer server("127.0.0.1", 0, "contract");
+  std::vector<std::string> errors(static_cast<size_t>(size));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        auto client = std::make_unique<rdzv::StoreClient>(
+            "127.0.0.1", server.port(), "contract", options.timeout);
+        GlooCommunicator comm(r, size, std::move(client), prefix, options);
+        body(comm);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return errors;
+}
+
+}  // namespace distrun::comm::testing

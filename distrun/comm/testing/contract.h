@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "distrun/comm/communicator.h"
+#include "distrun/comm/gloo/gloo_communicator.h"
+#include <functional>
+
+namespace distrun::comm::testing {
+
+struct ContractOptions {
+  // Element counts per rank (per block for allgather, reduce_scatter and
+  // alltoall): 0, 1 and odd ones included.
+  std::vector<size_t> counts = {0, 1, 2, 7, 33, 1031};
+};
+
+// The Communicator contract, checked on a live communicator: every
+// collective x data type x reduction x count, out-of-place and in-place,
+// blocking and asynchronous (queued together, then waited), plus ring
+// send/recv and barrier. Every rank of the communicator calls it at the same
+// time. Inputs are small integers whose sums and products are exact in every
+// type, so integers are compared exactly and floats within a tolerance that
+// only avg's rounding needs (float 1e-6, double 1e-12, half 1e-3, bfloat16
+// 8e-3, relative). Returns one line per wrong result, empty when all pass.
+std::vector<std::string> checkContract(Communicator& comm,
+                                       const ContractOptions& options = {});
+
+// Runs `body` on every rank of a Gloo world of `size` ranks made of threads
+// of this process, meeting through a private store on 127.0.0.1. Returns
+// each rank's error ("" when its body returned normally).
+std::vector<std::string> runGlooThreads(
+    int size, const std::function<void(Communicator&)>& body,
+    GlooOptions options = {});
+
+}  // namespace distrun::comm::testing
