@@ -21,14 +21,16 @@ std::string executablePath(const char* argv0) {
 
 int main(int argc, char** argv) {
   distrun::ProcessEnvironment env;
+  const std::string executable = executablePath(argv[0]);
   distrun::cli::CliContext ctx{
       .env = env,
       .out = std::cout,
       .err = std::cerr,
       .hostFacts = distrun::readHostFacts,
       .builtinSiteDir =
-          distrun::cli::builtinSiteDirFor(executablePath(argv[0])),
+          distrun::cli::builtinSiteDirFor(executable),
       .exec = distrun::cli::execProgram,
+      .toolDir = executable.substr(0, executable.rfind('/')),
   };
   std::vector<std::string> args(argv + 1, argv + argc);
   // Through a link named torchrun, distrun is `distrun run`: it drops into

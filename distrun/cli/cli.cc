@@ -46,6 +46,7 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
       {"env", addEnvCommand(app, ctx)},
       {"exec", addExecCommand(app, ctx, program)},
       {"run", addRunCommand(app, ctx)},
+      {"bench", addBenchCommand(app, ctx)},
   };
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());

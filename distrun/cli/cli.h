@@ -29,6 +29,8 @@ struct CliContext {
   // Directory of the built-in site profiles (share/distrun/sites).
   std::string builtinSiteDir;
   ExecFunction exec;
+  // Directory of distrun's sibling binaries (distrun-bench).
+  std::string toolDir;
 };
 
 // Runs `distrun ARGS...` (args excludes the program name) and returns the

@@ -28,7 +28,8 @@ struct CliRun {
                    .exec = [this](const auto& argv, const auto& vars) {
                      execArgv = argv;
                      execVars = vars;
-                   }};
+                   },
+                   .toolDir = "/opt/distrun/bin"};
     return static_cast<ExitCode>(runCli(args, ctx));
   }
   static std::string siteDir() {
@@ -189,6 +190,13 @@ TEST(ExecCommandTest, RealExecOfMissingProgramIs127) {
                  "exec: cannot run '/nonexistent/distrun-test-program': No "
                  "such file or directory");
   }
+}
+
+TEST(CliTest, BenchExecsTheBenchBinaryWithItsArguments) {
+  CliRun cli;
+  EXPECT_EQ(cli({"bench", "all_reduce", "-b", "8", "--help"}), ExitCode::kSuccess);
+  EXPECT_EQ(cli.execArgv, (std::vector<std::string>{"/opt/distrun/bin/distrun-bench",
+                                                    "all_reduce", "-b", "8", "--help"}));
 }
 
 }  // namespace

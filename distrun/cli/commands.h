@@ -23,6 +23,9 @@ Action addEnvCommand(CLI::App& app, CliContext& ctx);
 Action addExecCommand(CLI::App& app, CliContext& ctx,
                       const std::vector<std::string>& program);
 Action addRunCommand(CLI::App& app, CliContext& ctx);
+// `distrun bench ...`: execs distrun-bench from ctx.toolDir with the
+// arguments unchanged.
+Action addBenchCommand(CLI::App& app, CliContext& ctx);
 
 // For `exec [OPTIONS] -- PROGRAM [ARGS...]`: removes `-- PROGRAM [ARGS...]`
 // from `args` and returns PROGRAM [ARGS...]. The parser would otherwise take

@@ -9,76 +9,11 @@
 
 #include <fmt/format.h>
 
+#include "distrun/comm/check_values.h"
+
 namespace distrun::comm::testing {
 
 namespace {
-
-void storeValue(DataType t, void* base, size_t i, double v) {
-  switch (t) {
-    case DataType::kFloat32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case DataType::kFloat64: static_cast<double*>(base)[i] = v; break;
-    case DataType::kFloat16: static_cast<Half*>(base)[i] = toHalf(static_cast<float>(v)); break;
-    case DataType::kBFloat16: static_cast<BFloat16*>(base)[i] = toBFloat16(static_cast<float>(v)); break;
-    case DataType::kInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case DataType::kInt64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
-  }
-}
-
-double loadValue(DataType t, const void* base, size_t i) {
-  switch (t) {
-    case DataType::kFloat32: return static_cast<const float*>(base)[i];
-    case DataType::kFloat64: return static_cast<const double*>(base)[i];
-    case DataType::kFloat16: return toFloat(static_cast<const Half*>(base)[i]);
-    case DataType::kBFloat16: return toFloat(static_cast<const BFloat16*>(base)[i]);
-    case DataType::kInt32: return static_cast<const int32_t*>(base)[i];
-    case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
-  }
-  return 0;
-}
-
-double tolerance(DataType t) {
-  switch (t) {
-    case DataType::kFloat32: return 1e-6;
-    case DataType::kFloat64: return 1e-12;
-    case DataType::kFloat16: return 1e-3;
-    case DataType::kBFloat16: return 8e-3;
-    default: return 0;
-  }
-}
-
-// Rank r's input element i for a reduction `op`: values whose reduction is
-// exact in every type (sums stay within 2 * size, products are ±1 or ±2).
-double inputValue(ReduceOp op, int r, int size, size_t i) {
-  const auto ri = static_cast<size_t>(r);
-  switch (op) {
-    case ReduceOp::kProd:
-      if (i % static_cast<size_t>(size) == ri) return 2;
-      return (i + ri) % 3 == 0 ? -1 : 1;
-    case ReduceOp::kMin:
-    case ReduceOp::kMax:
-      return static_cast<double>((i * 7 + ri * 11) % 13) - 6;
-    default:
-      return static_cast<double>((i * 3 + ri * 5) % 5) - 2;
-  }
-}
-
-double reduced(ReduceOp op, DataType t, int size, size_t i) {
-  double acc = inputValue(op, 0, size, i);
-  for (int r = 1; r < size; ++r) {
-    double v = inputValue(op, r, size, i);
-    switch (op) {
-      case ReduceOp::kProd: acc *= v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
-      default: acc += v; break;
-    }
-  }
-  if (op != ReduceOp::kAvg) return acc;
-  return isFloating(t) ? acc / size : std::trunc(acc / size);
-}
-
-// A value that identifies (source rank, index) for data-movement ops.
-double tagValue(int r, size_t i) { return static_cast<double>(r * 100 + static_cast<int>(i % 97)); }
 
 // One operation's buffers, what to run, and what the result must be.
 struct Case {
@@ -147,8 +82,8 @@ class Checker {
     Case& c = add(fmt::format("allreduce {} count {}", nameOf(op), n), t, inPlace);
     c.allocate(n, n);
     for (size_t i = 0; i < n; ++i) {
-      storeValue(t, c.input.data(), i, inputValue(op, rank_, size_, i));
-      c.expected.push_back(reduced(op, t, size_, i));
+      storeValue(t, c.input.data(), i, reductionInput(op, rank_, size_, i));
+      c.expected.push_back(reductionResult(op, t, size_, i));
     }
     char* out = inPlace ? c.input.data() : c.output.data();
     c.result = out;
@@ -164,10 +99,10 @@ class Checker {
     const size_t total = n * static_cast<size_t>(size_);
     c.allocate(total, n);
     for (size_t i = 0; i < total; ++i) {
-      storeValue(t, c.input.data(), i, inputValue(op, rank_, size_, i));
+      storeValue(t, c.input.data(), i, reductionInput(op, rank_, size_, i));
     }
     for (size_t i = 0; i < n; ++i) {
-      c.expected.push_back(reduced(op, t, size_, n * static_cast<size_t>(rank_) + i));
+      c.expected.push_back(reductionResult(op, t, size_, n * static_cast<size_t>(rank_) + i));
     }
     char* out = inPlace ? c.input.data() + n * sizeOf(t) * static_cast<size_t>(rank_)
                         : c.output.data();
@@ -183,8 +118,8 @@ class Checker {
     Case& c = add(fmt::format("broadcast root {} count {}", root, n), t, inPlace);
     c.allocate(n, n);
     for (size_t i = 0; i < n; ++i) {
-      storeValue(t, c.input.data(), i, tagValue(rank_, i));
-      c.expected.push_back(tagValue(root, i));
+      storeValue(t, c.input.data(), i, markerValue(rank_, i));
+      c.expected.push_back(markerValue(root, i));
     }
     char* out = inPlace ? c.input.data() : c.output.data();
     c.result = out;
@@ -202,10 +137,10 @@ class Checker {
     const char* in = c.input.data();
     if (inPlace) in = c.output.data() + n * sizeOf(t) * static_cast<size_t>(rank_);
     for (size_t i = 0; i < n; ++i) {
-      storeValue(t, const_cast<char*>(in), i, tagValue(rank_, i));
+      storeValue(t, const_cast<char*>(in), i, markerValue(rank_, i));
     }
     for (int r = 0; r < size_; ++r) {
-      for (size_t i = 0; i < n; ++i) c.expected.push_back(tagValue(r, i));
+      for (size_t i = 0; i < n; ++i) c.expected.push_back(markerValue(r, i));
     }
     c.result = c.output.data();
     c.run = [&c, in, n, t, this](bool async) {
@@ -222,12 +157,12 @@ class Checker {
     // Block j of rank r's input carries (r, j): rank j must receive it.
     for (int j = 0; j < size_; ++j) {
       for (size_t i = 0; i < n; ++i) {
-        storeValue(t, c.input.data(), static_cast<size_t>(j) * n + i, tagValue(rank_, static_cast<size_t>(j) * 7 + i));
+        storeValue(t, c.input.data(), static_cast<size_t>(j) * n + i, markerValue(rank_, static_cast<size_t>(j) * 7 + i));
       }
     }
     for (int r = 0; r < size_; ++r) {
       for (size_t i = 0; i < n; ++i) {
-        c.expected.push_back(tagValue(r, static_cast<size_t>(rank_) * 7 + i));
+        c.expected.push_back(markerValue(r, static_cast<size_t>(rank_) * 7 + i));
       }
     }
     char* out = inPlace ? c.input.data() : c.output.data();
@@ -250,8 +185,8 @@ class Checker {
         std::vector<char> a(n * sizeOf(t) + 1), b(n * sizeOf(t) + 1);
         std::vector<char> ra(a.size()), rb(b.size());
         for (size_t i = 0; i < n; ++i) {
-          storeValue(t, a.data(), i, tagValue(rank_, i));
-          storeValue(t, b.data(), i, tagValue(rank_, i + 1));
+          storeValue(t, a.data(), i, markerValue(rank_, i));
+          storeValue(t, b.data(), i, markerValue(rank_, i + 1));
         }
         try {
           exchange(async, a.data(), ra.data(), b.data(), rb.data(), n, t, next, previous);
@@ -261,9 +196,9 @@ class Checker {
         }
         for (size_t i = 0; i < n; ++i) {
           compare(fmt::format("send/recv {} count {}", nameOf(t), n), t,
-                  loadValue(t, ra.data(), i), tagValue(previous, i), i);
+                  loadValue(t, ra.data(), i), markerValue(previous, i), i);
           compare(fmt::format("sendrecv {} count {}", nameOf(t), n), t,
-                  loadValue(t, rb.data(), i), tagValue(previous, i + 1), i);
+                  loadValue(t, rb.data(), i), markerValue(previous, i + 1), i);
         }
       }
     }
@@ -323,8 +258,7 @@ class Checker {
   }
 
   void compare(const std::string& what, DataType t, double got, double want, size_t i) {
-    const double slack = tolerance(t) * std::max(1.0, std::fabs(want));
-    if (std::fabs(got - want) <= slack) return;
+    if (matches(t, got, want)) return;
     record(fmt::format("rank {}: {}: element {} is {}, expected {}", rank_,
                        what, i, got, want));
   }

@@ -1,0 +1,177 @@
+#include "distrun/bench/bench_cli.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "distrun/bench/collectives.h"
+#include "distrun/bench/options.h"
+#include "distrun/bench/runner.h"
+#include "distrun/cluster/job_layout.h"
+#include "distrun/cluster/rank_env.h"
+#include "distrun/comm/connect.h"
+#include "distrun/common/error.h"
+#include "distrun/common/strings.h"
+#include "distrun/launch/agent.h"
+#include "distrun/launch/run_options.h"
+
+namespace distrun::bench {
+
+namespace {
+
+struct RawFlags {
+  std::string minBytes = "1K";
+  std::string maxBytes = "32M";
+  std::string stepBytes;
+  std::string datatype = "float";
+  std::string op = "sum";
+};
+
+void addFlags(CLI::App& app, BenchOptions& o, RawFlags& raw) {
+  app.add_option("COLLECTIVE", o.collective,
+                 "all_reduce, broadcast, all_gather, reduce_scatter, alltoall, sendrecv, or pi")
+      ->required();
+  app.add_option("-b,--minbytes", raw.minBytes, "smallest size, K/M/G suffixes (default 1K)");
+  app.add_option("-e,--maxbytes", raw.maxBytes, "largest size (default 32M)");
+  app.add_option("-i,--stepbytes", raw.stepBytes, "add this many bytes per step (instead of -f)");
+  app.add_option("-f,--stepfactor", o.stepFactor, "multiply the size by this per step (default 2)");
+  app.add_option("-n,--iters", o.iters, "timed iterations per size (default 20)");
+  app.add_option("-w,--warmup_iters", o.warmupIters, "untimed iterations first (default 5)");
+  app.add_option("-c,--check", o.checkIters, "checking iterations; 0 disables #wrong (default 1)");
+  app.add_option("-d,--datatype", raw.datatype, "float, double, half, bfloat16, int32, int64 or all");
+  app.add_option("-o,--op", raw.op, "sum, prod, min, max, avg or all");
+  app.add_option("-a,--average", o.average, "time across ranks: 0 rank 0, 1 mean, 2 min, 3 max");
+  app.add_option("-r,--root", o.root, "root rank of broadcast (default 0)");
+  app.add_option("-T,--timeout", o.timeoutSeconds, "seconds an operation may wait for a peer (300)");
+  app.add_option("--format", o.format, "table (nccl-tests), json or csv");
+  app.add_option("--backend", o.backend, "gloo or mpi (mpi needs mpirun)");
+  app.add_option("--nproc-per-node", o.nprocPerNode, "local ranks when run bare (default 2)");
+  app.add_option("--intervals", o.piIntervals, "pi: trapezoid intervals (default 1e8)");
+}
+
+template <class T, class Parse, class All>
+std::vector<T> parseList(const std::string& text, Parse parse, const All& all, const char* flag) {
+  if (text == "all") return std::vector<T>(std::begin(all), std::end(all));
+  std::vector<T> values;
+  for (const std::string& part : split(text, ',')) values.push_back(parse(part, flag));
+  return values;
+}
+
+void resolve(BenchOptions& o, const RawFlags& raw) {
+  o.minBytes = parseBytes(raw.minBytes, "-b");
+  o.maxBytes = parseBytes(raw.maxBytes, "-e");
+  if (!raw.stepBytes.empty()) {
+    o.stepBytes = parseBytes(raw.stepBytes, "-i");
+    o.stepFactor = 0;  // -i given: additive steps, as nccl-tests
+  }
+  o.types = parseList<comm::DataType>(raw.datatype, comm::parseDataType, comm::kAllDataTypes, "-d");
+  o.ops = parseList<comm::ReduceOp>(raw.op, comm::parseReduceOp, comm::kAllReduceOps, "-o");
+  if (o.collective != "pi") o.collective = std::string(nameOf(parseCollective(o.collective)));
+  validate(o);
+}
+
+bool launchedAsMpi(const Environment& env) {
+  return env.get("OMPI_COMM_WORLD_SIZE") || env.get("PMI_SIZE") || env.get("PMIX_RANK");
+}
+
+// Measures as one rank of the job described by `env`.
+int join(const BenchOptions& o, const Environment& env, BenchContext& ctx) {
+  comm::ConnectOptions connect{.backend = o.backend,
+                               .timeout = std::chrono::seconds(o.timeoutSeconds),
+                               .name = "bench"};
+  std::unique_ptr<comm::Communicator> comm = comm::connect(env, connect);
+  if (o.collective == "pi") {
+    PiResult pi = computePi(*comm, o.piIntervals);
+    if (comm->rank() == 0) writePi(ctx.out, pi, o.format, std::string(comm->backend()));
+    return 0;
+  }
+  if (o.root >= comm->size()) {
+    throw UsageError(fmt::format("-r {} is not a rank of this {}-rank job", o.root, comm->size()));
+  }
+  BenchReport report = runCollectiveBench(*comm, o);
+  if (comm->rank() == 0) {
+    if (o.format == "json") writeJson(ctx.out, report);
+    else if (o.format == "csv") writeCsv(ctx.out, report);
+    else writeTable(ctx.out, report);
+    ctx.out.flush();
+  }
+  if (report.wrongTotal() > 0) {
+    if (comm->rank() == 0) {
+      ctx.err << fmt::format("distrun bench: {} wrong values: the {} backend returned bad data\n",
+                             report.wrongTotal(), report.backend);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+// A task of a scheduler's job that did not set RANK itself: derive the
+// rank variables as `distrun exec` would.
+MapEnvironment rankVariablesOf(const cluster::JobLayout& layout, const Environment& env) {
+  cluster::RankEnvironmentOptions options;
+  options.pickFreePort = pickFreeTcpPort;
+  MapEnvironment vars;
+  for (const auto& v : cluster::buildRankEnvironment(layout, env, options).variables) {
+    vars.set(v.name, v.value);
+  }
+  return vars;
+}
+
+// Bare: `distrun run --nproc-per-node N` over this very command.
+int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, BenchContext& ctx) {
+  if (o.backend == "mpi") {
+    throw UsageError(fmt::format(
+        "--backend mpi needs an MPI launcher: mpirun -np {} distrun bench {} --backend mpi",
+        o.nprocPerNode, o.collective));
+  }
+  launch::RunOptions run;
+  run.nprocPerNode = std::to_string(o.nprocPerNode);
+  run.standalone = true;
+  run.logPrefix = "";
+  run.program.push_back(ctx.executable);
+  run.program.insert(run.program.end(), args.begin(), args.end());
+  launch::RunContext context{ctx.env, ctx.hostFacts(), launch::usableCpuList(),
+                             ctx.builtinSiteDir, 0};
+  return launch::Agent(launch::resolveAgentConfig(run, context), ctx.env, ctx.err).run();
+}
+
+int dispatch(const BenchOptions& o, const std::vector<std::string>& args, BenchContext& ctx) {
+  if ((ctx.env.get("RANK") && ctx.env.get("WORLD_SIZE")) || o.backend == "mpi") {
+    if (o.backend == "mpi" && !launchedAsMpi(ctx.env)) return selfLaunch(o, args, ctx);
+    return join(o, ctx.env, ctx);
+  }
+  cluster::JobLayout layout = cluster::detectJobLayout(ctx.env, ctx.hostFacts());
+  if (layout.worldSize > 1) {
+    MapEnvironment vars = rankVariablesOf(layout, ctx.env);
+    OverlayEnvironment env(ctx.env, vars);
+    return join(o, env, ctx);
+  }
+  return selfLaunch(o, args, ctx);
+}
+
+}  // namespace
+
+int runBenchCli(const std::vector<std::string>& args, BenchContext& ctx) {
+  CLI::App app("distrun bench: collective benchmark in nccl-tests' format, and the pi smoke test",
+               "distrun bench");
+  BenchOptions options;
+  RawFlags raw;
+  addFlags(app, options, raw);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+    resolve(options, raw);
+    return dispatch(options, args, ctx);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      app.exit(e, ctx.out, ctx.err);
+      return 0;
+    }
+    ctx.err << "distrun bench: error: " << e.what() << " (see 'distrun bench --help')\n";
+    return toInt(ExitCode::kUsage);
+  } catch (const std::exception& e) {
+    ctx.err << "distrun bench: error: " << e.what() << "\n";
+    return toInt(exitCodeFor(e));
+  }
+}
+
+}  // namespace distrun::bench

@@ -1,0 +1,64 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "distrun/comm/communicator.h"
+
+namespace distrun::bench {
+
+enum class Collective { kAllreduce, kBroadcast, kAllgather, kReduceScatter, kAlltoall, kSendRecv };
+
+// nccl-tests' names without "_perf": all_reduce, broadcast, all_gather,
+// reduce_scatter, alltoall, sendrecv.
+std::string_view nameOf(Collective c);
+// Accepts those names and the spellings without underscores (allreduce,
+// allgather, reducescatter). Throws UsageError naming COLLECTIVE.
+Collective parseCollective(std::string_view text);
+std::vector<std::string> collectiveNames();
+
+bool takesReduceOp(Collective c);
+bool takesRoot(Collective c);
+
+// The bus-bandwidth factor of nccl-tests (docs/benchmark_metrics.md):
+// busbw = algbw * factor.
+double busBandwidthFactor(Collective c, int ranks);
+
+// One size of one collective: the element counts and the buffers of this
+// rank, laid out as nccl-tests does (size = the whole array for allgather,
+// reduce_scatter and alltoall, whose per-rank block is size / ranks).
+class CollectiveRun {
+ public:
+  CollectiveRun(comm::Communicator& comm, Collective c, size_t bytes,
+                comm::DataType type, comm::ReduceOp op, int root);
+
+  size_t bytes() const { return count_ * comm::sizeOf(type_); }  // as reported
+  size_t count() const { return count_; }  // elements, as reported
+
+  // One operation, out-of-place or in-place.
+  void run(bool inPlace);
+  // Fills the inputs with check values, runs once, and returns how many
+  // result elements on this rank are wrong.
+  long long check(bool inPlace);
+
+ private:
+  void fillInputs(bool inPlace);
+  long long countWrong(bool inPlace) const;
+  char* inputFor(bool inPlace);
+  char* outputFor(bool inPlace);
+  double expected(size_t i) const;
+
+  comm::Communicator& comm_;
+  Collective collective_;
+  comm::DataType type_;
+  comm::ReduceOp op_;
+  int root_;
+  size_t count_ = 0;   // reported elements
+  size_t block_ = 0;   // elements per rank block (the API's count)
+  std::vector<char> input_;
+  std::vector<char> output_;
+};
+
+}  // namespace distrun::bench

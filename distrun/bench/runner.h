@@ -1,0 +1,34 @@
+#pragma once
+
+#include <string>
+
+#include "distrun/bench/options.h"
+#include "distrun/bench/report.h"
+#include "distrun/comm/communicator.h"
+
+namespace distrun::bench {
+
+// Runs the sweep of options.collective on every rank of `comm` (all ranks
+// call it together) and returns the report, the same on every rank. For
+// each type, op and size: warm-up, a timed loop whose mean time is reduced
+// across ranks per -a, then -c checks counting wrong elements on all ranks;
+// out-of-place first, then in-place.
+BenchReport runCollectiveBench(comm::Communicator& comm, const BenchOptions& options);
+
+// Every rank's pid and host, gathered (all ranks call it).
+std::vector<RankInfo> gatherRankInfo(comm::Communicator& comm);
+
+// The trapezoid rule for pi = integral of 4/(1+x^2) over [0, 1] with
+// `intervals` intervals, split across the ranks in contiguous ranges.
+struct PiResult {
+  double value = 0;
+  double error = 0;    // |value - pi|
+  double seconds = 0;  // slowest rank, compute and reduction
+  long long intervals = 0;
+  int ranks = 1;
+};
+PiResult computePi(comm::Communicator& comm, long long intervals);
+void writePi(std::ostream& out, const PiResult& pi, const std::string& format,
+             const std::string& backend);
+
+}  // namespace distrun::bench
