@@ -1,6 +1,7 @@
 // Open MPI's mpirun as the scheduler (label: mpi).
 #include <set>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,49 @@ TEST(MpiTest, MpirunThreeRanksEveryTaskSeesTheWorld) {
   }
   EXPECT_EQ(ranks, (std::set<std::string>{"0", "1", "2"}));
   EXPECT_EQ(ports.size(), 1u) << "every rank must derive the same port";
+}
+
+std::string mpirun(int ranks) {
+  return "timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
+         std::to_string(ranks) + " ";
+}
+
+// `mpirun -np 3 distrun bench allreduce`: every rank joins through the
+// Open MPI layout (gloo) or MPI_COMM_WORLD (mpi); nothing is wrong.
+TEST(MpiTest, BenchAllreduceUnderMpirunHasNoWrongValues) {
+  if (runCommand("command -v mpirun").exitCode != 0) {
+    GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
+  }
+  for (const char* backend : {"gloo", "mpi"}) {
+    CommandResult r = runCommand(mpirun(3) + quote(binaryPath("distrun")) +
+                                 " bench allreduce -b 1K -e 1M -f 4 -n 3 -w 1 --backend " +
+                                 backend);
+    ASSERT_EQ(r.exitCode, 0) << backend << ": " << r.err;
+    EXPECT_THAT(r.out, ::testing::HasSubstr(std::string("backend ") + backend + ", 3 ranks"));
+    EXPECT_THAT(r.out, ::testing::HasSubstr("# Out of bounds values : 0 OK"));
+    size_t rows = 0;
+    for (const std::string& line : lines(r.out)) {
+      if (line[0] == '#') continue;
+      ++rows;
+      EXPECT_THAT(line, ::testing::EndsWith("      0")) << line;  // #wrong 0
+    }
+    EXPECT_EQ(rows, 6u) << r.out;  // 1K 4K 16K 64K 256K 1M
+  }
+}
+
+// The Communicator contract for the MPI backend, ranks as processes.
+TEST(MpiTest, MpiBackendKeepsTheCommunicatorContract) {
+  if (runCommand("command -v mpirun").exitCode != 0) {
+    GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
+  }
+  for (int ranks = 1; ranks <= 4; ++ranks) {
+    CommandResult r = runCommand(mpirun(ranks) + quote(binaryPath("comm_contract_worker")) + " mpi");
+    if (r.err.find("built without MPI") != std::string::npos) {
+      GTEST_SKIP() << "this build has no MPI backend: " << r.err;
+    }
+    EXPECT_EQ(r.exitCode, 0) << ranks << " ranks: " << r.err;
+    EXPECT_EQ(lines(r.out).size(), static_cast<size_t>(ranks)) << r.out;
+  }
 }
 
 }  // namespace

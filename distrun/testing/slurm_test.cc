@@ -158,5 +158,23 @@ TEST_F(SlurmTest, TwoStepsGetDifferentPorts) {
   EXPECT_NE(a, b);
 }
 
+// `srun -N2 -n4 distrun bench allreduce`: four tasks on two nodes join
+// one Gloo world through MASTER_ADDR/MASTER_PORT derived from the step.
+TEST_F(SlurmTest, SrunBenchAllreduceTwoNodesFourTasks) {
+  CommandResult r = slurm("timeout 120 srun -N2 -n4 " + distrun() +
+                          " bench allreduce -b 1K -e 256K -f 4 -n 3 -w 1");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("backend gloo, 4 ranks"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("# Out of bounds values : 0 OK"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("#  Rank  3 Pid"));
+  size_t rows = 0;
+  for (const std::string& line : lines(r.out)) {
+    if (line[0] == '#') continue;
+    ++rows;
+    EXPECT_THAT(line, ::testing::EndsWith("      0")) << line;
+  }
+  EXPECT_EQ(rows, 5u) << r.out;  // 1K 4K 16K 64K 256K
+}
+
 }  // namespace
 }  // namespace distrun::testing

@@ -1,0 +1,105 @@
+// The communication layer and `distrun bench` with ranks as processes
+// (label: multiproc).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "distrun/common/system.h"
+#include "distrun/testing/command.h"
+
+namespace distrun::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string distrun() { return quote(binaryPath("distrun")); }
+
+// The Communicator contract, Gloo backend, ranks as processes started by
+// `distrun run` (meeting through the agent's store).
+TEST(CommProcessTest, GlooContractUnderDistrunRun) {
+  for (int ranks = 1; ranks <= 4; ++ranks) {
+    CommandResult r = runCommand("timeout 300 " + distrun() + " run --nproc-per-node " +
+                                 std::to_string(ranks) + " " +
+                                 quote(binaryPath("comm_contract_worker")) + " gloo");
+    EXPECT_EQ(r.exitCode, 0) << ranks << " ranks: " << r.err;
+    EXPECT_EQ(lines(r.out).size(), static_cast<size_t>(ranks)) << r.out;
+  }
+}
+
+// Rank 3 of 4 dies mid-job (SIGKILL): every other rank fails within
+// seconds with exit 69 and names rank 3, its host and pid; none hangs.
+TEST(CommProcessTest, ADeadPeerIsNamedByEveryRank) {
+  const int port = pickFreeTcpPort();
+  const std::string dir = ::testing::TempDir() + "/lose" + std::to_string(port);
+  runCommand("mkdir -p " + quote(dir));
+  std::vector<int> pids;
+  for (int r = 0; r < 4; ++r) {
+    pids.push_back(startCommand(
+        "env RANK=" + std::to_string(r) + " WORLD_SIZE=4 LOCAL_WORLD_SIZE=4 MASTER_ADDR=127.0.0.1" +
+            " MASTER_PORT=" + std::to_string(port) + " DISTRUN_COMM_TIMEOUT=60 timeout 60 " +
+            quote(binaryPath("comm_contract_worker")) + " gloo lose 3",
+        dir + "/rank" + std::to_string(r)));
+  }
+  for (int r = 0; r < 4; ++r) {
+    const int code = waitCommand(pids[static_cast<size_t>(r)]);
+    std::string log = runCommand("cat " + quote(dir + "/rank" + std::to_string(r))).out;
+    if (r == 3) {
+      EXPECT_EQ(code, 137);
+      continue;
+    }
+    EXPECT_EQ(code, 69) << "rank " << r << ": " << log;
+    EXPECT_THAT(log, HasSubstr("lost rank 3 (host ")) << "rank " << r;
+  }
+}
+
+TEST(CommProcessTest, BareBenchLaunchesTwoRanksOfItself) {
+  CommandResult r = runCommand("timeout 120 " + distrun() +
+                               " bench all_reduce -b 1K -e 64K -f 4 -n 3 -w 1");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("# distrun bench all_reduce"));
+  EXPECT_THAT(r.out, HasSubstr("backend gloo, 2 ranks"));
+  EXPECT_THAT(r.out, HasSubstr("#  Rank  1 Pid"));
+  EXPECT_THAT(r.out, HasSubstr("# Out of bounds values : 0 OK"));
+  EXPECT_THAT(r.out, HasSubstr("# Avg bus bandwidth    : "));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("[0:0]")));  // no agent prefix
+}
+
+TEST(CommProcessTest, BenchJsonUnderDistrunRunCoversEveryCollective) {
+  for (const char* collective :
+       {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "alltoall", "sendrecv"}) {
+    CommandResult r = runCommand("timeout 120 " + distrun() +
+                                 " run --log-prefix '' --nproc-per-node 3 " +
+                                 quote(binaryPath("distrun-bench")) + " " + collective +
+                                 " -b 8 -e 8K -f 8 -n 2 -w 1 -d all --format json");
+    ASSERT_EQ(r.exitCode, 0) << collective << ": " << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["ranks"], 3);
+    EXPECT_EQ(j["out_of_bounds"]["count"], 0) << collective;
+    EXPECT_EQ(j["results"].size(), 6u * 4u) << collective;  // 6 types x 8 64 512 4096
+  }
+}
+
+TEST(CommProcessTest, BenchPiIsTheFirstThingToRun) {
+  CommandResult r = runCommand("timeout 120 " + distrun() +
+                               " bench pi --intervals 1000000 --nproc-per-node 3");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pi = 3.14159265358"));
+  EXPECT_THAT(r.out, HasSubstr("(1000000 intervals on 3 ranks, gloo,"));
+}
+
+TEST(CommProcessTest, BenchFlagErrorsAreOneLine) {
+  CommandResult r = runCommand(distrun() + " bench all_reduce -e 1T");
+  EXPECT_EQ(r.exitCode, 64);
+  EXPECT_EQ(r.err,
+            "distrun bench: error: -e '1T' is not a size (expected a number with an "
+            "optional K, M or G suffix)\n");
+  r = runCommand(distrun() + " bench hypercube");
+  EXPECT_EQ(r.exitCode, 64);
+  EXPECT_THAT(r.err, HasSubstr("COLLECTIVE 'hypercube' is not one of: all_reduce, broadcast"));
+  r = runCommand(distrun() + " bench all_reduce --backend mpi");
+  EXPECT_EQ(r.exitCode, 64);
+  EXPECT_THAT(r.err, HasSubstr("--backend mpi needs an MPI launcher: mpirun -np 2"));
+}
+
+}  // namespace
+}  // namespace distrun::testing
