@@ -127,6 +127,9 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, Benc
   run.nprocPerNode = std::to_string(o.nprocPerNode);
   run.standalone = true;
   run.logPrefix = "";
+  // Gloo's transport runs a thread of its own beside each rank's: pinning a
+  // rank to one core makes the two take turns at the scheduler's tick.
+  run.cpuBind = "none";
   run.program.push_back(ctx.executable);
   run.program.insert(run.program.end(), args.begin(), args.end());
   launch::RunContext context{ctx.env, ctx.hostFacts(), launch::usableCpuList(),

@@ -83,6 +83,10 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env,
   gloo.timeout = timeoutFrom(env, options);
   gloo.iface = env.get("GLOO_SOCKET_IFNAME").value_or("");
   gloo.listenHost = listenHost(env, size);
+  if (auto below = env.get("DISTRUN_GLOO_BCUBE_BELOW")) {
+    gloo.bcubeBelowBytes = static_cast<size_t>(
+        parseCount(*below, "DISTRUN_GLOO_BCUBE_BELOW", int64_t{1} << 40));
+  }
 
   std::unique_ptr<rdzv::StoreServer> server;
   std::string host;

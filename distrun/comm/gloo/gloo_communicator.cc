@@ -182,6 +182,7 @@ void GlooCommunicator::doAllreduce(const void* in, void* out, size_t count,
       opts.setReduceFunction(reduceKernel(type, op));
       opts.setAlgorithm(small ? gloo::AllreduceOptions::Algorithm::BCUBE
                               : gloo::AllreduceOptions::Algorithm::RING);
+      opts.setMaxSegmentSize(options_.maxSegmentBytes);
       opts.setTag(nextTag());
       opts.setTimeout(options_.timeout);
       gloo::allreduce(opts);

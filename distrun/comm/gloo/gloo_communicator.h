@@ -28,8 +28,15 @@ struct GlooOptions {
   std::string listenHost = "127.0.0.1";
   std::string iface;
   // Allreduce messages below this many bytes use Gloo's bcube algorithm
-  // (fewer, latency-bound steps), larger ones its ring (bandwidth-optimal).
-  size_t bcubeBelowBytes = 16 * 1024;
+  // (log2(n) exchange steps: latency-bound sizes), larger ones its ring
+  // (2(n-1) steps of 1/n of the data: bandwidth-optimal). Measured on
+  // loopback (docs/comm.md); DISTRUN_GLOO_BCUBE_BELOW overrides.
+  size_t bcubeBelowBytes = 4 << 20;
+  // The ring sends and reduces in segments of at most this many bytes, so
+  // that reducing one segment overlaps receiving the next (Gloo's default,
+  // a single segment per step, leaves them in turn). Measured best at 4-8
+  // MiB for 16-256 MB messages here (docs/comm.md).
+  size_t maxSegmentBytes = 4 << 20;
 };
 
 // The Gloo backend: Gloo's TCP transport and its collectives (ring and

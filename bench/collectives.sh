@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Allreduce bus bandwidth, side by side in one run, two ranks on this node:
+#   distrun's gloo backend  vs  PyTorch's torch.distributed.all_reduce (gloo)
+#   distrun's mpi backend   vs  a bare MPI_Allreduce loop under mpirun
+# and this machine's memory copy bandwidth as the physical limit. In-place
+# float sums, 4 KB to 256 MB, WARMUP + ITERS calls per size; each contender
+# runs ROUNDS times, interleaved, and keeps its best time per size. Ratios
+# last. Targets (issue 4): gloo >= 1.0x PyTorch from 1 MB, >= 1.3x below
+# 64 KB; mpi >= 0.95x bare MPI.
+#   bench/collectives.sh [BUILD_DIR] [ROUNDS]
+set -euo pipefail
+build=${1:-build}
+rounds=${2:-3}
+iters=${ITERS:-20}
+warmup=${WARMUP:-5}
+bin=$build/bin
+for b in distrun distrun-bench copy_bandwidth; do
+  [[ -x $bin/$b ]] || { echo "build first: cmake --build $build" >&2; exit 1; }
+done
+python=/usr/bin/python3
+sizes=(4096 16384 65536 262144 1048576 4194304 16777216 67108864 268435456)
+mpirun=(mpirun --oversubscribe -np 2)
+[[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
+have_mpi=1
+command -v mpirun >/dev/null && [[ -x $bin/mpi_allreduce_bench ]] || have_mpi=0
+have_torch=1
+$python -c 'import torch.distributed' 2>/dev/null || have_torch=0
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+flags=(-b 4K -e 256M -f 4 -n "$iters" -w "$warmup" -c 0 --format csv)
+
+# Each writes "bytes,time_us" lines to $tmp/NAME.ROUND.
+distrun_gloo() {
+  "$bin/distrun" bench all_reduce "${flags[@]}" --nproc-per-node 2 |
+    awk -F, 'NR>1 {print $4 "," $13}' >"$tmp/distrun_gloo.$1"
+}
+torch_gloo() {
+  BENCH_ITERS=$iters BENCH_WARMUP=$warmup DISTRUN_PYTHON=$python \
+    "$bin/distrun" run --log-prefix '' --cpu-bind none --nproc-per-node 2 \
+    "$(dirname "$0")/peers/torch_allreduce.py" "${sizes[@]}" >"$tmp/torch_gloo.$1"
+}
+distrun_mpi() {
+  "${mpirun[@]}" "$bin/distrun" bench all_reduce "${flags[@]}" --backend mpi |
+    awk -F, 'NR>1 {print $4 "," $13}' >"$tmp/distrun_mpi.$1"
+}
+bare_mpi() {
+  "${mpirun[@]}" "$bin/mpi_allreduce_bench" "$iters" "$warmup" "${sizes[@]}" >"$tmp/bare_mpi.$1"
+}
+
+for round in $(seq 1 "$rounds"); do
+  echo "round $round of $rounds" >&2
+  distrun_gloo "$round"
+  if ((have_torch)); then torch_gloo "$round"; fi
+  if ((have_mpi)); then distrun_mpi "$round"; bare_mpi "$round"; fi
+done
+copy=$("$bin/copy_bandwidth")
+
+$python - "$tmp" "$copy" <<'PY'
+import glob, os, sys
+tmp, copy = sys.argv[1], float(sys.argv[2])
+
+def best(name):
+    times = {}
+    for path in glob.glob(os.path.join(tmp, name + ".*")):
+        for line in open(path):
+            size, us = line.strip().split(",")
+            size, us = int(size), float(us)
+            times[size] = min(times.get(size, us), us)
+    return times
+
+runs = {n: best(n) for n in ("distrun_gloo", "torch_gloo", "distrun_mpi", "bare_mpi")}
+sizes = sorted(runs["distrun_gloo"])
+bw = lambda n, s: s / runs[n][s] / 1e3 if s in runs[n] else None  # GB/s; 2 ranks: busbw = algbw
+fmt = lambda v: f"{v:8.3f}" if v is not None else "     n/a"
+ratio = lambda a, b: a / b if a and b else None
+print(f"# allreduce, 2 ranks, float sum, in-place; busbw GB/s (best of rounds); copy limit {copy:.2f} GB/s")
+print("#     bytes  distrun-gloo  torch-gloo   ratio  distrun-mpi  bare-mpi   ratio  gloo/copy  mpi/copy")
+for s in sizes:
+    g, t, m, b = (bw(n, s) for n in ("distrun_gloo", "torch_gloo", "distrun_mpi", "bare_mpi"))
+    print(f"{s:11d}      {fmt(g)}    {fmt(t)} {fmt(ratio(g, t))}     {fmt(m)}  {fmt(b)} {fmt(ratio(m, b))}"
+          f"   {fmt(g / copy if g else None)}  {fmt(m / copy if m else None)}")
+
+def summary(label, pairs, target):
+    pairs = [p for p in pairs if p is not None]
+    if not pairs:
+        print(f"{label}: not measured (peer missing)")
+        return
+    print(f"{label}: min {min(pairs):.2f}x  mean {sum(pairs) / len(pairs):.2f}x  (target >= {target}x)")
+
+print()
+summary("ratio gloo/PyTorch, sizes >= 1 MB ", [ratio(bw("distrun_gloo", s), bw("torch_gloo", s)) for s in sizes if s >= 1 << 20], 1.0)
+summary("ratio gloo/PyTorch, sizes <  64 KB", [ratio(bw("distrun_gloo", s), bw("torch_gloo", s)) for s in sizes if s < 64 << 10], 1.3)
+summary("ratio mpi/bare MPI, all sizes     ", [ratio(bw("distrun_mpi", s), bw("bare_mpi", s)) for s in sizes], 0.95)
+top = max(sizes)
+print(f"share of copy limit at {top >> 20} MB: gloo {bw('distrun_gloo', top) / copy:.2f}, "
+      f"mpi {(bw('distrun_mpi', top) or 0) / copy:.2f}")
+PY
