@@ -3,22 +3,25 @@
 #   distrun's gloo backend  vs  PyTorch's torch.distributed.all_reduce (gloo)
 #   distrun's mpi backend   vs  a bare MPI_Allreduce loop under mpirun
 # and this machine's memory copy bandwidth as the physical limit. In-place
-# float sums, 4 KB to 256 MB, WARMUP + ITERS calls per size; each contender
-# runs ROUNDS times, interleaved, and keeps its best time per size. Ratios
-# last. Targets (issue 4): gloo >= 1.0x PyTorch from 1 MB, >= 1.3x below
+# float sums, 4 KB to 256 MB: up to 1 MB with WARMUP + ITERS_SMALL calls per
+# size (short calls need long loops to rise above timer and scheduler
+# noise), from 4 MB with WARMUP + ITERS; each contender runs ROUNDS times,
+# interleaved, and keeps its best time per size. Ratios last. Targets (issue 4): gloo >= 1.0x PyTorch from 1 MB, >= 1.3x below
 # 64 KB; mpi >= 0.95x bare MPI.
 #   bench/collectives.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
 iters=${ITERS:-20}
+iters_small=${ITERS_SMALL:-200}
 warmup=${WARMUP:-5}
 bin=$build/bin
 for b in distrun distrun-bench copy_bandwidth; do
   [[ -x $bin/$b ]] || { echo "build first: cmake --build $build" >&2; exit 1; }
 done
 python=/usr/bin/python3
-sizes=(4096 16384 65536 262144 1048576 4194304 16777216 67108864 268435456)
+small=(4096 16384 65536 262144 1048576)
+large=(4194304 16777216 67108864 268435456)
 mpirun=(mpirun --oversubscribe -np 2)
 [[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
 have_mpi=1
@@ -28,31 +31,42 @@ $python -c 'import torch.distributed' 2>/dev/null || have_torch=0
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-flags=(-b 4K -e 256M -f 4 -n "$iters" -w "$warmup" -c 0 --format csv)
-
-# Each writes "bytes,time_us" lines to $tmp/NAME.ROUND.
+# Each contender appends "bytes,time_us" lines to $tmp/NAME.ROUND, for
+# the band of sizes ITERS and SIZES name.
+band() {  # ITERS SIZE...: the distrun bench flags for one band
+  local n=$1; shift
+  echo "-b $1 -e ${@: -1} -f 4 -n $n -w $warmup -c 0 --format csv"
+}
 distrun_gloo() {
-  "$bin/distrun" bench all_reduce "${flags[@]}" --nproc-per-node 2 |
-    awk -F, 'NR>1 {print $4 "," $13}' >"$tmp/distrun_gloo.$1"
+  # shellcheck disable=SC2046
+  "$bin/distrun" bench all_reduce $(band "$2" "${@:3}") --nproc-per-node 2 |
+    awk -F, 'NR>1 {print $4 "," $13}' >>"$tmp/distrun_gloo.$1"
 }
 torch_gloo() {
-  BENCH_ITERS=$iters BENCH_WARMUP=$warmup DISTRUN_PYTHON=$python \
+  BENCH_ITERS=$2 BENCH_WARMUP=$warmup DISTRUN_PYTHON=$python \
     "$bin/distrun" run --log-prefix '' --cpu-bind none --nproc-per-node 2 \
-    "$(dirname "$0")/peers/torch_allreduce.py" "${sizes[@]}" >"$tmp/torch_gloo.$1"
+    "$(dirname "$0")/peers/torch_allreduce.py" "${@:3}" >>"$tmp/torch_gloo.$1"
 }
 distrun_mpi() {
-  "${mpirun[@]}" "$bin/distrun" bench all_reduce "${flags[@]}" --backend mpi |
-    awk -F, 'NR>1 {print $4 "," $13}' >"$tmp/distrun_mpi.$1"
+  # shellcheck disable=SC2046
+  "${mpirun[@]}" "$bin/distrun" bench all_reduce $(band "$2" "${@:3}") --backend mpi |
+    awk -F, 'NR>1 {print $4 "," $13}' >>"$tmp/distrun_mpi.$1"
 }
 bare_mpi() {
-  "${mpirun[@]}" "$bin/mpi_allreduce_bench" "$iters" "$warmup" "${sizes[@]}" >"$tmp/bare_mpi.$1"
+  "${mpirun[@]}" "$bin/mpi_allreduce_bench" "$2" "$warmup" "${@:3}" >>"$tmp/bare_mpi.$1"
 }
 
 for round in $(seq 1 "$rounds"); do
   echo "round $round of $rounds" >&2
-  distrun_gloo "$round"
-  if ((have_torch)); then torch_gloo "$round"; fi
-  if ((have_mpi)); then distrun_mpi "$round"; bare_mpi "$round"; fi
+  for b in small large; do
+    if [[ $b == small ]]; then n=$iters_small; sizes=("${small[@]}"); else n=$iters; sizes=("${large[@]}"); fi
+    distrun_gloo "$round" "$n" "${sizes[@]}"
+    if ((have_torch)); then torch_gloo "$round" "$n" "${sizes[@]}"; fi
+    if ((have_mpi)); then
+      distrun_mpi "$round" "$n" "${sizes[@]}"
+      bare_mpi "$round" "$n" "${sizes[@]}"
+    fi
+  done
 done
 copy=$("$bin/copy_bandwidth")
 
