@@ -6,12 +6,13 @@
 # float sums, 4 KB to 256 MB: up to 1 MB with WARMUP + ITERS_SMALL calls per
 # size (short calls need long loops to rise above timer and scheduler
 # noise), from 4 MB with WARMUP + ITERS; each contender runs ROUNDS times,
-# interleaved, and keeps its best time per size. Ratios last. Targets (issue 4): gloo >= 1.0x PyTorch from 1 MB, >= 1.3x below
+# interleaved with its peer in alternating order, and keeps its best time
+# per size. Ratios last. Targets (issue 4): gloo >= 1.0x PyTorch from 1 MB, >= 1.3x below
 # 64 KB; mpi >= 0.95x bare MPI.
 #   bench/collectives.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 build=${1:-build}
-rounds=${2:-3}
+rounds=${2:-6}
 iters=${ITERS:-20}
 iters_small=${ITERS_SMALL:-200}
 warmup=${WARMUP:-5}
@@ -60,12 +61,20 @@ for round in $(seq 1 "$rounds"); do
   echo "round $round of $rounds" >&2
   for b in small large; do
     if [[ $b == small ]]; then n=$iters_small; sizes=("${small[@]}"); else n=$iters; sizes=("${large[@]}"); fi
-    distrun_gloo "$round" "$n" "${sizes[@]}"
-    if ((have_torch)); then torch_gloo "$round" "$n" "${sizes[@]}"; fi
-    if ((have_mpi)); then
-      distrun_mpi "$round" "$n" "${sizes[@]}"
-      bare_mpi "$round" "$n" "${sizes[@]}"
-    fi
+    # Odd rounds run distrun first, even rounds its peers first, so that
+    # neither side always follows the other (the machine's state drifts).
+    pairs=("distrun_gloo torch_gloo" "distrun_mpi bare_mpi")
+    for pair in "${pairs[@]}"; do
+      read -r mine peer <<<"$pair"
+      ((round % 2)) || { tmp_swap=$mine; mine=$peer; peer=$tmp_swap; }
+      for contender in "$mine" "$peer"; do
+        case $contender in
+          torch_gloo) ((have_torch)) || continue ;;
+          distrun_mpi|bare_mpi) ((have_mpi)) || continue ;;
+        esac
+        "$contender" "$round" "$n" "${sizes[@]}"
+      done
+    done
   done
 done
 copy=$("$bin/copy_bandwidth")
