@@ -118,11 +118,16 @@ PiResult computePi(comm::Communicator& comm, long long intervals) {
   const long long first = points * comm.rank() / comm.size();
   const long long last = points * (comm.rank() + 1) / comm.size();
   const double h = 1.0 / static_cast<double>(intervals);
+  // Compensated (Kahan) summation: 10^8 plain additions would lose ~1e-13.
   double sum = 0;
+  double carry = 0;
   for (long long i = first; i < last; ++i) {
     const double x = static_cast<double>(i) * h;
     const double weight = i == 0 || i == intervals ? 0.5 : 1.0;
-    sum += weight * 4.0 / (1.0 + x * x);
+    const double term = weight * 4.0 / (1.0 + x * x) - carry;
+    const double next = sum + term;
+    carry = (next - sum) - term;
+    sum = next;
   }
   double total = sum * h;
   comm.allreduce(&total, 1, ReduceOp::kSum);
