@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distrun/bench/collectives.h"
+#include "distrun/common/system.h"
 #include "distrun/config.h"
 
 namespace distrun::bench {
@@ -59,7 +60,8 @@ std::vector<RankInfo> gatherRankInfo(comm::Communicator& comm) {
     char host[64];
   };
   Entry mine{static_cast<int64_t>(::getpid()), {}};
-  ::gethostname(mine.host, sizeof(mine.host) - 1);
+  const std::string host = readHostFacts().hostname;
+  host.copy(mine.host, sizeof(mine.host) - 1);
   std::vector<Entry> all(static_cast<size_t>(comm.size()));
   static_assert(sizeof(Entry) % sizeof(int64_t) == 0);
   constexpr size_t kWords = sizeof(Entry) / sizeof(int64_t);

@@ -11,6 +11,7 @@
 #include "distrun/comm/mpi/mpi_communicator.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/common/system.h"
 #include "distrun/config.h"
 
 namespace distrun::comm {
@@ -67,9 +68,7 @@ std::string storePrefix(const Environment& env, const std::string& name, int ran
 std::string listenHost(const Environment& env, int worldSize) {
   auto local = env.get("LOCAL_WORLD_SIZE");
   if (local && *local == std::to_string(worldSize)) return "127.0.0.1";
-  char name[256] = {};
-  ::gethostname(name, sizeof(name) - 1);
-  return name;
+  return readHostFacts().hostname;
 }
 
 std::unique_ptr<Communicator> connectGloo(const Environment& env,

@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "distrun/comm/gloo/store_adapter.h"
 #include "distrun/comm/reduce.h"
 #include "distrun/common/error.h"
+#include "distrun/common/system.h"
 
 namespace distrun::comm {
 
@@ -47,12 +47,6 @@ E* mutableElements(const void* p) {
 // Point-to-point slots live under their own prefix, clear of the
 // collectives' prefixes (gloo/types.h uses 0x01..0x08).
 constexpr uint8_t kSendRecvSlotPrefix = 0x40;
-
-std::string hostName() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
 
 double seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
 
@@ -108,7 +102,7 @@ void GlooCommunicator::connectMesh() {
   }
   context_ = context;
 
-  PeerDirectory::Peer self{hostName(), static_cast<long>(::getpid()),
+  PeerDirectory::Peer self{readHostFacts().hostname, static_cast<long>(::getpid()),
                            PeerDirectory::localSocketAddresses()};
   // The listening ends Gloo advertised for each pair, as Gloo prints them.
   for (int r = 0; r < size(); ++r) {
