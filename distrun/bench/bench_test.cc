@@ -1,5 +1,6 @@
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -106,6 +107,40 @@ TEST(OptionsTest, SizesAndSweeps) {
   EXPECT_EQ(sweepSizes(o), (std::vector<size_t>{1024, 4024, 7024}));
   o.minBytes = 9000;
   EXPECT_THROW(validate(o), UsageError);
+}
+
+std::string validationError(const std::function<void(BenchOptions&)>& change) {
+  BenchOptions o;
+  change(o);
+  try {
+    validate(o);
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.exitCode(), ExitCode::kUsage);
+    return e.what();
+  }
+  return "(valid)";
+}
+
+TEST(OptionsTest, ContradictionsNameTheFlag) {
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.minBytes = 2048, o.maxBytes = 1024; }),
+            "-b 2048 is above -e 1024");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.stepFactor = 0, o.stepBytes = 0; }),
+            "-i 0 with no -f above 1 would never reach -e");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.iters = 0; }), "-n 0 must be at least 1");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.warmupIters = -1; }), "-w -1 is negative");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.checkIters = -2; }), "-c -2 is negative");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.average = 4; }),
+            "-a 4 is not 0 (rank 0), 1 (mean), 2 (min) or 3 (max)");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.format = "yaml"; }),
+            "--format 'yaml' is not table, json or csv");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.nprocPerNode = 0; }),
+            "--nproc-per-node 0 must be at least 1");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.timeoutSeconds = 0; }), "-T 0 must be at least 1");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.piIntervals = 0; }),
+            "--intervals 0 must be at least 1");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.minBytes = 0, o.stepFactor = 0, o.stepBytes = 1; }),
+            "-b/-e/-i/-f give more than 4096 sizes; raise -i or -f");
+  EXPECT_EQ(validationError([](BenchOptions&) {}), "(valid)");
 }
 
 TEST(CollectivesTest, NamesAndBusBandwidthFactors) {

@@ -166,8 +166,8 @@ double CollectiveRun::expected(size_t i) const {
   return 0;
 }
 
-long long CollectiveRun::countWrong(bool inPlace) const {
-  const char* out = const_cast<CollectiveRun*>(this)->outputFor(inPlace);
+long long CollectiveRun::countWrong(bool inPlace) {
+  const char* out = outputFor(inPlace);
   if (collective_ == Collective::kSendRecv) out = output_.data();
   const size_t n = collective_ == Collective::kReduceScatter ? block_ : count_;
   long long wrong = 0;

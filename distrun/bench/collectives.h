@@ -45,7 +45,7 @@ class CollectiveRun {
 
  private:
   void fillInputs(bool inPlace);
-  long long countWrong(bool inPlace) const;
+  long long countWrong(bool inPlace);
   char* inputFor(bool inPlace);
   char* outputFor(bool inPlace);
   double expected(size_t i) const;

@@ -88,6 +88,22 @@ TEST(CommunicatorTest, LostPeerIsNamedAndTheErrorSticks) {
   EXPECT_EQ(errors, std::vector<std::string>(3, ""));
 }
 
+TEST(CommunicatorTest, ReduceScatterFailuresNameReduceScatter) {
+  auto errors = runGlooThreads(2, [](Communicator& comm) {
+    if (comm.rank() == 1) return;
+    std::vector<float> in(2000, 1.0f), out(1000);
+    try {
+      for (int i = 0; i < 100; ++i) {
+        comm.reduceScatter(in.data(), out.data(), out.size(), DataType::kFloat32, ReduceOp::kSum);
+      }
+      ADD_FAILURE() << "rank 0 never noticed rank 1 leave";
+    } catch (const CommunicationError& e) {
+      EXPECT_THAT(e.what(), ::testing::StartsWith("reduce_scatter: lost "));
+    }
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+}
+
 TEST(CommunicatorTest, SilentPeerTimesOut) {
   std::atomic<bool> released{false};
   GlooOptions options;

@@ -166,8 +166,13 @@ std::optional<std::string> GlooCommunicator::firstRecordedFailure(
 
 void GlooCommunicator::doAllreduce(const void* in, void* out, size_t count,
                                    DataType type, ReduceOp op) {
+  allreduceAs("allreduce", in, out, count, type, op);
+}
+
+void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out,
+                                   size_t count, DataType type, ReduceOp op) {
   const bool small = count * sizeOf(type) < options_.bcubeBelowBytes;
-  guarded("allreduce", [&] {
+  guarded(name, [&] {
     withElement(type, [&](auto* element) {
       using E = std::remove_pointer_t<decltype(element)>;
       gloo::AllreduceOptions opts(context_);
@@ -222,7 +227,8 @@ void GlooCommunicator::doReduceScatter(const void* in, void* out, size_t count,
                                        DataType type, ReduceOp op) {
   const size_t block = count * sizeOf(type);
   std::vector<char> reduced(block * static_cast<size_t>(size()));
-  doAllreduce(in, reduced.data(), count * static_cast<size_t>(size()), type, op);
+  allreduceAs("reduce_scatter", in, reduced.data(), count * static_cast<size_t>(size()),
+              type, op);
   std::memcpy(out, reduced.data() + block * static_cast<size_t>(rank()), block);
 }
 

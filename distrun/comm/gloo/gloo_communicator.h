@@ -80,6 +80,9 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void connectMesh();
+  // Gloo's allreduce (bcube or ring by size); failures name `name`.
+  void allreduceAs(const char* name, const void* in, void* out, size_t count,
+                   DataType type, ReduceOp op);
   // Runs a Gloo call; turns Gloo's exceptions into CommunicationError or
   // TimeoutError naming the peer (see handleFailure).
   void guarded(const char* op, const std::function<void()>& call);
