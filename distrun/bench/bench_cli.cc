@@ -138,10 +138,10 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, Benc
 }
 
 int dispatch(const BenchOptions& o, const std::vector<std::string>& args, BenchContext& ctx) {
-  if ((ctx.env.get("RANK") && ctx.env.get("WORLD_SIZE")) || o.backend == "mpi") {
-    if (o.backend == "mpi" && !launchedAsMpi(ctx.env)) return selfLaunch(o, args, ctx);
-    return join(o, ctx.env, ctx);
+  if (o.backend == "mpi") {
+    return launchedAsMpi(ctx.env) ? join(o, ctx.env, ctx) : selfLaunch(o, args, ctx);
   }
+  if (ctx.env.get("RANK") && ctx.env.get("WORLD_SIZE")) return join(o, ctx.env, ctx);
   cluster::JobLayout layout = cluster::detectJobLayout(ctx.env, ctx.hostFacts());
   if (layout.worldSize > 1) {
     MapEnvironment vars = rankVariablesOf(layout, ctx.env);

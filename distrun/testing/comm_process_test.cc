@@ -99,6 +99,9 @@ TEST(CommProcessTest, BenchFlagErrorsAreOneLine) {
   r = runCommand(distrun() + " bench all_reduce --backend mpi");
   EXPECT_EQ(r.exitCode, 64);
   EXPECT_THAT(r.err, HasSubstr("--backend mpi needs an MPI launcher: mpirun -np 2"));
+  r = runCommand("timeout 60 " + distrun() + " bench broadcast -r 5");
+  EXPECT_EQ(r.exitCode, 64);
+  EXPECT_THAT(r.err, HasSubstr("distrun bench: error: -r 5 is not a rank of this 2-rank job"));
 }
 
 }  // namespace
