@@ -1,0 +1,312 @@
+#include "distrun/train/ddp.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include "distrun/common/enforce.h"
+#include "distrun/common/error.h"
+#include "distrun/common/strings.h"
+#include "distrun/train/tensor_comm.h"
+
+namespace distrun::train {
+
+struct DistributedDataParallel::Bucket {
+  torch::ScalarType type = torch::kFloat;
+  std::vector<size_t> params;     // indices into params_
+  std::vector<int64_t> offsets;   // element offset of each in `flat`
+  int64_t gradientElements = 0;   // flat may hold the used-map after them
+  torch::Tensor flat;
+  size_t pending = 0;             // params not yet ready this round
+  comm::Work work;
+  bool launched = false;
+};
+
+// Runs after a parameter's AccumulateGrad node: param.grad() is final for
+// this backward pass.
+class DistributedDataParallel::GradientHook
+    : public torch::autograd::FunctionPostHook {
+ public:
+  GradientHook(DistributedDataParallel& ddp, size_t param)
+      : ddp_(ddp), param_(param) {}
+  torch::autograd::variable_list operator()(
+      const torch::autograd::variable_list& outputs,
+      const torch::autograd::variable_list& /*inputs*/) override {
+    ddp_.onGradientReady(param_);
+    return outputs;
+  }
+
+ private:
+  DistributedDataParallel& ddp_;
+  size_t param_;
+};
+
+DistributedDataParallel::NoSyncGuard::NoSyncGuard(DistributedDataParallel& ddp)
+    : ddp_(ddp), previous_(ddp.requireSync_) {
+  ddp_.requireSync_ = false;
+}
+
+DistributedDataParallel::NoSyncGuard::~NoSyncGuard() {
+  ddp_.requireSync_ = previous_;
+}
+
+DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
+                                                 comm::Communicator& comm,
+                                                 DdpOptions options)
+    : module_(module), comm_(comm), options_(options) {
+  if (!(options_.bucketCapMb > 0) || !(options_.firstBucketMb > 0)) {
+    throw UsageError(fmt::format(
+        "DistributedDataParallel: bucket sizes must be above 0 MB, got "
+        "bucket_cap_mb {} and first bucket {} MB",
+        options_.bucketCapMb, options_.firstBucketMb));
+  }
+  for (const auto& item : module_.named_parameters(/*recurse=*/true)) {
+    if (!item.value().requires_grad()) continue;
+    names_.push_back(item.key());
+    params_.push_back(item.value());
+  }
+  verifyShapes();
+  std::vector<torch::Tensor> state = params_;
+  for (const auto& buffer : module_.buffers()) state.push_back(buffer);
+  broadcastFromRankZero(state);
+  assignBuckets();
+  registerHooks();
+}
+
+DistributedDataParallel::~DistributedDataParallel() {
+  for (size_t i = 0; i < accumulators_.size(); ++i) {
+    accumulators_[i]->del_post_hook(hookKeys_[i]);
+  }
+  for (Bucket& b : buckets_) {
+    try {
+      b.work.wait();
+    } catch (...) {  // already reported by the backward that launched it
+    }
+  }
+}
+
+// One line per tensor, "name dtype [d0, d1, ...]", hashed and compared
+// against rank 0's; on a difference rank 0's description is broadcast so
+// the rank that differs can name it.
+void DistributedDataParallel::verifyShapes() {
+  std::vector<std::string> lines;
+  auto describe = [&](const std::string& name, const torch::Tensor& t) {
+    lines.push_back(fmt::format("{} {} [{}]", name, c10::toString(t.scalar_type()),
+                                fmt::join(t.sizes(), ", ")));
+  };
+  for (size_t i = 0; i < params_.size(); ++i) describe(names_[i], params_[i]);
+  for (const auto& item : module_.named_buffers(true)) {
+    describe("buffer " + item.key(), item.value());
+  }
+  const std::string mine = join(lines, "\n");
+  std::vector<std::string> rankZero = split(broadcastString(comm_, mine, 0), '\n');
+  std::string difference;
+  for (size_t i = 0; i < std::max(lines.size(), rankZero.size()); ++i) {
+    const std::string here = i < lines.size() ? lines[i] : "(nothing)";
+    const std::string there = i < rankZero.size() ? rankZero[i] : "(nothing)";
+    if (here != there) {
+      difference = fmt::format("tensor {} is '{}' here but '{}' on rank 0", i,
+                               here, there);
+      break;
+    }
+  }
+  if (mine.empty() && rankZero.size() == 1 && rankZero[0].empty()) difference.clear();
+  const std::vector<int64_t> differs =
+      allgatherValue(comm_, static_cast<int64_t>(!difference.empty()));
+  for (int r = 0; r < comm_.size(); ++r) {
+    if (differs[static_cast<size_t>(r)] == 0) continue;
+    if (r == comm_.rank()) {
+      throw ConfigError(fmt::format(
+          "DistributedDataParallel: rank {}'s model differs from rank 0's: {}",
+          r, difference));
+    }
+    throw ConfigError(fmt::format(
+        "DistributedDataParallel: rank {}'s model differs from rank 0's (its "
+        "error names the tensor); every rank must build the same model",
+        r));
+  }
+}
+
+void DistributedDataParallel::broadcastFromRankZero(
+    const std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard noGrad;
+  for (const torch::Tensor& t : tensors) broadcastTensor(comm_, t, 0);
+}
+
+// PyTorch's rule: walk the parameters in reverse, one open bucket per
+// type, close a bucket once it holds at least its limit (the first bucket
+// of a type: firstBucketMb, later ones bucketCapMb).
+void DistributedDataParallel::assignBuckets() {
+  const auto bytes = [](double mb) {
+    return static_cast<int64_t>(mb * 1024 * 1024);
+  };
+  std::vector<std::pair<torch::ScalarType, size_t>> open;  // type -> bucket
+  std::vector<torch::ScalarType> typesSeen;
+  std::vector<int64_t> bucketBytes;
+  slotOf_.assign(params_.size(), {0, 0});
+  for (size_t i = params_.size(); i-- > 0;) {
+    const torch::ScalarType type = params_[i].scalar_type();
+    auto it = std::find_if(open.begin(), open.end(),
+                           [&](const auto& o) { return o.first == type; });
+    if (it == open.end()) {
+      buckets_.emplace_back();
+      buckets_.back().type = type;
+      bucketBytes.push_back(0);
+      open.emplace_back(type, buckets_.size() - 1);
+      it = open.end() - 1;
+    }
+    Bucket& b = buckets_[it->second];
+    slotOf_[i] = {it->second, b.params.size()};
+    b.params.push_back(i);
+    b.offsets.push_back(b.gradientElements);
+    b.gradientElements += params_[i].numel();
+    bucketBytes[it->second] += params_[i].numel() * params_[i].element_size();
+    const bool first = std::find(typesSeen.begin(), typesSeen.end(), type) ==
+                       typesSeen.end();
+    const int64_t limit =
+        bytes(first ? options_.firstBucketMb : options_.bucketCapMb);
+    if (bucketBytes[it->second] >= limit) {
+      if (first) typesSeen.push_back(type);
+      open.erase(it);
+    }
+  }
+  // The last bucket also carries the used-map: 1 per parameter that got a
+  // gradient here, averaged with the gradients (zero: unused everywhere).
+  for (size_t k = 0; k < buckets_.size(); ++k) {
+    Bucket& b = buckets_[k];
+    const int64_t extra =
+        k + 1 == buckets_.size() ? static_cast<int64_t>(params_.size()) : 0;
+    b.flat = torch::zeros({b.gradientElements + extra},
+                          torch::TensorOptions().dtype(b.type));
+  }
+  ready_.assign(params_.size(), false);
+  usedSinceSync_.assign(params_.size(), false);
+}
+
+void DistributedDataParallel::registerHooks() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    std::shared_ptr<torch::autograd::Node> acc =
+        torch::autograd::impl::grad_accumulator(params_[i]);
+    DISTRUN_ENFORCE(acc != nullptr, "parameter ", names_[i], " has no gradient accumulator");
+    hookKeys_.push_back(acc->add_post_hook(std::make_unique<GradientHook>(*this, i)));
+    accumulators_.push_back(std::move(acc));
+  }
+}
+
+void DistributedDataParallel::onGradientReady(size_t param) {
+  usedSinceSync_[param] = true;
+  if (!requireSync_) return;
+  if (!roundActive_) startRound();
+  markReady(param, /*fromHook=*/true);
+  if (options_.overlap) launchReadyBuckets();
+}
+
+void DistributedDataParallel::startRound() {
+  roundActive_ = true;
+  nextToLaunch_ = 0;
+  std::fill(ready_.begin(), ready_.end(), false);
+  for (Bucket& b : buckets_) {
+    b.pending = b.params.size();
+    b.launched = false;
+  }
+  torch::autograd::Engine::get_default_engine().queue_callback(
+      [this] { finishRound(); });
+}
+
+// Copies the parameter's gradient (zeros when it has none) into its bucket.
+void DistributedDataParallel::markReady(size_t param, bool fromHook) {
+  DISTRUN_ENFORCE(!ready_[param], "gradient of ", names_[param],
+                  " produced twice in one backward pass");
+  ready_[param] = true;
+  const auto [k, slot] = slotOf_[param];
+  Bucket& b = buckets_[k];
+  const torch::Tensor& p = params_[param];
+  torch::Tensor view = b.flat.narrow(0, b.offsets[slot], p.numel()).view(p.sizes());
+  const torch::Tensor& grad = p.grad();
+  if (grad.defined()) {
+    view.copy_(grad);
+  } else {
+    DISTRUN_ENFORCE(!fromHook, "hook fired without a gradient for ", names_[param]);
+    view.zero_();
+  }
+  --b.pending;
+}
+
+void DistributedDataParallel::launchReadyBuckets() {
+  while (nextToLaunch_ < buckets_.size() && buckets_[nextToLaunch_].pending == 0) {
+    launch(nextToLaunch_++);
+  }
+}
+
+void DistributedDataParallel::launch(size_t k) {
+  Bucket& b = buckets_[k];
+  if (k + 1 == buckets_.size()) {
+    std::vector<float> used(usedSinceSync_.begin(), usedSinceSync_.end());
+    b.flat.narrow(0, b.gradientElements, static_cast<int64_t>(used.size()))
+        .copy_(torch::from_blob(used.data(), {static_cast<int64_t>(used.size())}));
+  }
+  b.work = allreduceTensorAsync(comm_, b.flat, comm::ReduceOp::kAvg);
+  b.launched = true;
+}
+
+// End of backward: parameters without a gradient this pass join as their
+// accumulated gradient (noSync) or zeros, the remaining buckets start, and
+// the averages go back into grad().
+void DistributedDataParallel::finishRound() {
+  roundActive_ = false;
+  if (buckets_.empty()) return;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!ready_[i]) markReady(i, /*fromHook=*/false);
+  }
+  launchReadyBuckets();
+  const auto start = std::chrono::steady_clock::now();
+  for (Bucket& b : buckets_) b.work.wait();
+  stats_.lastWaitSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats_.totalWaitSeconds += stats_.lastWaitSeconds;
+  stats_.buckets = static_cast<int64_t>(buckets_.size());
+  ++stats_.syncedSteps;
+
+  const Bucket& last = buckets_.back();
+  torch::Tensor used = last.flat.narrow(0, last.gradientElements,
+                                        static_cast<int64_t>(params_.size()))
+                           .to(torch::kFloat);
+  const float* usedAnywhere = used.data_ptr<float>();
+  torch::NoGradGuard noGrad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!(usedAnywhere[i] > 0)) continue;
+    const auto [k, slot] = slotOf_[i];
+    const Bucket& b = buckets_[k];
+    torch::Tensor& p = params_[i];
+    torch::Tensor averaged = b.flat.narrow(0, b.offsets[slot], p.numel()).view(p.sizes());
+    if (p.grad().defined()) {
+      p.mutable_grad().copy_(averaged);
+    } else {
+      p.mutable_grad() = averaged.clone();
+    }
+  }
+  std::fill(usedSinceSync_.begin(), usedSinceSync_.end(), false);
+}
+
+void DistributedDataParallel::syncBuffers() {
+  std::vector<torch::Tensor> buffers;
+  for (const auto& b : module_.buffers()) buffers.push_back(b);
+  broadcastFromRankZero(buffers);
+}
+
+std::vector<std::vector<std::string>> DistributedDataParallel::bucketParameterNames() const {
+  std::vector<std::vector<std::string>> out;
+  for (const Bucket& b : buckets_) {
+    std::vector<std::string> names;
+    for (size_t i : b.params) names.push_back(names_[i]);
+    out.push_back(std::move(names));
+  }
+  return out;
+}
+
+}  // namespace distrun::train

@@ -1,0 +1,268 @@
+#include "distrun/train/ddp.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <mutex>
+
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/functional/activation.h>
+#include <torch/optim/sgd.h>
+
+#include "distrun/comm/testing/contract.h"
+#include "distrun/common/error.h"
+#include "distrun/train/tensor_comm.h"
+
+namespace distrun::train {
+namespace {
+
+using comm::Communicator;
+using comm::testing::runGlooThreads;
+
+// Two layers plus a branch that only some inputs take and a layer nobody
+// uses: enough to exercise buckets, unused and never-used parameters.
+struct Net : torch::nn::Module {
+  explicit Net(int64_t hidden = 16)
+      : fc1(register_module("fc1", torch::nn::Linear(8, hidden))),
+        fc2(register_module("fc2", torch::nn::Linear(hidden, 3))),
+        branch(register_module("branch", torch::nn::Linear(hidden, 3))),
+        unused(register_module("unused", torch::nn::Linear(3, 3))) {}
+  torch::Tensor forward(const torch::Tensor& x, bool takeBranch = false) {
+    torch::Tensor h = torch::relu(fc1->forward(x));
+    torch::Tensor y = fc2->forward(h);
+    return takeBranch ? y + branch->forward(h) : y;
+  }
+  torch::nn::Linear fc1, fc2, branch, unused;
+};
+
+torch::Tensor globalInputs(int64_t rows) {
+  return torch::linspace(-2, 2, rows * 8, torch::kDouble).view({rows, 8}).sin().to(torch::kFloat);
+}
+
+// Rank r's share of a global batch of perRank * world rows.
+torch::Tensor shard(const torch::Tensor& all, int rank, int64_t perRank) {
+  return all.narrow(0, rank * perRank, perRank);
+}
+
+std::vector<torch::Tensor> gradsOf(Net& net) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : net.parameters()) {
+    out.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+  }
+  return out;
+}
+
+// The single-process reference: the same (seeded) model, one backward on
+// the union of the ranks' batches.
+std::vector<torch::Tensor> referenceGradients(const torch::Tensor& inputs) {
+  torch::manual_seed(1);
+  Net net;
+  net.forward(inputs).pow(2).mean().backward();
+  return gradsOf(net);
+}
+
+void expectClose(const std::vector<torch::Tensor>& got,
+                 const std::vector<torch::Tensor>& want, const std::string& where) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].defined(), want[i].defined()) << where << " param " << i;
+    if (!want[i].defined()) continue;
+    EXPECT_TRUE(torch::allclose(got[i], want[i], /*rtol=*/1e-5, /*atol=*/1e-6))
+        << where << " param " << i << "\n" << got[i] << "\nvs\n" << want[i];
+  }
+}
+
+// Every rank's flattened parameters, gathered: true when all are bitwise equal.
+bool bitwiseEqualAcrossRanks(Communicator& comm, torch::nn::Module& net) {
+  std::vector<torch::Tensor> flat;
+  for (const auto& p : net.parameters()) flat.push_back(p.detach().reshape({-1}));
+  torch::Tensor mine = torch::cat(flat).contiguous();
+  torch::Tensor all = torch::empty({comm.size(), mine.numel()});
+  comm.allgather(mine.data_ptr(), all.data_ptr(), static_cast<size_t>(mine.numel()),
+                 comm::DataType::kFloat32);
+  for (int r = 0; r < comm.size(); ++r) {
+    if (std::memcmp(all[r].data_ptr(), mine.data_ptr(), mine.nbytes()) != 0) return false;
+  }
+  return true;
+}
+
+// Rank 0 builds the reference's model (seed 1), the others different ones,
+// which the construction broadcast must overwrite.
+std::shared_ptr<Net> makeNet(int rank, int64_t hidden = 16) {
+  static std::mutex mutex;  // seeding is process-wide
+  std::lock_guard<std::mutex> lock(mutex);
+  torch::manual_seed(rank == 0 ? 1 : 100 + rank);
+  return std::make_shared<Net>(hidden);
+}
+
+void expectNoErrors(const std::vector<std::string>& errors) {
+  for (size_t r = 0; r < errors.size(); ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+struct Variant {
+  int world;
+  double bucketCapMb;
+  bool overlap;
+};
+
+class DdpGradientTest : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(DdpGradientTest, GradientsEqualSingleProcessOnTheUnionOfBatches) {
+  const Variant v = GetParam();
+  const int64_t perRank = 5;
+  const torch::Tensor inputs = globalInputs(perRank * v.world);
+  const std::vector<torch::Tensor> want = referenceGradients(inputs);
+  expectNoErrors(runGlooThreads(v.world, [&](Communicator& comm) {
+    std::shared_ptr<Net> owner = makeNet(comm.rank());
+    Net& net = *owner;
+    DistributedDataParallel ddp(net, comm,
+                                {.bucketCapMb = v.bucketCapMb,
+                                 .firstBucketMb = v.bucketCapMb,
+                                 .overlap = v.overlap});
+    net.forward(shard(inputs, comm.rank(), perRank)).pow(2).mean().backward();
+    expectClose(gradsOf(net), want, "rank " + std::to_string(comm.rank()));
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    WorldsBucketsOverlap, DdpGradientTest,
+    ::testing::Values(Variant{1, 25, true}, Variant{2, 25, true},
+                      Variant{3, 25, true}, Variant{4, 25, true},
+                      Variant{2, 0.0001, true}, Variant{3, 0.0001, true},
+                      Variant{4, 0.0001, false}, Variant{2, 25, false}),
+    [](const ::testing::TestParamInfo<Variant>& p) {
+      return "world" + std::to_string(p.param.world) +
+             (p.param.bucketCapMb < 1 ? "_tinyBuckets" : "_oneBucket") +
+             (p.param.overlap ? "_overlap" : "_noOverlap");
+    });
+
+TEST(DdpTest, ParametersStayBitwiseEqualAcrossRanksWhileTraining) {
+  expectNoErrors(runGlooThreads(3, [](Communicator& comm) {
+    Net net;
+    DistributedDataParallel ddp(net, comm, {.bucketCapMb = 0.0001, .firstBucketMb = 0.0001, .overlap = true});
+    torch::optim::SGD sgd(net.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    for (int step = 0; step < 20; ++step) {
+      const torch::Tensor x = globalInputs(4 * 3).narrow(0, 4 * comm.rank(), 4) * (step + 1);
+      sgd.zero_grad();
+      net.forward(x, step % 2 == 0).pow(2).mean().backward();
+      sgd.step();
+    }
+    EXPECT_TRUE(bitwiseEqualAcrossRanks(comm, net)) << "rank " << comm.rank();
+  }));
+}
+
+TEST(DdpTest, NoSyncAccumulatesLocallyAndTheNextBackwardAveragesTheSum) {
+  const int world = 2;
+  const int64_t perRank = 3;
+  const torch::Tensor first = globalInputs(perRank * world);
+  const torch::Tensor second = first.flip(0) * 0.5;
+  torch::manual_seed(1);
+  Net reference;
+  reference.forward(first).pow(2).mean().backward();
+  reference.forward(second).pow(2).mean().backward();
+  const std::vector<torch::Tensor> want = gradsOf(reference);
+  expectNoErrors(runGlooThreads(world, [&](Communicator& comm) {
+    std::shared_ptr<Net> owner = makeNet(comm.rank());
+    Net& net = *owner;
+    DistributedDataParallel ddp(net, comm, {.bucketCapMb = 0.0001, .firstBucketMb = 0.0001, .overlap = true});
+    {
+      auto guard = ddp.noSync();
+      net.forward(shard(first, comm.rank(), perRank)).pow(2).mean().backward();
+    }
+    EXPECT_EQ(ddp.stats().syncedSteps, 0);
+    net.forward(shard(second, comm.rank(), perRank)).pow(2).mean().backward();
+    EXPECT_EQ(ddp.stats().syncedSteps, 1);
+    expectClose(gradsOf(net), want, "rank " + std::to_string(comm.rank()));
+  }));
+}
+
+TEST(DdpTest, ParameterUnusedOnSomeRanksCountsAsZeroAndNeverUsedStaysUndefined) {
+  const int world = 3;
+  const int64_t perRank = 2;
+  const torch::Tensor inputs = globalInputs(perRank * world);
+  // Reference: the branch's gradient is rank 0's alone, averaged over 3.
+  torch::manual_seed(1);
+  Net reference;
+  torch::Tensor loss = torch::zeros({});
+  for (int r = 0; r < world; ++r) {
+    loss = loss + reference.forward(shard(inputs, r, perRank), r == 0).pow(2).mean() / world;
+  }
+  loss.backward();
+  const std::vector<torch::Tensor> want = gradsOf(reference);
+  ASSERT_FALSE(reference.unused->weight.grad().defined());
+  expectNoErrors(runGlooThreads(world, [&](Communicator& comm) {
+    std::shared_ptr<Net> owner = makeNet(comm.rank());
+    Net& net = *owner;
+    DistributedDataParallel ddp(net, comm);
+    for (int step = 0; step < 2; ++step) {  // a second step must not hang either
+      for (auto& p : net.parameters()) {
+        if (p.grad().defined()) p.mutable_grad().zero_();
+      }
+      net.forward(shard(inputs, comm.rank(), perRank), comm.rank() == 0).pow(2).mean().backward();
+    }
+    expectClose(gradsOf(net), want, "rank " + std::to_string(comm.rank()));
+  }));
+}
+
+TEST(DdpTest, RanksWhoseModelsDifferAreRefusedWithTheTensorNamed) {
+  std::vector<ExitCode> codes(3, ExitCode::kSuccess);
+  const std::vector<std::string> errors = runGlooThreads(3, [&](Communicator& comm) {
+    Net net(comm.rank() == 2 ? 32 : 16);
+    try {
+      DistributedDataParallel ddp(net, comm);
+    } catch (const Error& e) {
+      codes[static_cast<size_t>(comm.rank())] = e.exitCode();
+      throw;
+    }
+  });
+  EXPECT_EQ(errors[2],
+            "DistributedDataParallel: rank 2's model differs from rank 0's: "
+            "tensor 0 is 'fc1.weight Float [32, 8]' here but 'fc1.weight "
+            "Float [16, 8]' on rank 0");
+  for (int r : {0, 1}) {
+    EXPECT_EQ(errors[static_cast<size_t>(r)],
+              "DistributedDataParallel: rank 2's model differs from rank 0's "
+              "(its error names the tensor); every rank must build the same model");
+  }
+  for (ExitCode c : codes) EXPECT_EQ(c, ExitCode::kConfig);
+}
+
+TEST(DdpTest, BucketsFollowReverseParameterOrderWithASmallFirstBucket) {
+  expectNoErrors(runGlooThreads(1, [](Communicator& comm) {
+    Net net(256);  // fc1.weight 8 KB, fc2.weight 3 KB, ...
+    DistributedDataParallel ddp(net, comm, {.bucketCapMb = 25, .firstBucketMb = 0.0029, .overlap = true});
+    const std::vector<std::vector<std::string>> want = {
+        {"unused.bias", "unused.weight", "branch.bias", "branch.weight"},
+        {"fc2.bias", "fc2.weight", "fc1.bias", "fc1.weight"}};
+    EXPECT_EQ(ddp.bucketParameterNames(), want);
+  }));
+}
+
+TEST(DdpTest, NonPositiveBucketSizeIsAUsageError) {
+  expectNoErrors(runGlooThreads(1, [](Communicator& comm) {
+    Net net;
+    try {
+      DistributedDataParallel ddp(net, comm, {.bucketCapMb = 0, .firstBucketMb = 1, .overlap = true});
+      ADD_FAILURE() << "no error";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "DistributedDataParallel: bucket sizes must be above 0 MB, got "
+                "bucket_cap_mb 0 and first bucket 1 MB");
+      EXPECT_EQ(e.exitCode(), ExitCode::kUsage);
+    }
+  }));
+}
+
+TEST(TensorCommTest, TypesTheCommunicatorCannotCarryAreNamed) {
+  try {
+    dataTypeOf(torch::kBool, "buffer mask");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "buffer mask has type Bool, which the communicator cannot carry: "
+              "expected float32, float64, float16, bfloat16, int32 or int64");
+  }
+}
+
+}  // namespace
+}  // namespace distrun::train
