@@ -62,11 +62,15 @@ std::vector<int64_t> allgatherValue(comm::Communicator& comm, int64_t value) {
   return all;
 }
 
+int64_t broadcastValue(comm::Communicator& comm, int64_t value, int root) {
+  comm.broadcast(&value, &value, 1, comm::DataType::kInt64, root);
+  return value;
+}
+
 std::string broadcastString(comm::Communicator& comm, const std::string& text,
                             int root) {
-  int64_t size = static_cast<int64_t>(text.size());
-  comm.broadcast(&size, &size, 1, comm::DataType::kInt64, root);
-  const size_t bytes = static_cast<size_t>(size);
+  const auto bytes = static_cast<size_t>(
+      broadcastValue(comm, static_cast<int64_t>(text.size()), root));
   std::vector<int64_t> words = toWords(comm.rank() == root ? text : "", wordsFor(bytes));
   comm.broadcast(words.data(), words.data(), words.size(), comm::DataType::kInt64, root);
   return std::string(reinterpret_cast<const char*>(words.data()), bytes);

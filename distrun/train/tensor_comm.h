@@ -25,6 +25,8 @@ comm::Work allreduceTensorAsync(comm::Communicator& comm,
                                 const torch::Tensor& tensor, comm::ReduceOp op);
 // Every rank's value, indexed by rank.
 std::vector<int64_t> allgatherValue(comm::Communicator& comm, int64_t value);
+// Root's value on every rank.
+int64_t broadcastValue(comm::Communicator& comm, int64_t value, int root);
 // Root's string on every rank.
 std::string broadcastString(comm::Communicator& comm, const std::string& text,
                             int root);

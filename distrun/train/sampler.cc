@@ -1,0 +1,80 @@
+#include "distrun/train/sampler.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "distrun/common/error.h"
+
+namespace distrun::train {
+
+namespace {
+
+void validate(const DistributedSampler::Options& options) {
+  if (options.worldSize < 1) {
+    throw UsageError(fmt::format(
+        "DistributedSampler: world size {} is invalid: expected at least 1",
+        options.worldSize));
+  }
+  if (options.rank < 0 || options.rank >= options.worldSize) {
+    throw UsageError(fmt::format(
+        "DistributedSampler: rank {} is invalid: expected 0 to {} for world "
+        "size {}",
+        options.rank, options.worldSize - 1, options.worldSize));
+  }
+  if (options.datasetSize < 0) {
+    throw UsageError(fmt::format(
+        "DistributedSampler: dataset size {} is invalid: expected 0 or more",
+        options.datasetSize));
+  }
+}
+
+// PyTorch computes ceil((size - world) / world) with dropLast and an uneven
+// size: that is size / world rounded down.
+int64_t samplesPerRank(const DistributedSampler::Options& options) {
+  int64_t world = options.worldSize;
+  if (options.dropLast) return options.datasetSize / world;
+  return (options.datasetSize + world - 1) / world;
+}
+
+}  // namespace
+
+DistributedSampler::DistributedSampler(const Options& options)
+    : options_(options) {
+  validate(options_);
+  numSamples_ = samplesPerRank(options_);
+}
+
+std::vector<int64_t> DistributedSampler::epochOrder() const {
+  int64_t size = options_.datasetSize;
+  std::vector<int64_t> order(static_cast<size_t>(size));
+  if (!options_.shuffle) {
+    for (int64_t i = 0; i < size; ++i) order[static_cast<size_t>(i)] = i;
+    return order;
+  }
+  // Python's seed + epoch as manual_seed takes it: modulo 2^64.
+  at::Generator generator = at::detail::createCPUGenerator(
+      options_.seed + static_cast<uint64_t>(epoch_));
+  at::Tensor perm = at::randperm(size, generator, at::kLong);
+  std::copy_n(perm.data_ptr<int64_t>(), size, order.begin());
+  return order;
+}
+
+std::vector<int64_t> DistributedSampler::indices() const {
+  std::vector<int64_t> order = epochOrder();
+  size_t total = static_cast<size_t>(totalSize());
+  size_t world = static_cast<size_t>(options_.worldSize);
+  std::vector<int64_t> mine;
+  mine.reserve(static_cast<size_t>(numSamples_));
+  // Position p of the padded (or truncated) list is order[p % size]: the
+  // padding repeats the list from its start.
+  for (size_t p = static_cast<size_t>(options_.rank); p < total; p += world) {
+    mine.push_back(order[p % order.size()]);
+  }
+  return mine;
+}
+
+}  // namespace distrun::train

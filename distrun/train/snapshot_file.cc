@@ -1,0 +1,156 @@
+#include "distrun/train/snapshot_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "distrun/common/error.h"
+
+namespace distrun::train {
+
+namespace {
+
+constexpr char kMagic[] = "DRSNAP1\n";
+constexpr size_t kMagicSize = sizeof(kMagic) - 1;
+constexpr size_t kHeaderSize = kMagicSize + 8 + 4;
+
+uint32_t crc32Of(const std::string& data) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  const auto* bytes = reinterpret_cast<const Bytef*>(data.data());
+  size_t left = data.size();
+  while (left > 0) {  // zlib takes 32-bit lengths
+    const uInt chunk = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
+    crc = ::crc32(crc, bytes, chunk);
+    bytes += chunk;
+    left -= chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+void putLittleEndian(std::string& out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+uint64_t getLittleEndian(const std::string& in, size_t at, int bytes) {
+  uint64_t value = 0;
+  for (int i = bytes - 1; i >= 0; --i) {
+    value = (value << 8) | static_cast<unsigned char>(in[at + static_cast<size_t>(i)]);
+  }
+  return value;
+}
+
+[[noreturn]] void failIo(const std::string& what, const std::string& path) {
+  throw IoError(fmt::format("snapshot {}: {}: {}", path, what, std::strerror(errno)));
+}
+
+void writeAll(int fd, const std::string& data, const std::string& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) failIo("cannot write", path);
+    done += static_cast<size_t>(n);
+  }
+}
+
+void fsyncFolderOf(const std::string& path) {
+  std::string folder = std::filesystem::path(path).parent_path().string();
+  if (folder.empty()) folder = ".";
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) failIo("cannot open its folder to sync it", path);
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) failIo("cannot sync its folder", path);
+}
+
+}  // namespace
+
+void writeSnapshotFile(const std::string& path, const std::string& payload) {
+  std::string header(kMagic, kMagicSize);
+  putLittleEndian(header, payload.size(), 8);
+  putLittleEndian(header, crc32Of(payload), 4);
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) failIo("cannot create " + tmp, path);
+  try {
+    writeAll(fd, header, tmp);
+    writeAll(fd, payload, tmp);
+    if (::fsync(fd) != 0) failIo("cannot sync " + tmp, path);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::access(path.c_str(), F_OK) == 0 &&
+      ::rename(path.c_str(), (path + ".prev").c_str()) != 0) {
+    failIo("cannot keep the previous snapshot as " + path + ".prev", path);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) failIo("cannot rename " + tmp, path);
+  fsyncFolderOf(path);
+}
+
+std::string readSnapshotFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) failIo("cannot open", path);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string data = buffer.str();
+  if (data.size() < kHeaderSize || data.compare(0, kMagicSize, kMagic, kMagicSize) != 0) {
+    throw DataError(fmt::format(
+        "snapshot {} is not a distrun snapshot: expected it to start with "
+        "'DRSNAP1' and a {}-byte header",
+        path, kHeaderSize));
+  }
+  const uint64_t size = getLittleEndian(data, kMagicSize, 8);
+  const uint64_t have = data.size() - kHeaderSize;
+  if (have != size) {
+    throw DataError(fmt::format(
+        "snapshot {} is {}: its header says {} bytes of data, the file has {}",
+        path, have < size ? "truncated" : "too long", size, have));
+  }
+  std::string payload = data.substr(kHeaderSize);
+  const auto want = static_cast<uint32_t>(getLittleEndian(data, kMagicSize + 8, 4));
+  const uint32_t got = crc32Of(payload);
+  if (got != want) {
+    throw DataError(fmt::format(
+        "snapshot {} is corrupt: CRC-32 of its data is {:08x}, its header says {:08x}",
+        path, got, want));
+  }
+  return payload;
+}
+
+std::optional<FoundSnapshot> findLatestSnapshot(const std::string& path,
+                                                std::ostream& warnings) {
+  std::string refused;
+  for (const std::string& candidate : {path, path + ".prev"}) {
+    if (::access(candidate.c_str(), F_OK) != 0) continue;
+    try {
+      return FoundSnapshot{candidate, readSnapshotFile(candidate)};
+    } catch (const DataError& e) {
+      if (!refused.empty()) {
+        throw DataError(fmt::format("{}; and the previous one: {}", refused, e.what()));
+      }
+      refused = e.what();
+      warnings << "distrun-train: warning: " << refused << "; trying " << path
+               << ".prev\n";
+    }
+  }
+  if (!refused.empty()) {
+    throw DataError(fmt::format(
+        "{}, and there is no previous snapshot {}.prev: delete {} to start afresh",
+        refused, path, path));
+  }
+  return std::nullopt;
+}
+
+}  // namespace distrun::train

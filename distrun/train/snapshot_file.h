@@ -1,0 +1,37 @@
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+// Snapshot files: an opaque payload in an envelope that makes a torn or
+// altered file detectable, written so that a crash never loses the last
+// good snapshot.
+//
+// Layout: "DRSNAP1\n", payload length (8 bytes, little endian), CRC-32 of
+// the payload (4 bytes, little endian), payload.
+namespace distrun::train {
+
+// Writes PATH.tmp, fsyncs it, moves the current PATH (if any) to PATH.prev
+// and renames PATH.tmp to PATH, then fsyncs the folder. IoError naming the
+// path when any step fails.
+void writeSnapshotFile(const std::string& path, const std::string& payload);
+
+// The payload of PATH; DataError naming the file for a wrong magic, a
+// truncated or oversized file or a checksum mismatch; IoError when it
+// cannot be read.
+std::string readSnapshotFile(const std::string& path);
+
+struct FoundSnapshot {
+  std::string path;     // PATH or PATH.prev
+  std::string payload;
+};
+
+// The newest good snapshot: PATH, else PATH.prev (after a crash between the
+// two renames, or when PATH is corrupt: then a warning naming the problem
+// goes to `warnings`). Nothing when neither exists. DataError when a file
+// exists but none is good.
+std::optional<FoundSnapshot> findLatestSnapshot(const std::string& path,
+                                                std::ostream& warnings);
+
+}  // namespace distrun::train

@@ -1,0 +1,312 @@
+#include "distrun/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+#include <torch/utils.h>
+
+#include "distrun/common/error.h"
+#include "distrun/train/sampler.h"
+#include "distrun/train/snapshot_file.h"
+#include "distrun/train/tensor_comm.h"
+
+namespace distrun::train {
+
+namespace {
+
+constexpr int64_t kSnapshotFormat = 1;
+constexpr int64_t kEvalBatch = 1000;
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+at::Generator cpuGenerator() { return at::detail::getDefaultCPUGenerator(); }
+
+std::string rngStateBytes() {
+  at::Generator gen = cpuGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  const torch::Tensor state = gen.get_state();
+  return std::string(static_cast<const char*>(state.data_ptr()), static_cast<size_t>(state.nbytes()));
+}
+
+void setRngStateBytes(const torch::Tensor& state) {
+  at::Generator gen = cpuGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+int64_t readInt(torch::serialize::InputArchive& archive, const std::string& key) {
+  c10::IValue v;
+  archive.read(key, v);
+  return v.toInt();
+}
+
+double readDouble(torch::serialize::InputArchive& archive, const std::string& key) {
+  c10::IValue v;
+  archive.read(key, v);
+  return v.toDouble();
+}
+
+std::string readString(torch::serialize::InputArchive& archive, const std::string& key) {
+  c10::IValue v;
+  archive.read(key, v);
+  return v.toStringRef();
+}
+
+// Rank 0 decides; the others get its outcome: 0 nothing, 1 a payload, or
+// the exit code and message of its error.
+struct Broadcast {
+  int64_t status = 0;
+  std::string text;
+};
+
+}  // namespace
+
+Trainer::Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions options,
+                 std::ostream& out, std::ostream& err)
+    : task_(std::move(task)), comm_(comm), options_(std::move(options)), out_(out), err_(err) {
+  if (options_.epochs < 1) {
+    throw UsageError(fmt::format("--epochs {}: expected at least 1", options_.epochs));
+  }
+  if (options_.batchSize < 1) {
+    throw UsageError(fmt::format("--batch-size {}: expected at least 1", options_.batchSize));
+  }
+  if (options_.saveEveryEpochs < 0 || options_.saveEverySteps < 0) {
+    throw UsageError("--save-every and --save-every-steps: expected 0 (never) or more");
+  }
+  if (task_.train.size() == 0) {
+    throw DataError(fmt::format("{}: the training set is empty", task_.name));
+  }
+}
+
+std::vector<EpochMetrics> Trainer::run() {
+  resume();
+  DistributedDataParallel ddp(task_.model, comm_, options_.ddp);
+  const int64_t perRank = DistributedSampler({.datasetSize = task_.train.size(),
+                                              .worldSize = comm_.size(),
+                                              .rank = comm_.rank(),
+                                              .shuffle = true,
+                                              .seed = options_.seed,
+                                              .dropLast = options_.dropLast})
+                              .numSamples();
+  const int64_t stepsPerEpoch = (perRank + options_.batchSize - 1) / options_.batchSize;
+  if (comm_.rank() == 0) {
+    progress_.emplace(out_, options_.progress, options_.epochs, stepsPerEpoch);
+    if (resumedFrom_) {
+      progress_->message(fmt::format("resumed from {}: epoch {}, step {} of {}", *resumedFrom_,
+                                     position_.epoch + 1, position_.step, stepsPerEpoch));
+    }
+  }
+  std::vector<EpochMetrics> ran;
+  while (position_.epoch < options_.epochs) {
+    ran.push_back(runEpoch(ddp, stepsPerEpoch));
+  }
+  return ran;
+}
+
+EpochMetrics Trainer::runEpoch(DistributedDataParallel& ddp, int64_t stepsPerEpoch) {
+  (void)ddp;  // it works through the gradient hooks
+  DistributedSampler sampler({.datasetSize = task_.train.size(),
+                              .worldSize = comm_.size(),
+                              .rank = comm_.rank(),
+                              .shuffle = true,
+                              .seed = options_.seed,
+                              .dropLast = options_.dropLast});
+  sampler.setEpoch(position_.epoch);
+  const std::vector<int64_t> indices = sampler.indices();
+  task_.model.train();
+  comm_.barrier();
+  const Clock::time_point start = Clock::now();
+  int64_t samples = 0;
+  for (int64_t s = position_.step; s < stepsPerEpoch; ++s) {
+    const auto first = indices.begin() + s * options_.batchSize;
+    const auto last = indices.begin() + std::min<int64_t>((s + 1) * options_.batchSize,
+                                                          static_cast<int64_t>(indices.size()));
+    trainStep(std::vector<int64_t>(first, last));
+    samples += last - first;
+    position_.step = s + 1;
+    ++position_.globalStep;
+    if (progress_) progress_->step(position_.epoch, s + 1, position_.lossSum / position_.samples);
+    if (options_.saveEverySteps > 0 && position_.globalStep % options_.saveEverySteps == 0) {
+      saveSnapshot();
+    }
+  }
+  EpochMetrics m;
+  m.seconds = secondsSince(start);
+  std::vector<double> totals = {position_.lossSum, position_.samples};
+  allreduceSum(comm_, totals);
+  m.epoch = position_.epoch + 1;
+  m.trainLoss = totals[0] / totals[1];
+  m.samplesPerSecond = static_cast<double>(samples * comm_.size()) / std::max(m.seconds, 1e-9);
+  evaluate(m);
+  history_.push_back(m);
+  position_ = Position{.epoch = position_.epoch + 1, .step = 0,
+                       .globalStep = position_.globalStep, .lossSum = 0, .samples = 0};
+  if (options_.saveEveryEpochs > 0 && position_.epoch % options_.saveEveryEpochs == 0) {
+    saveSnapshot();
+  }
+  if (comm_.rank() == 0) {
+    progress_->epochDone(m);
+    if (!options_.metricsPath.empty()) writeMetricsFile(options_.metricsPath, description(), history_);
+  }
+  return m;
+}
+
+void Trainer::trainStep(const std::vector<int64_t>& indices) {
+  const torch::Tensor index = torch::tensor(indices, torch::kLong);
+  const torch::Tensor inputs = task_.train.inputs.index_select(0, index);
+  const torch::Tensor targets = task_.train.targets.index_select(0, index);
+  task_.optimizer.zero_grad();
+  torch::Tensor loss = task_.loss(task_.forward(inputs), targets);
+  loss.backward();
+  task_.optimizer.step();
+  const auto n = static_cast<double>(indices.size());
+  position_.lossSum += loss.item<double>() * n;
+  position_.samples += n;
+}
+
+// The test set in rank-strided shards without padding, so every sample
+// counts once; sums all-reduced.
+void Trainer::evaluate(EpochMetrics& m) {
+  if (!task_.test) return;
+  torch::NoGradGuard noGrad;
+  task_.model.eval();
+  const TensorDataset& test = *task_.test;
+  const torch::Tensor mine = torch::arange(comm_.rank(), test.size(), comm_.size(), torch::kLong);
+  std::vector<double> sums = {0, 0, static_cast<double>(mine.numel())};
+  for (int64_t at = 0; at < mine.numel(); at += kEvalBatch) {
+    const torch::Tensor index = mine.narrow(0, at, std::min(kEvalBatch, mine.numel() - at));
+    const torch::Tensor targets = test.targets.index_select(0, index);
+    const torch::Tensor outputs = task_.forward(test.inputs.index_select(0, index));
+    sums[0] += task_.loss(outputs, targets).item<double>() * static_cast<double>(index.numel());
+    if (task_.classification) sums[1] += outputs.argmax(1).eq(targets).sum().item<double>();
+  }
+  allreduceSum(comm_, sums);
+  m.testLoss = sums[0] / sums[2];
+  if (task_.classification) m.testAccuracy = sums[1] / sums[2];
+  task_.model.train();
+}
+
+RunDescription Trainer::description() const {
+  return RunDescription{.workload = task_.name,
+                        .runtime = "distrun",
+                        .worldSize = comm_.size(),
+                        .batchSize = options_.batchSize,
+                        .threadsPerRank = options_.threadsPerRank};
+}
+
+// Collective: every rank's random generator state goes into rank 0's file.
+void Trainer::saveSnapshot() {
+  if (options_.snapshotPath.empty()) return;
+  const std::vector<std::string> rng = allgatherString(comm_, rngStateBytes());
+  if (comm_.rank() != 0) return;
+  writeSnapshotFile(options_.snapshotPath, encodeState(rng));
+}
+
+std::string Trainer::encodeState(const std::vector<std::string>& rng) {
+  torch::serialize::OutputArchive archive;
+  archive.write("format", c10::IValue(kSnapshotFormat));
+  archive.write("workload", c10::IValue(task_.name));
+  archive.write("world_size", c10::IValue(static_cast<int64_t>(comm_.size())));
+  archive.write("epoch", c10::IValue(position_.epoch));
+  archive.write("step", c10::IValue(position_.step));
+  archive.write("global_step", c10::IValue(position_.globalStep));
+  archive.write("loss_sum", c10::IValue(position_.lossSum));
+  archive.write("samples", c10::IValue(position_.samples));
+  archive.write("history", c10::IValue(metricsJson(description(), history_)));
+  torch::Tensor states = torch::empty({comm_.size(), static_cast<int64_t>(rng[0].size())}, torch::kByte);
+  for (size_t r = 0; r < rng.size(); ++r) {
+    std::memcpy(states[static_cast<int64_t>(r)].data_ptr(), rng[r].data(), rng[r].size());
+  }
+  archive.write("rng", states);
+  torch::serialize::OutputArchive model;
+  task_.model.save(model);
+  archive.write("model", model);
+  torch::serialize::OutputArchive optimizer;
+  task_.optimizer.save(optimizer);
+  archive.write("optimizer", optimizer);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  return bytes.str();
+}
+
+void Trainer::decodeState(const std::string& payload, const std::string& path) {
+  torch::serialize::InputArchive archive;
+  try {
+    std::istringstream bytes(payload);
+    archive.load_from(bytes);
+  } catch (const c10::Error& e) {
+    throw DataError(fmt::format("snapshot {} holds no training state: {}", path,
+                                e.what_without_backtrace()));
+  }
+  try {
+    if (readInt(archive, "format") != kSnapshotFormat) {
+      throw DataError(fmt::format("snapshot {} has format {}: expected {}", path,
+                                  readInt(archive, "format"), kSnapshotFormat));
+    }
+    const std::string workload = readString(archive, "workload");
+    const int64_t world = readInt(archive, "world_size");
+    if (workload != task_.name || world != comm_.size()) {
+      throw ConfigError(fmt::format(
+          "snapshot {} was written by a {}-rank '{}' run, this is a {}-rank '{}' run: "
+          "resume with the same workload and world size, or delete it to start afresh",
+          path, world, workload, comm_.size(), task_.name));
+    }
+    torch::serialize::InputArchive model;
+    archive.read("model", model);
+    task_.model.load(model);
+    torch::serialize::InputArchive optimizer;
+    archive.read("optimizer", optimizer);
+    task_.optimizer.load(optimizer);
+    torch::Tensor states;
+    archive.read("rng", states);
+    setRngStateBytes(states[comm_.rank()].clone());
+    position_ = Position{.epoch = readInt(archive, "epoch"),
+                         .step = readInt(archive, "step"),
+                         .globalStep = readInt(archive, "global_step"),
+                         .lossSum = readDouble(archive, "loss_sum"),
+                         .samples = readDouble(archive, "samples")};
+    history_ = parseMetricsEpochs(readString(archive, "history"));
+  } catch (const c10::Error& e) {
+    throw DataError(fmt::format("snapshot {} does not fit this model and optimizer: {}",
+                                path, e.what_without_backtrace()));
+  }
+}
+
+// Rank 0 finds the newest good snapshot and broadcasts it (or its error);
+// every rank restores from the same bytes.
+void Trainer::resume() {
+  if (options_.snapshotPath.empty()) return;
+  Broadcast found;
+  std::string path;
+  if (comm_.rank() == 0) {
+    try {
+      if (auto snapshot = findLatestSnapshot(options_.snapshotPath, err_)) {
+        found = {1, std::move(snapshot->payload)};
+        path = snapshot->path;
+      }
+    } catch (const Error& e) {
+      found = {-static_cast<int64_t>(toInt(e.exitCode())), e.what()};
+    }
+  }
+  found.status = broadcastValue(comm_, found.status, 0);
+  if (found.status == 0) return;
+  found.text = broadcastString(comm_, found.text, 0);
+  if (found.status < 0) {
+    throw Error(static_cast<ExitCode>(-found.status),
+                comm_.rank() == 0 ? found.text : "rank 0: " + found.text);
+  }
+  path = broadcastString(comm_, path, 0);
+  decodeState(found.text, path);
+  resumedFrom_ = path;
+}
+
+}  // namespace distrun::train

@@ -1,0 +1,109 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+
+#include "distrun/comm/communicator.h"
+#include "distrun/train/ddp.h"
+#include "distrun/train/metrics.h"
+#include "distrun/train/progress.h"
+
+namespace distrun::train {
+
+// Samples as rows of two tensors held in memory.
+struct TensorDataset {
+  torch::Tensor inputs;
+  torch::Tensor targets;
+  int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
+};
+
+// What to train: the user's model, its forward and loss, an optimizer over
+// the model's parameters, and the data. Every rank builds the same task
+// (the same model structure; data identical or at least equally sized).
+struct TrainingTask {
+  std::string name;  // "mnist", "linear", or the user's
+  torch::nn::Module& model;
+  std::function<torch::Tensor(const torch::Tensor& inputs)> forward;
+  // Mean loss over the batch.
+  std::function<torch::Tensor(const torch::Tensor& outputs, const torch::Tensor& targets)> loss;
+  torch::optim::Optimizer& optimizer;
+  TensorDataset train;
+  std::optional<TensorDataset> test;  // evaluated after every epoch
+  bool classification = false;        // test accuracy: argmax(outputs) == targets
+};
+
+struct TrainerOptions {
+  int64_t epochs = 1;
+  int64_t batchSize = 32;             // per rank
+  uint64_t seed = 0;                  // the sampler's shuffle
+  bool dropLast = false;
+  std::string snapshotPath;           // "" = no snapshots, no resume
+  int64_t saveEveryEpochs = 1;        // 0 = never at an epoch's end
+  int64_t saveEverySteps = 0;         // 0 = never within an epoch
+  std::string metricsPath;            // "" = none
+  ProgressStyle progress = ProgressStyle::kAuto;
+  int threadsPerRank = 1;             // recorded in the metrics
+  DdpOptions ddp;
+};
+
+// Trains a task data-parallel over `comm`: DistributedSampler shards (seed +
+// epoch shuffle, PyTorch's semantics), DistributedDataParallel gradient
+// averaging, rank-0 progress on `out`, metrics JSON, snapshots.
+//
+// Snapshots hold model, optimizer, next epoch and step, every rank's CPU
+// random generator and the epoch's running loss; rank 0 writes them
+// (snapshot_file.h: atomic, checksummed, previous one kept). run() resumes
+// from the newest good snapshot: rank 0 reads it and broadcasts it, so
+// nodes need no shared file system. A snapshot of another workload or
+// world size is refused (ConfigError).
+class Trainer {
+ public:
+  Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions options,
+          std::ostream& out, std::ostream& err);
+
+  // Collective. Returns the metrics of the epochs this call ran (epochs
+  // resumed past are not repeated; the metrics file has them all).
+  std::vector<EpochMetrics> run();
+  const std::vector<EpochMetrics>& history() const { return history_; }
+
+  int64_t startEpoch() const { return position_.epoch; }
+  int64_t startStep() const { return position_.step; }
+
+ private:
+  struct Position {
+    int64_t epoch = 0;          // the epoch to run next
+    int64_t step = 0;           // steps of it already done
+    int64_t globalStep = 0;
+    double lossSum = 0;         // this rank's loss * samples so far in the epoch
+    double samples = 0;
+  };
+
+  void resume();
+  void saveSnapshot();
+  std::string encodeState(const std::vector<std::string>& rngStates);
+  void decodeState(const std::string& payload, const std::string& path);
+  EpochMetrics runEpoch(DistributedDataParallel& ddp, int64_t stepsPerEpoch);
+  void trainStep(const std::vector<int64_t>& indices);
+  void evaluate(EpochMetrics& metrics);
+  RunDescription description() const;
+
+  TrainingTask task_;
+  comm::Communicator& comm_;
+  TrainerOptions options_;
+  std::ostream& out_;
+  std::ostream& err_;
+  Position position_;
+  std::vector<EpochMetrics> history_;       // every finished epoch, resumed ones too
+  std::optional<std::string> resumedFrom_;  // the snapshot file resumed
+  std::optional<ProgressReporter> progress_;
+};
+
+}  // namespace distrun::train
