@@ -47,6 +47,7 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
       {"exec", addExecCommand(app, ctx, program)},
       {"run", addRunCommand(app, ctx)},
       {"bench", addBenchCommand(app, ctx)},
+      {"train", addTrainCommand(app, ctx)},
   };
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());

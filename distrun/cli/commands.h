@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "distrun/cli/cli.h"
+#include "distrun/launch/run_options.h"
 
 namespace distrun::cli {
 
@@ -26,6 +27,15 @@ Action addRunCommand(CLI::App& app, CliContext& ctx);
 // `distrun bench ...`: execs distrun-bench from ctx.toolDir with the
 // arguments unchanged.
 Action addBenchCommand(CLI::App& app, CliContext& ctx);
+
+// `distrun train [LAUNCHER FLAGS] WORKLOAD [TRAINING FLAGS]`: `distrun run`
+// with ctx.toolDir/distrun-train as the program.
+Action addTrainCommand(CLI::App& app, CliContext& ctx);
+
+// The flags of `distrun run` (torchrun's and distrun's own), and the node
+// agent they configure; shared by `run` and `train`.
+void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored);
+int runLauncher(launch::RunOptions& o, CliContext& ctx);
 
 // For `exec [OPTIONS] -- PROGRAM [ARGS...]`: removes `-- PROGRAM [ARGS...]`
 // from `args` and returns PROGRAM [ARGS...]. The parser would otherwise take

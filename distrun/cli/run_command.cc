@@ -96,14 +96,19 @@ int visibleGpus(const Environment& env) {
   return count;
 }
 
-int runRun(RunOptions& o, CliContext& ctx) {
+}  // namespace
+
+void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored) {
+  addTorchrunFlags(cmd, o, ignored);
+  addDistrunFlags(cmd, o);
+}
+
+int runLauncher(launch::RunOptions& o, CliContext& ctx) {
   launch::RunContext run{ctx.env, ctx.hostFacts(), launch::usableCpuList(),
                          ctx.builtinSiteDir, visibleGpus(ctx.env)};
   launch::AgentConfig config = launch::resolveAgentConfig(o, run);
   return launch::Agent(std::move(config), ctx.env, ctx.err).run();
 }
-
-}  // namespace
 
 Action addRunCommand(CLI::App& app, CliContext& ctx) {
   auto options = std::make_shared<RunOptions>();
@@ -112,8 +117,7 @@ Action addRunCommand(CLI::App& app, CliContext& ctx) {
       "run",
       "Node agent, torchrun-compatible: start --nproc-per-node workers on "
       "this node, join the other nodes, supervise, restart, report");
-  addTorchrunFlags(cmd, *options, *ignored);
-  addDistrunFlags(cmd, *options);
+  addLauncherFlags(cmd, *options, *ignored);
   cmd->prefix_command();
   cmd->footer("PROGRAM [ARGS...] follow the options (see docs/launcher.md)");
   return [options, ignored, cmd, &ctx] {
@@ -121,7 +125,7 @@ Action addRunCommand(CLI::App& app, CliContext& ctx) {
     if (!options->program.empty() && options->program.front() == "--") {
       options->program.erase(options->program.begin());
     }
-    return runRun(*options, ctx);
+    return runLauncher(*options, ctx);
   };
 }
 

@@ -71,7 +71,8 @@ namespace distrun::train {
 std::vector<EpochMetrics> parseMetricsEpochs(const std::string& json) {
   std::vector<EpochMetrics> out;
   try {
-    for (const auto& e : nlohmann::json::parse(json).at("epochs")) {
+    const nlohmann::json doc = nlohmann::json::parse(json);
+    for (const auto& e : doc.at("epochs")) {
       EpochMetrics m;
       m.epoch = e.at("epoch").get<int64_t>();
       m.trainLoss = e.at("train_loss").get<double>();

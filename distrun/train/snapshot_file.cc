@@ -138,7 +138,7 @@ std::optional<FoundSnapshot> findLatestSnapshot(const std::string& path,
       return FoundSnapshot{candidate, readSnapshotFile(candidate)};
     } catch (const DataError& e) {
       if (!refused.empty()) {
-        throw DataError(fmt::format("{}; and the previous one: {}", refused, e.what()));
+        throw DataError(fmt::format("{}; the previous snapshot too: {}", refused, e.what()));
       }
       refused = e.what();
       warnings << "distrun-train: warning: " << refused << "; trying " << path

@@ -4,12 +4,17 @@
 #include <chrono>
 #include <sstream>
 
+#include <zlib.h>
+
+#include <cstring>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 #include <torch/utils.h>
 
+#include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
 #include "distrun/train/sampler.h"
 #include "distrun/train/snapshot_file.h"
@@ -26,6 +31,11 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+uLong crc32Of(uLong crc, const torch::Tensor& tensor) {
+  const torch::Tensor t = tensor.contiguous();
+  return ::crc32(crc, static_cast<const Bytef*>(t.data_ptr()), static_cast<uInt>(t.nbytes()));
 }
 
 at::Generator cpuGenerator() { return at::detail::getDefaultCPUGenerator(); }
@@ -109,7 +119,21 @@ std::vector<EpochMetrics> Trainer::run() {
   while (position_.epoch < options_.epochs) {
     ran.push_back(runEpoch(ddp, stepsPerEpoch));
   }
+  checkReplicasEqual();
   return ran;
+}
+
+// DDP's promise, checked once at the end: CRC-32 of every parameter and
+// buffer byte, equal on every rank.
+void Trainer::checkReplicasEqual() {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  for (const torch::Tensor& t : task_.model.parameters()) crc = crc32Of(crc, t);
+  for (const torch::Tensor& t : task_.model.buffers()) crc = crc32Of(crc, t);
+  checksum_ = static_cast<uint32_t>(crc);
+  const std::vector<int64_t> all = allgatherValue(comm_, checksum_);
+  for (size_t r = 0; r < all.size(); ++r) {
+    DISTRUN_ENFORCE_EQ(all[r], all[0], "parameters of rank ", r, " differ from rank 0's after training");
+  }
 }
 
 EpochMetrics Trainer::runEpoch(DistributedDataParallel& ddp, int64_t stepsPerEpoch) {
@@ -307,6 +331,7 @@ void Trainer::resume() {
   path = broadcastString(comm_, path, 0);
   decodeState(found.text, path);
   resumedFrom_ = path;
+  resumedAt_ = position_;
 }
 
 }  // namespace distrun::train

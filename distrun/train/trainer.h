@@ -73,9 +73,13 @@ class Trainer {
   // resumed past are not repeated; the metrics file has them all).
   std::vector<EpochMetrics> run();
   const std::vector<EpochMetrics>& history() const { return history_; }
+  // CRC-32 of the trained parameters and buffers, the same on every rank
+  // (run() checks: EnforceError otherwise). Set by run().
+  uint32_t parameterChecksum() const { return checksum_; }
 
-  int64_t startEpoch() const { return position_.epoch; }
-  int64_t startStep() const { return position_.step; }
+  // Where run() began: 0 and 0, or the resumed snapshot's epoch and step.
+  int64_t startEpoch() const { return resumedAt_.epoch; }
+  int64_t startStep() const { return resumedAt_.step; }
 
  private:
   struct Position {
@@ -94,6 +98,7 @@ class Trainer {
   void trainStep(const std::vector<int64_t>& indices);
   void evaluate(EpochMetrics& metrics);
   RunDescription description() const;
+  void checkReplicasEqual();
 
   TrainingTask task_;
   comm::Communicator& comm_;
@@ -101,8 +106,10 @@ class Trainer {
   std::ostream& out_;
   std::ostream& err_;
   Position position_;
+  Position resumedAt_;
   std::vector<EpochMetrics> history_;       // every finished epoch, resumed ones too
   std::optional<std::string> resumedFrom_;  // the snapshot file resumed
+  uint32_t checksum_ = 0;
   std::optional<ProgressReporter> progress_;
 };
 

@@ -41,7 +41,7 @@ Workload buildMnist(const WorkloadOptions& o) {
   w.train = firstRows(train.images, train.labels, o.limitTrain);
   w.test = firstRows(test.images, test.labels, o.limitTest);
   w.classification = true;
-  w.defaultEpochs = 3;
+  w.defaultEpochs = 6;
   w.defaultBatchSize = 64;
   return w;
 }

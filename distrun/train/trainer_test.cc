@@ -1,0 +1,180 @@
+#include "distrun/train/trainer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <torch/utils.h>
+
+#include "distrun/comm/testing/contract.h"
+#include "distrun/common/error.h"
+#include "distrun/train/snapshot_file.h"
+#include "distrun/train/workloads.h"
+
+namespace distrun::train {
+namespace {
+
+using comm::Communicator;
+using comm::testing::runGlooThreads;
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/distrun-trainer-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  TrainerOptions options(int64_t epochs) {
+    TrainerOptions o;
+    o.epochs = epochs;
+    o.batchSize = 32;
+    o.progress = ProgressStyle::kNone;
+    o.snapshotPath = dir_ + "/linear.snap";
+    o.metricsPath = dir_ + "/metrics.json";
+    return o;
+  }
+
+  struct Outcome {
+    std::vector<EpochMetrics> ran, history;
+    uint32_t checksum = 0;
+    int64_t startEpoch = 0, startStep = 0;
+    std::string error;
+  };
+
+  // Trains the linear workload (fresh model from `seed`) as a world of one.
+  Outcome train(const TrainerOptions& o, const std::string& name = "linear", uint64_t seed = 0) {
+    Outcome outcome;
+    const std::vector<std::string> errors = runGlooThreads(1, [&](Communicator& comm) {
+      torch::manual_seed(seed);
+      Workload w = buildWorkload("linear", {});
+      TrainingTask task = w.task();
+      task.name = name;
+      std::ostringstream out, err;
+      Trainer trainer(task, comm, o, out, err);
+      outcome.ran = trainer.run();
+      outcome.history = trainer.history();
+      outcome.checksum = trainer.parameterChecksum();
+      outcome.startEpoch = trainer.startEpoch();
+      outcome.startStep = trainer.startStep();
+    });
+    outcome.error = errors[0];
+    return outcome;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(TrainerTest, LossFallsAndMetricsFileHasEveryEpoch) {
+  const Outcome o = train(options(3));
+  ASSERT_EQ(o.error, "");
+  ASSERT_EQ(o.ran.size(), 3u);
+  EXPECT_LT(o.ran[2].trainLoss, o.ran[0].trainLoss);
+  std::ifstream in(dir_ + "/metrics.json");
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["workload"], "linear");
+  EXPECT_EQ(doc["runtime"], "distrun");
+  EXPECT_EQ(doc["world_size"], 1);
+  EXPECT_EQ(doc["batch_size"], 32);
+  ASSERT_EQ(doc["epochs"].size(), 3u);
+  EXPECT_EQ(doc["epochs"][2]["epoch"], 3);
+  EXPECT_TRUE(doc["epochs"][2]["test_accuracy"].is_null());
+  EXPECT_GT(doc["epochs"][2]["samples_per_second"].get<double>(), 0);
+}
+
+TEST_F(TrainerTest, ResumesAfterTheLastSnapshotedEpoch) {
+  ASSERT_EQ(train(options(2)).error, "");
+  const Outcome resumed = train(options(4), "linear", /*seed=*/99);
+  ASSERT_EQ(resumed.error, "");
+  EXPECT_EQ(resumed.startEpoch, 2);
+  EXPECT_EQ(resumed.ran.size(), 2u);
+  EXPECT_EQ(resumed.history.size(), 4u);  // the metrics keep the first run's epochs
+}
+
+TEST_F(TrainerTest, ResumingMidEpochEndsBitwiseEqualToAnUninterruptedRun) {
+  TrainerOptions straight = options(3);
+  straight.snapshotPath.clear();
+  const Outcome uninterrupted = train(straight);
+  ASSERT_EQ(uninterrupted.error, "");
+
+  TrainerOptions firstPart = options(1);  // 64 steps; the last snapshot is at step 60
+  firstPart.saveEveryEpochs = 0;
+  firstPart.saveEverySteps = 5;
+  ASSERT_EQ(train(firstPart).error, "");
+  const Outcome rest = train(options(3), "linear", /*seed=*/7);
+  ASSERT_EQ(rest.error, "");
+  EXPECT_EQ(rest.startEpoch, 0);
+  EXPECT_EQ(rest.startStep, 60);
+  EXPECT_EQ(rest.checksum, uninterrupted.checksum);
+  EXPECT_EQ(rest.history.back().trainLoss, uninterrupted.history.back().trainLoss);
+}
+
+TEST_F(TrainerTest, SnapshotOfAnotherWorkloadIsRefused) {
+  ASSERT_EQ(train(options(1), "other").error, "");
+  EXPECT_EQ(train(options(2)).error,
+            "snapshot " + dir_ + "/linear.snap was written by a 1-rank 'other' run, this is a "
+            "1-rank 'linear' run: resume with the same workload and world size, or delete it "
+            "to start afresh");
+}
+
+TEST_F(TrainerTest, CorruptSnapshotWithoutAPreviousOneStopsTheRun) {
+  std::ofstream(dir_ + "/linear.snap") << "not a snapshot";
+  EXPECT_EQ(train(options(1)).error,
+            "snapshot " + dir_ + "/linear.snap is not a distrun snapshot: expected it to start "
+            "with 'DRSNAP1' and a 20-byte header, and there is no previous snapshot " + dir_ +
+            "/linear.snap.prev: delete " + dir_ + "/linear.snap to start afresh");
+}
+
+TEST_F(TrainerTest, SnapshotThatIsNoTrainingStateIsADataError) {
+  writeSnapshotFile(dir_ + "/linear.snap", "checksummed, but not an archive");
+  const std::string error = train(options(1)).error;
+  EXPECT_EQ(error.rfind("snapshot " + dir_ + "/linear.snap holds no training state: ", 0), 0u)
+      << error;
+}
+
+TEST_F(TrainerTest, BadOptionsAreUsageErrors) {
+  TrainerOptions o = options(0);
+  EXPECT_EQ(train(o).error, "--epochs 0: expected at least 1");
+  o = options(1);
+  o.batchSize = 0;
+  EXPECT_EQ(train(o).error, "--batch-size 0: expected at least 1");
+  o = options(1);
+  o.saveEverySteps = -1;
+  EXPECT_EQ(train(o).error, "--save-every and --save-every-steps: expected 0 (never) or more");
+}
+
+TEST(MetricsTest, JsonRoundTripsAndEpochLineReads) {
+  EpochMetrics m{.epoch = 2, .trainLoss = 0.25, .testLoss = 0.125, .testAccuracy = 0.9755,
+                 .samplesPerSecond = 1234.4, .seconds = 6.48};
+  const std::vector<EpochMetrics> back = parseMetricsEpochs(metricsJson({.workload = "mnist"}, {m}));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].testAccuracy, m.testAccuracy);
+  EXPECT_EQ(epochLine(m, 3),
+            "epoch 2/3  loss 0.2500  test loss 0.1250  accuracy 97.55%  1234 samples/s  6.5 s");
+}
+
+TEST(ProgressTest, UnknownStyleIsAUsageError) {
+  try {
+    parseProgressStyle("fancy");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "--progress 'fancy': expected auto, bar, epochs or none");
+  }
+}
+
+TEST(WorkloadTest, UnknownWorkloadIsAUsageError) {
+  try {
+    buildWorkload("resnet", {});
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "workload 'resnet': expected mnist or linear");
+  }
+}
+
+}  // namespace
+}  // namespace distrun::train
