@@ -1,0 +1,133 @@
+// `distrun train` end to end: ranks as processes under the node agent
+// (label: multiproc). The MNIST tests read the repository's data/ folder,
+// which scripts/prepare-mnist builds (scripts/test runs it).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "distrun/common/system.h"
+#include "distrun/testing/command.h"
+
+namespace distrun::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string distrun() { return quote(binaryPath("distrun")); }
+
+std::string dataDir() { return sourcePath("data"); }
+
+bool haveMnist() {
+  return std::filesystem::exists(dataDir() + "/MNIST/raw/train-images-idx3-ubyte");
+}
+
+std::string freshDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// "parameters identical on all 2 ranks: crc32 1234abcd" -> "1234abcd".
+std::string checksumIn(const std::string& out) {
+  std::smatch m;
+  const std::regex line("parameters identical on all (\\d+) ranks: crc32 ([0-9a-f]{8})");
+  return std::regex_search(out, m, line) ? m[2].str() : "";
+}
+
+TEST(TrainProcessTest, LinearOnTwoRanksWritesMetricsAndEqualReplicas) {
+  const std::string dir = freshDir("linear");
+  CommandResult r = runCommand("timeout 300 " + distrun() +
+                               " train --nproc-per-node 2 linear --epochs 3 --metrics " +
+                               quote(dir + "/m.json"));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[0:0] epoch 3/3  loss "));
+  EXPECT_NE(checksumIn(r.out), "") << r.out;
+  std::ifstream in(dir + "/m.json");
+  const nlohmann::json m = nlohmann::json::parse(in);
+  EXPECT_EQ(m["world_size"], 2);
+  ASSERT_EQ(m["epochs"].size(), 3u);
+  EXPECT_LT(m["epochs"][2]["train_loss"].get<double>(), m["epochs"][0]["train_loss"].get<double>());
+}
+
+TEST(TrainProcessTest, ErrorsNameTheInputAndExitWithTheirCode) {
+  CommandResult r = runCommand(distrun() + " train --nproc-per-node 1");
+  EXPECT_EQ(r.exitCode, 64);
+  EXPECT_THAT(r.err, HasSubstr("distrun: error: train: expected a workload (mnist or linear)"));
+  r = runCommand(quote(binaryPath("distrun-train")) + " resnet");
+  EXPECT_EQ(r.exitCode, 64);
+  EXPECT_EQ(r.err, "distrun-train: error: workload 'resnet': expected mnist or linear\n");
+  r = runCommand(quote(binaryPath("distrun-train")) + " linear --epochs 0");
+  EXPECT_EQ(r.exitCode, 64);
+  EXPECT_EQ(r.err, "distrun-train: error: --epochs 0: expected at least 1\n");
+  r = runCommand(quote(binaryPath("distrun-train")) + " mnist --data /nonexistent");
+  EXPECT_EQ(r.exitCode, 74) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("distrun-train: error: "));
+  EXPECT_THAT(r.err, HasSubstr("run scripts/prepare-mnist, or pass --data DIR"));
+  // Under the agent the worker's failure is reported as the worker's exit code.
+  r = runCommand(distrun() + " train --nproc-per-node 2 linear --progress fancy");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("--progress 'fancy': expected auto, bar, epochs or none"));
+}
+
+// The pid of the distrun-train process of `rank` whose command line
+// mentions `marker`; 0 when there is none (yet).
+int workerPid(const std::string& marker, int rank) {
+  for (const std::string& pid : lines(runCommand("pgrep -f " + quote(marker)).out)) {
+    std::ifstream environ("/proc/" + pid + "/environ");
+    std::string all((std::istreambuf_iterator<char>(environ)), {});
+    std::ifstream cmdline("/proc/" + pid + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(cmdline)), {});
+    if (cmd.find("distrun-train") == std::string::npos) continue;
+    if (all.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos) {
+      return std::stoi(pid);
+    }
+  }
+  return 0;
+}
+
+// A worker SIGKILLed mid-epoch under --max-restarts 1: the agent restarts
+// both ranks, they resume from the last step snapshot and, being
+// --deterministic, end with the parameters of an uninterrupted run.
+TEST(TrainProcessTest, KilledWorkerResumesFromTheSnapshotToTheSameParameters) {
+  if (!haveMnist()) GTEST_SKIP() << "no MNIST under " << dataDir() << ": run scripts/prepare-mnist";
+  const std::string dir = freshDir("resume");
+  const std::string flags = " mnist --data " + quote(dataDir()) +
+                            " --limit-train 2000 --limit-test 500 --epochs 2 --batch-size 32"
+                            " --deterministic --save-every-steps 8 --progress epochs --snapshot ";
+  CommandResult reference = runCommand("timeout 300 " + distrun() + " train --nproc-per-node 2" +
+                                       flags + quote(dir + "/reference.snap"));
+  ASSERT_EQ(reference.exitCode, 0) << reference.err;
+  const std::string want = checksumIn(reference.out);
+  ASSERT_NE(want, "") << reference.out;
+
+  const std::string snapshot = dir + "/killed.snap";
+  const int agent = startCommand("timeout 300 " + distrun() +
+                                     " train --nproc-per-node 2 --max-restarts 1" + flags +
+                                     quote(snapshot),
+                                 dir + "/log");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  int victim = 0;
+  while (victim == 0 && std::chrono::steady_clock::now() < deadline) {
+    if (std::filesystem::exists(snapshot)) victim = workerPid(snapshot, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(victim, 0) << "no snapshot or no rank 1 worker within 240 s";
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  EXPECT_EQ(waitCommand(agent), 0);
+  const std::string log = runCommand("cat " + quote(dir + "/log")).out;
+  EXPECT_THAT(log, HasSubstr("resumed from " + snapshot + ": epoch ")) << log;
+  EXPECT_EQ(checksumIn(log), want) << log;
+}
+
+}  // namespace
+}  // namespace distrun::testing
