@@ -1,6 +1,8 @@
-# distrun_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...] [PUBLIC_DEPS ...])
+# distrun_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...] [PUBLIC_DEPS ...] [INSTALL])
 #   Creates distrun_<name> with the alias distrun::<name>. DEPS link PRIVATE,
 #   PUBLIC_DEPS link PUBLIC. Sources are listed explicitly, never globbed.
+#   INSTALL: part of the C++ library users build against (`cmake --install`
+#   puts it and its HDRS under the prefix, exported as distrun::<name>).
 # distrun_cc_test(NAME name SRCS ... [DEPS ...] [LABEL l] [RESOURCE_LOCK r])
 #   Creates the GoogleTest binary <name> and registers every test in it with
 #   ctest, each carrying LABEL (default: unit; peers: slurm, mpi, python),
@@ -17,7 +19,7 @@ function(distrun_apply_warnings target)
 endfunction()
 
 function(distrun_cc_library)
-  cmake_parse_arguments(L "" "NAME" "SRCS;HDRS;DEPS;PUBLIC_DEPS" ${ARGN})
+  cmake_parse_arguments(L "INSTALL" "NAME" "SRCS;HDRS;DEPS;PUBLIC_DEPS" ${ARGN})
   set(target distrun_${L_NAME})
   add_library(${target} STATIC ${L_SRCS} ${L_HDRS})
   add_library(distrun::${L_NAME} ALIAS ${target})
@@ -28,6 +30,16 @@ function(distrun_cc_library)
   target_link_libraries(${target} PRIVATE ${L_DEPS} PUBLIC ${L_PUBLIC_DEPS})
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   distrun_apply_warnings(${target})
+  if(L_INSTALL)
+    set_target_properties(${target} PROPERTIES EXPORT_NAME ${L_NAME})
+    install(TARGETS ${target} EXPORT distrunTargets
+            ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+    file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+    foreach(header ${L_HDRS})
+      get_filename_component(subfolder ${header} DIRECTORY)
+      install(FILES ${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${folder}/${subfolder})
+    endforeach()
+  endif()
 endfunction()
 
 include(GoogleTest)

@@ -22,8 +22,8 @@ namespace {
 struct TrainArgs {
   std::string workload;
   WorkloadOptions data;
-  int64_t epochs = 0;        // 0: the workload's default
-  int64_t batchSize = 0;     // 0: the workload's default
+  std::optional<int64_t> epochs;     // unset: the workload's default
+  std::optional<int64_t> batchSize;  // unset: the workload's default
   uint64_t seed = 0;
   int threadsPerRank = 0;    // 0: the CPUs this rank may use
   bool deterministic = false;
@@ -104,8 +104,8 @@ int train(TrainArgs& a, TrainCliContext& ctx) {
   std::unique_ptr<comm::Communicator> comm = comm::connect(
       standalone ? standalone->env : ctx.env, {.backend = a.backend, .timeout = {}, .name = "train"});
   TrainerOptions options{
-      .epochs = a.epochs > 0 ? a.epochs : workload.defaultEpochs,
-      .batchSize = a.batchSize > 0 ? a.batchSize : workload.defaultBatchSize,
+      .epochs = a.epochs.value_or(workload.defaultEpochs),
+      .batchSize = a.batchSize.value_or(workload.defaultBatchSize),
       .seed = a.seed,
       .dropLast = false,
       .snapshotPath = a.snapshot,
