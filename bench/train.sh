@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# distrun's C++ data-parallel training against PyTorch's Python DDP, side by
+# side in one run: same models, batches, data, threads (1 per rank) and
+# launcher (`distrun run`, each of 2 ranks bound to one core), Gloo on
+# loopback. bench/peers/torch_ddp_train.py is the Python side.
+#   (a) linear (the seeds' trainer): seconds per epoch, median of epochs 2-10
+#   (b) mnist CNN: samples/s of the 2nd epoch on 2 ranks, and scaling
+#       efficiency = samples/s(2 ranks) / (2 x samples/s(1 rank)), both
+#       runtimes, all measured in this run
+#   (c) distrun's mnist with overlap off, and bucket caps 1, 5, 25, 100 MB
+#       (PyTorch's overlap off beside it)
+# Each contender runs ROUNDS times, interleaved with its peer in
+# alternating order, and keeps its best. Ratios last. Targets (issue 5):
+# (a) >= 3x faster than Python, (b) >= 1.1x Python's samples/s and
+# efficiency >= 0.95.
+#   bench/train.sh [BUILD_DIR] [ROUNDS]     (DATA=dir of MNIST/raw, default data)
+set -euo pipefail
+build=${1:-build}
+rounds=${2:-3}
+data=${DATA:-data}
+bin=$build/bin
+python=/usr/bin/python3
+peer=$(dirname "$0")/peers/torch_ddp_train.py
+for b in distrun distrun-train; do
+  [[ -x $bin/$b ]] || { echo "build first: cmake --build $build" >&2; exit 1; }
+done
+[[ -f $data/MNIST/raw/train-images-idx3-ubyte ]] || {
+  echo "no MNIST under $data: run scripts/prepare-mnist" >&2; exit 1; }
+$python -c 'import torch.distributed' 2>/dev/null || {
+  echo "$python has no torch: scripts/install-deps" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mnist=(mnist --data "$data" --epochs 2 --limit-train 3000 --limit-test 500 --threads-per-rank 1)
+linear=(linear --epochs 10 --threads-per-rank 1)
+
+# train RUNTIME NPROC NAME ARGS...: one run; metrics in $tmp/NAME.RUNTIME.ROUND.json
+train() {
+  local runtime=$1 nproc=$2 name=$3
+  shift 3
+  local out=$tmp/$name.$runtime.$round.json
+  if [[ $runtime == distrun ]]; then
+    "$bin/distrun" run --nproc-per-node "$nproc" "$bin/distrun-train" "$@" \
+      --progress none --metrics "$out" >/dev/null
+  else
+    "$bin/distrun" run --python "$python" --nproc-per-node "$nproc" "$peer" "$@" \
+      --metrics "$out" >/dev/null
+  fi
+}
+
+for round in $(seq 1 "$rounds"); do
+  echo "round $round of $rounds" >&2
+  order=(distrun pytorch)
+  ((round % 2)) || order=(pytorch distrun)
+  for runtime in "${order[@]}"; do
+    train "$runtime" 2 linear "${linear[@]}"
+    train "$runtime" 2 mnist2 "${mnist[@]}"
+    train "$runtime" 1 mnist1 "${mnist[@]}"
+    train "$runtime" 2 overlap_off "${mnist[@]}" --no-overlap
+  done
+  for cap in 1 5 25 100; do
+    train distrun 2 "bucket$cap" "${mnist[@]}" --bucket-cap-mb "$cap"
+  done
+done
+
+$python - "$tmp" "$rounds" <<'PY'
+import json, statistics, sys
+tmp, rounds = sys.argv[1], int(sys.argv[2])
+
+def runs(name, runtime):
+    for r in range(1, rounds + 1):
+        with open(f"{tmp}/{name}.{runtime}.{r}.json") as f:
+            yield json.load(f)["epochs"]
+
+def epoch_seconds(name, runtime):  # best round's median epoch time, epoch 1 left out
+    return min(statistics.median(e["seconds"] for e in epochs[1:]) for epochs in runs(name, runtime))
+
+def samples_per_second(name, runtime):  # best round's last epoch
+    return max(epochs[-1]["samples_per_second"] for epochs in runs(name, runtime))
+
+def accuracy(name, runtime):
+    return max(epochs[-1]["test_accuracy"] for epochs in runs(name, runtime)) * 100
+
+print(f"# bench/train.sh: best of {rounds} rounds, 2 ranks x 1 thread, gloo on loopback")
+print("\n## (a) linear, seconds per epoch (median of epochs 2-10)")
+lin = {rt: epoch_seconds("linear", rt) for rt in ("distrun", "pytorch")}
+for rt, s in lin.items():
+    print(f"  {rt:8s} {s * 1000:8.2f} ms")
+
+print("\n## (b) mnist CNN, samples/s (2nd epoch of 3000 samples)")
+sps = {(rt, n): samples_per_second(f"mnist{n}", rt) for rt in ("distrun", "pytorch") for n in (1, 2)}
+eff = {rt: sps[(rt, 2)] / (2 * sps[(rt, 1)]) for rt in ("distrun", "pytorch")}
+for rt in ("distrun", "pytorch"):
+    print(f"  {rt:8s} 1 rank {sps[(rt, 1)]:7.1f}   2 ranks {sps[(rt, 2)]:7.1f}   "
+          f"efficiency {eff[rt]:.3f}   accuracy {accuracy('mnist2', rt):.2f}%")
+
+print("\n## (c) overlap and bucket size, mnist 2 ranks, samples/s")
+print(f"  distrun  overlap on (25 MB) {sps[('distrun', 2)]:7.1f}   off {samples_per_second('overlap_off', 'distrun'):7.1f}")
+print(f"  pytorch  overlap on (25 MB) {sps[('pytorch', 2)]:7.1f}   off {samples_per_second('overlap_off', 'pytorch'):7.1f}")
+for cap in (1, 5, 25, 100):
+    print(f"  distrun  bucket cap {cap:3d} MB    {samples_per_second(f'bucket{cap}', 'distrun'):7.1f}")
+
+print("\n## ratios (distrun over PyTorch)")
+print(f"  (a) linear epoch time, PyTorch / distrun:  {lin['pytorch'] / lin['distrun']:.2f}x  (target >= 3)")
+print(f"  (b) mnist samples/s, distrun / PyTorch:    {sps[('distrun', 2)] / sps[('pytorch', 2)]:.2f}x  (target >= 1.1)")
+print(f"  (b) scaling efficiency: distrun {eff['distrun']:.3f} (target >= 0.95), PyTorch {eff['pytorch']:.3f}")
+print(f"  (c) overlap on / off: distrun {sps[('distrun', 2)] / samples_per_second('overlap_off', 'distrun'):.3f}, "
+      f"PyTorch {sps[('pytorch', 2)] / samples_per_second('overlap_off', 'pytorch'):.3f}")
+PY
