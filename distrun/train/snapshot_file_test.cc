@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "distrun/common/error.h"
+#include "distrun/data/test_files.h"
 
 namespace distrun::train {
 namespace {
@@ -15,12 +16,9 @@ namespace {
 class SnapshotFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/distrun-snapshot-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    dir_ = tmp_.path();
     path_ = dir_ + "/run.snap";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string bytesOf(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -41,6 +39,7 @@ class SnapshotFileTest : public ::testing::Test {
     return {"no error", ExitCode::kSuccess};
   }
 
+  data::testing::TempDir tmp_;
   std::string dir_, path_;
 };
 

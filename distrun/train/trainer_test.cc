@@ -12,6 +12,7 @@
 
 #include "distrun/comm/testing/contract.h"
 #include "distrun/common/error.h"
+#include "distrun/data/test_files.h"
 #include "distrun/train/snapshot_file.h"
 #include "distrun/train/workloads.h"
 
@@ -23,12 +24,7 @@ using comm::testing::runGlooThreads;
 
 class TrainerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/distrun-trainer-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { dir_ = tmp_.path(); }
 
   TrainerOptions options(int64_t epochs) {
     TrainerOptions o;
@@ -67,6 +63,7 @@ class TrainerTest : public ::testing::Test {
     return outcome;
   }
 
+  data::testing::TempDir tmp_;
   std::string dir_;
 };
 
