@@ -9,6 +9,7 @@
 #include "distrun/cluster/job_layout.h"
 #include "distrun/cluster/rank_env.h"
 #include "distrun/comm/connect.h"
+#include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/launch/agent.h"
@@ -159,22 +160,10 @@ int runBenchCli(const std::vector<std::string>& args, BenchContext& ctx) {
   BenchOptions options;
   RawFlags raw;
   addFlags(app, options, raw);
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());
-    app.parse(reversed);
+  return parseAndRun(app, args, "distrun bench", ctx.out, ctx.err, [&] {
     resolve(options, raw);
     return dispatch(options, args, ctx);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {
-      app.exit(e, ctx.out, ctx.err);
-      return 0;
-    }
-    ctx.err << "distrun bench: error: " << e.what() << " (see 'distrun bench --help')\n";
-    return toInt(ExitCode::kUsage);
-  } catch (const std::exception& e) {
-    ctx.err << "distrun bench: error: " << e.what() << "\n";
-    return toInt(exitCodeFor(e));
-  }
+  });
 }
 
 }  // namespace distrun::bench

@@ -11,6 +11,7 @@
 #include <torch/utils.h>
 
 #include "distrun/comm/connect.h"
+#include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
 #include "distrun/train/workloads.h"
@@ -143,21 +144,7 @@ int runTrainCli(const std::vector<std::string>& args, TrainCliContext& ctx) {
   TrainArgs a;
   a.data.dataDir.clear();
   addFlags(app, a);
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());
-    app.parse(reversed);
-    return train(a, ctx);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {
-      app.exit(e, ctx.out, ctx.err);
-      return 0;
-    }
-    ctx.err << "distrun-train: error: " << e.what() << " (see 'distrun-train --help')\n";
-    return toInt(ExitCode::kUsage);
-  } catch (const std::exception& e) {
-    ctx.err << "distrun-train: error: " << e.what() << "\n";
-    return toInt(exitCodeFor(e));
-  }
+  return parseAndRun(app, args, "distrun-train", ctx.out, ctx.err, [&] { return train(a, ctx); });
 }
 
 }  // namespace distrun::train
