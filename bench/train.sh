@@ -34,16 +34,19 @@ trap 'rm -rf "$tmp"' EXIT
 mnist=(mnist --data "$data" --epochs 2 --limit-train 3000 --limit-test 500 --threads-per-rank 1)
 linear=(linear --epochs 10 --threads-per-rank 1)
 
-# train RUNTIME NPROC NAME ARGS...: one run; metrics in $tmp/NAME.RUNTIME.ROUND.json
+# train RUNTIME NPROC NAME ARGS...: one run; metrics in $tmp/NAME.RUNTIME.ROUND.json.
+# One rank runs on core 0 alone (taskset), two ranks get a core each.
 train() {
   local runtime=$1 nproc=$2 name=$3
   shift 3
   local out=$tmp/$name.$runtime.$round.json
+  local pin=()
+  ((nproc > 1)) || pin=(taskset -c 0)
   if [[ $runtime == distrun ]]; then
-    "$bin/distrun" run --nproc-per-node "$nproc" "$bin/distrun-train" "$@" \
+    "${pin[@]}" "$bin/distrun" run --nproc-per-node "$nproc" "$bin/distrun-train" "$@" \
       --progress none --metrics "$out" >/dev/null
   else
-    "$bin/distrun" run --python "$python" --nproc-per-node "$nproc" "$peer" "$@" \
+    "${pin[@]}" "$bin/distrun" run --python "$python" --nproc-per-node "$nproc" "$peer" "$@" \
       --metrics "$out" >/dev/null
   fi
 }

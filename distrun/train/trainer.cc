@@ -164,7 +164,8 @@ EpochMetrics Trainer::runEpoch(DistributedDataParallel& ddp, int64_t stepsPerEpo
     }
   }
   EpochMetrics m;
-  m.seconds = secondsSince(start);
+  m.seconds = secondsSince(start);  // the slowest rank's
+  comm_.allreduce(&m.seconds, &m.seconds, 1, comm::DataType::kFloat64, comm::ReduceOp::kMax);
   std::vector<double> totals = {position_.lossSum, position_.samples};
   allreduceSum(comm_, totals);
   m.epoch = position_.epoch + 1;
