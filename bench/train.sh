@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # distrun's C++ data-parallel training against PyTorch's Python DDP, side by
 # side in one run: same models, batches, data, threads (1 per rank) and
-# launcher (`distrun run`, each of 2 ranks bound to one core), Gloo on
-# loopback. bench/peers/torch_ddp_train.py is the Python side.
+# launcher (`distrun run`), Gloo on loopback. bench/peers/torch_ddp_train.py is the Python side.
 #   (a) linear (the seeds' trainer): seconds per epoch, median of epochs 2-10
 #   (b) mnist CNN: samples/s of the 2nd epoch on 2 ranks, and scaling
 #       efficiency = samples/s(2 ranks) / (2 x samples/s(1 rank)), both
@@ -35,18 +34,22 @@ mnist=(mnist --data "$data" --epochs 2 --limit-train 3000 --limit-test 500 --thr
 linear=(linear --epochs 10 --threads-per-rank 1)
 
 # train RUNTIME NPROC NAME ARGS...: one run; metrics in $tmp/NAME.RUNTIME.ROUND.json.
-# One rank runs on core 0 alone (taskset), two ranks get a core each.
+# One rank runs on core 0 alone (taskset). Two ranks are not pinned
+# (BIND=none, the default): pinned to a core each, a rank's compute and
+# Gloo's I/O thread share that core and a small all-reduce waits for the
+# scheduler (linear: 3 ms a step instead of 0.4), for PyTorch as for
+# distrun. BIND=cores measures that case.
 train() {
   local runtime=$1 nproc=$2 name=$3
   shift 3
   local out=$tmp/$name.$runtime.$round.json
-  local pin=()
-  ((nproc > 1)) || pin=(taskset -c 0)
+  local pin=(env) bind=(--cpu-bind "${BIND:-none}")
+  ((nproc > 1)) || { pin=(taskset -c 0); bind=(); }
   if [[ $runtime == distrun ]]; then
-    "${pin[@]}" "$bin/distrun" run --nproc-per-node "$nproc" "$bin/distrun-train" "$@" \
+    "${pin[@]}" "$bin/distrun" run "${bind[@]}" --nproc-per-node "$nproc" "$bin/distrun-train" "$@" \
       --progress none --metrics "$out" >/dev/null
   else
-    "${pin[@]}" "$bin/distrun" run --python "$python" --nproc-per-node "$nproc" "$peer" "$@" \
+    "${pin[@]}" "$bin/distrun" run "${bind[@]}" --python "$python" --nproc-per-node "$nproc" "$peer" "$@" \
       --metrics "$out" >/dev/null
   fi
 }
@@ -84,7 +87,7 @@ def samples_per_second(name, runtime):  # best round's last epoch
 def accuracy(name, runtime):
     return max(epochs[-1]["test_accuracy"] for epochs in runs(name, runtime)) * 100
 
-print(f"# bench/train.sh: best of {rounds} rounds, 2 ranks x 1 thread, gloo on loopback")
+print(f"# bench/train.sh: best of {rounds} rounds, 2 ranks x 1 thread (--cpu-bind {__import__('os').environ.get('BIND', 'none')}), gloo on loopback")
 print("\n## (a) linear, seconds per epoch (median of epochs 2-10)")
 lin = {rt: epoch_seconds("linear", rt) for rt in ("distrun", "pytorch")}
 for rt, s in lin.items():

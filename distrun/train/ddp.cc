@@ -203,7 +203,7 @@ void DistributedDataParallel::onGradientReady(size_t param) {
   if (!requireSync_) return;
   if (!roundActive_) startRound();
   markReady(param, /*fromHook=*/true);
-  if (options_.overlap) launchReadyBuckets();
+  if (options_.overlap) launchReadyBuckets(/*endOfBackward=*/false);
 }
 
 void DistributedDataParallel::startRound() {
@@ -213,6 +213,7 @@ void DistributedDataParallel::startRound() {
   for (Bucket& b : buckets_) {
     b.pending = b.params.size();
     b.launched = false;
+    b.work = comm::Work();
   }
   torch::autograd::Engine::get_default_engine().queue_callback(
       [this] { finishRound(); });
@@ -237,8 +238,13 @@ void DistributedDataParallel::markReady(size_t param, bool fromHook) {
   --b.pending;
 }
 
-void DistributedDataParallel::launchReadyBuckets() {
-  while (nextToLaunch_ < buckets_.size() && buckets_[nextToLaunch_].pending == 0) {
+// During backward the last bucket waits for its end: its gradients (the
+// first layers') are the last to come, and the end of backward reduces it
+// on this thread, without a hand-off to the communicator's thread (for a
+// one-bucket model: no hand-off at all).
+void DistributedDataParallel::launchReadyBuckets(bool endOfBackward) {
+  const size_t launchable = buckets_.size() - (endOfBackward ? 0 : 1);
+  while (nextToLaunch_ < launchable && buckets_[nextToLaunch_].pending == 0) {
     launch(nextToLaunch_++);
   }
 }
@@ -250,7 +256,13 @@ void DistributedDataParallel::launch(size_t k) {
     b.flat.narrow(0, b.gradientElements, static_cast<int64_t>(used.size()))
         .copy_(torch::from_blob(used.data(), {static_cast<int64_t>(used.size())}));
   }
-  b.work = allreduceTensorAsync(comm_, b.flat, comm::ReduceOp::kAvg);
+  if (k + 1 == buckets_.size()) {
+    // Blocking: runs after the queued buckets, in order.
+    comm_.allreduce(b.flat.data_ptr(), b.flat.data_ptr(), static_cast<size_t>(b.flat.numel()),
+                    dataTypeOf(b.type, "gradient bucket"), comm::ReduceOp::kAvg);
+  } else {
+    b.work = allreduceTensorAsync(comm_, b.flat, comm::ReduceOp::kAvg);
+  }
   b.launched = true;
 }
 
@@ -263,8 +275,8 @@ void DistributedDataParallel::finishRound() {
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!ready_[i]) markReady(i, /*fromHook=*/false);
   }
-  launchReadyBuckets();
   const auto start = std::chrono::steady_clock::now();
+  launchReadyBuckets(/*endOfBackward=*/true);
   for (Bucket& b : buckets_) b.work.wait();
   stats_.lastWaitSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

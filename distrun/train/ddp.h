@@ -100,7 +100,7 @@ class DistributedDataParallel {
   void onGradientReady(size_t param);
   void startRound();
   void markReady(size_t param, bool fromHook);
-  void launchReadyBuckets();
+  void launchReadyBuckets(bool endOfBackward);
   void launch(size_t bucket);
   void finishRound();
 
