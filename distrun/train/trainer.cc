@@ -99,14 +99,14 @@ Trainer::Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions opt
 
 std::vector<EpochMetrics> Trainer::run() {
   resume();
-  DistributedDataParallel ddp(task_.model, comm_, options_.ddp);
-  const int64_t perRank = DistributedSampler({.datasetSize = task_.train.size(),
-                                              .worldSize = comm_.size(),
-                                              .rank = comm_.rank(),
-                                              .shuffle = true,
-                                              .seed = options_.seed,
-                                              .dropLast = options_.dropLast})
-                              .numSamples();
+  DistributedDataParallel ddp(task_.model, comm_, options_.ddp);  // averages through hooks
+  DistributedSampler sampler({.datasetSize = task_.train.size(),
+                              .worldSize = comm_.size(),
+                              .rank = comm_.rank(),
+                              .shuffle = true,
+                              .seed = options_.seed,
+                              .dropLast = options_.dropLast});
+  const int64_t perRank = sampler.numSamples();
   const int64_t stepsPerEpoch = (perRank + options_.batchSize - 1) / options_.batchSize;
   if (comm_.rank() == 0) {
     progress_.emplace(out_, options_.progress, options_.epochs, stepsPerEpoch);
@@ -117,7 +117,7 @@ std::vector<EpochMetrics> Trainer::run() {
   }
   std::vector<EpochMetrics> ran;
   while (position_.epoch < options_.epochs) {
-    ran.push_back(runEpoch(ddp, stepsPerEpoch));
+    ran.push_back(runEpoch(sampler, stepsPerEpoch));
   }
   checkReplicasEqual();
   return ran;
@@ -136,14 +136,7 @@ void Trainer::checkReplicasEqual() {
   }
 }
 
-EpochMetrics Trainer::runEpoch(DistributedDataParallel& ddp, int64_t stepsPerEpoch) {
-  (void)ddp;  // it works through the gradient hooks
-  DistributedSampler sampler({.datasetSize = task_.train.size(),
-                              .worldSize = comm_.size(),
-                              .rank = comm_.rank(),
-                              .shuffle = true,
-                              .seed = options_.seed,
-                              .dropLast = options_.dropLast});
+EpochMetrics Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch) {
   sampler.setEpoch(position_.epoch);
   const std::vector<int64_t> indices = sampler.indices();
   task_.model.train();

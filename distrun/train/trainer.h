@@ -15,6 +15,7 @@
 #include "distrun/train/ddp.h"
 #include "distrun/train/metrics.h"
 #include "distrun/train/progress.h"
+#include "distrun/train/sampler.h"
 
 namespace distrun::train {
 
@@ -94,7 +95,7 @@ class Trainer {
   void saveSnapshot();
   std::string encodeState(const std::vector<std::string>& rngStates);
   void decodeState(const std::string& payload, const std::string& path);
-  EpochMetrics runEpoch(DistributedDataParallel& ddp, int64_t stepsPerEpoch);
+  EpochMetrics runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch);
   void trainStep(const std::vector<int64_t>& indices);
   void evaluate(EpochMetrics& metrics);
   RunDescription description() const;
