@@ -258,8 +258,7 @@ void DistributedDataParallel::launch(size_t k) {
   }
   if (k + 1 == buckets_.size()) {
     // Blocking: runs after the queued buckets, in order.
-    comm_.allreduce(b.flat.data_ptr(), b.flat.data_ptr(), static_cast<size_t>(b.flat.numel()),
-                    dataTypeOf(b.type, "gradient bucket"), comm::ReduceOp::kAvg);
+    allreduceTensor(comm_, b.flat, comm::ReduceOp::kAvg);
   } else {
     b.work = allreduceTensorAsync(comm_, b.flat, comm::ReduceOp::kAvg);
   }

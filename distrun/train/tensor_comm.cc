@@ -48,12 +48,32 @@ void broadcastTensor(comm::Communicator& comm, const torch::Tensor& tensor,
   if (!flat.is_same(tensor)) tensor.copy_(flat);
 }
 
+namespace {
+
+// The tensor's buffer, element count and type for the communicator.
+struct Contiguous {
+  void* data;
+  size_t count;
+  comm::DataType type;
+};
+
+Contiguous contiguousOf(const torch::Tensor& tensor) {
+  DISTRUN_ENFORCE(tensor.is_contiguous(), "all-reduce of a non-contiguous tensor");
+  return {tensor.data_ptr(), static_cast<size_t>(tensor.numel()),
+          dataTypeOf(tensor.scalar_type(), "gradient bucket")};
+}
+
+}  // namespace
+
+void allreduceTensor(comm::Communicator& comm, const torch::Tensor& tensor, comm::ReduceOp op) {
+  const Contiguous t = contiguousOf(tensor);
+  comm.allreduce(t.data, t.data, t.count, t.type, op);
+}
+
 comm::Work allreduceTensorAsync(comm::Communicator& comm,
                                 const torch::Tensor& tensor, comm::ReduceOp op) {
-  DISTRUN_ENFORCE(tensor.is_contiguous(), "all-reduce of a non-contiguous tensor");
-  const comm::DataType type = dataTypeOf(tensor.scalar_type(), "gradient bucket");
-  return comm.allreduceAsync(tensor.data_ptr(), tensor.data_ptr(),
-                             static_cast<size_t>(tensor.numel()), type, op);
+  const Contiguous t = contiguousOf(tensor);
+  return comm.allreduceAsync(t.data, t.data, t.count, t.type, op);
 }
 
 std::vector<int64_t> allgatherValue(comm::Communicator& comm, int64_t value) {

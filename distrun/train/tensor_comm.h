@@ -20,7 +20,8 @@ comm::DataType dataTypeOf(torch::ScalarType type, const std::string& what);
 // a contiguous copy).
 void broadcastTensor(comm::Communicator& comm, const torch::Tensor& tensor,
                      int root, const std::string& what = "tensor");
-// Starts an in-place all-reduce of a contiguous tensor.
+// In-place all-reduce of a contiguous tensor: now, or started (Async).
+void allreduceTensor(comm::Communicator& comm, const torch::Tensor& tensor, comm::ReduceOp op);
 comm::Work allreduceTensorAsync(comm::Communicator& comm,
                                 const torch::Tensor& tensor, comm::ReduceOp op);
 // Every rank's value, indexed by rank.

@@ -53,22 +53,10 @@ void setRngStateBytes(const torch::Tensor& state) {
   gen.set_state(state);
 }
 
-int64_t readInt(torch::serialize::InputArchive& archive, const std::string& key) {
+c10::IValue readValue(torch::serialize::InputArchive& archive, const std::string& key) {
   c10::IValue v;
   archive.read(key, v);
-  return v.toInt();
-}
-
-double readDouble(torch::serialize::InputArchive& archive, const std::string& key) {
-  c10::IValue v;
-  archive.read(key, v);
-  return v.toDouble();
-}
-
-std::string readString(torch::serialize::InputArchive& archive, const std::string& key) {
-  c10::IValue v;
-  archive.read(key, v);
-  return v.toStringRef();
+  return v;
 }
 
 // Rank 0 decides; the others get its outcome: 0 nothing, 1 a payload, or
@@ -266,12 +254,12 @@ void Trainer::decodeState(const std::string& payload, const std::string& path) {
                                 e.what_without_backtrace()));
   }
   try {
-    if (readInt(archive, "format") != kSnapshotFormat) {
+    if (readValue(archive, "format").toInt() != kSnapshotFormat) {
       throw DataError(fmt::format("snapshot {} has format {}: expected {}", path,
-                                  readInt(archive, "format"), kSnapshotFormat));
+                                  readValue(archive, "format").toInt(), kSnapshotFormat));
     }
-    const std::string workload = readString(archive, "workload");
-    const int64_t world = readInt(archive, "world_size");
+    const std::string workload = readValue(archive, "workload").toStringRef();
+    const int64_t world = readValue(archive, "world_size").toInt();
     if (workload != task_.name || world != comm_.size()) {
       throw ConfigError(fmt::format(
           "snapshot {} was written by a {}-rank '{}' run, this is a {}-rank '{}' run: "
@@ -287,12 +275,12 @@ void Trainer::decodeState(const std::string& payload, const std::string& path) {
     torch::Tensor states;
     archive.read("rng", states);
     setRngStateBytes(states[comm_.rank()].clone());
-    position_ = Position{.epoch = readInt(archive, "epoch"),
-                         .step = readInt(archive, "step"),
-                         .globalStep = readInt(archive, "global_step"),
-                         .lossSum = readDouble(archive, "loss_sum"),
-                         .samples = readDouble(archive, "samples")};
-    history_ = parseMetricsEpochs(readString(archive, "history"));
+    position_ = Position{.epoch = readValue(archive, "epoch").toInt(),
+                         .step = readValue(archive, "step").toInt(),
+                         .globalStep = readValue(archive, "global_step").toInt(),
+                         .lossSum = readValue(archive, "loss_sum").toDouble(),
+                         .samples = readValue(archive, "samples").toDouble()};
+    history_ = parseMetricsEpochs(readValue(archive, "history").toStringRef());
   } catch (const c10::Error& e) {
     throw DataError(fmt::format("snapshot {} does not fit this model and optimizer: {}",
                                 path, e.what_without_backtrace()));
