@@ -165,6 +165,15 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
   } catch (const UsageError& e) {
     EXPECT_THAT(e.what(), HasSubstr("backend 'nccl' is not one of: gloo"));
   }
+  for (const char* threshold : {"DISTRUN_GLOO_BCUBE_BELOW", "DISTRUN_GLOO_GATHER_BELOW"}) {
+    try {
+      connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {threshold, "64K"}});
+      FAIL() << threshold;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.what(), std::string(threshold) + "='64K' is not a whole number (unexpected 'K')");
+      EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
+    }
+  }
 }
 
 }  // namespace

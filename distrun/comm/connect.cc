@@ -86,6 +86,10 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env,
     gloo.bcubeBelowBytes = static_cast<size_t>(
         parseCount(*below, "DISTRUN_GLOO_BCUBE_BELOW", int64_t{1} << 40));
   }
+  if (auto below = env.get("DISTRUN_GLOO_GATHER_BELOW")) {
+    gloo.gatherBelowBytes = static_cast<size_t>(
+        parseCount(*below, "DISTRUN_GLOO_GATHER_BELOW", int64_t{1} << 40));
+  }
 
   std::unique_ptr<rdzv::StoreServer> server;
   std::string host;

@@ -171,6 +171,11 @@ void GlooCommunicator::doAllreduce(const void* in, void* out, size_t count,
 
 void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out,
                                    size_t count, DataType type, ReduceOp op) {
+  if (count * sizeOf(type) < options_.gatherBelowBytes && size() > 1 &&
+      size() <= options_.gatherMaxRanks) {
+    allreduceByGather(name, in, out, count, type, op);
+    return;
+  }
   const bool small = count * sizeOf(type) < options_.bcubeBelowBytes;
   guarded(name, [&] {
     withElement(type, [&](auto* element) {
@@ -187,6 +192,21 @@ void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out,
       gloo::allreduce(opts);
     });
   });
+}
+
+// Every rank receives every input in one allgather (n-1 steps in one
+// direction, where bcube exchanges 2 log2(n) times) and reduces them
+// itself in rank order, so all ranks compute the same bits.
+void GlooCommunicator::allreduceByGather(const char* name, const void* in, void* out,
+                                         size_t count, DataType type, ReduceOp op) {
+  const size_t bytes = count * sizeOf(type);
+  gathered_.resize(bytes * static_cast<size_t>(size()));
+  allgatherAs(name, in, gathered_.data(), count, type);
+  const ReduceKernel reduce = reduceKernel(type, op);
+  reduce(out, gathered_.data(), gathered_.data() + bytes, count);
+  for (size_t r = 2; r < static_cast<size_t>(size()); ++r) {
+    reduce(out, out, gathered_.data() + r * bytes, count);
+  }
 }
 
 void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count,
@@ -207,10 +227,15 @@ void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count,
 
 void GlooCommunicator::doAllgather(const void* in, void* out, size_t count,
                                    DataType type) {
+  allgatherAs("allgather", in, out, count, type);
+}
+
+void GlooCommunicator::allgatherAs(const char* name, const void* in, void* out, size_t count,
+                                   DataType type) {
   const size_t total = count * static_cast<size_t>(size());
   const auto* mine = static_cast<const char*>(out) +
                      count * sizeOf(type) * static_cast<size_t>(rank());
-  guarded("allgather", [&] {
+  guarded(name, [&] {
     withElement(type, [&](auto* element) {
       using E = std::remove_pointer_t<decltype(element)>;
       gloo::AllgatherOptions opts(context_);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "distrun/comm/communicator.h"
 #include "distrun/comm/gloo/peer_directory.h"
@@ -32,6 +33,12 @@ struct GlooOptions {
   // (2(n-1) steps of 1/n of the data: bandwidth-optimal). Measured on
   // loopback (docs/comm.md); DISTRUN_GLOO_BCUBE_BELOW overrides.
   size_t bcubeBelowBytes = 4 << 20;
+  // Below this many bytes, on at most gatherMaxRanks ranks, allreduce is
+  // one allgather and a local reduction in rank order: one exchange for 2
+  // ranks where bcube needs two (docs/comm.md); DISTRUN_GLOO_GATHER_BELOW
+  // overrides, 0 turns it off.
+  size_t gatherBelowBytes = 64 << 10;
+  int gatherMaxRanks = 4;
   // The ring sends and reduces in segments of at most this many bytes, so
   // that reducing one segment overlaps receiving the next (Gloo's default,
   // a single segment per step, leaves them in turn). Measured best at 4-8
@@ -80,9 +87,14 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void connectMesh();
-  // Gloo's allreduce (bcube or ring by size); failures name `name`.
+  // Gloo's allreduce (bcube or ring by size), or for small messages on
+  // few ranks allreduceByGather; failures name `name`.
   void allreduceAs(const char* name, const void* in, void* out, size_t count,
                    DataType type, ReduceOp op);
+  void allreduceByGather(const char* name, const void* in, void* out, size_t count,
+                         DataType type, ReduceOp op);
+  void allgatherAs(const char* name, const void* in, void* out, size_t count,
+                   DataType type);
   // Runs a Gloo call; turns Gloo's exceptions into CommunicationError or
   // TimeoutError naming the peer (see handleFailure).
   void guarded(const char* op, const std::function<void()>& call);
@@ -103,6 +115,7 @@ class GlooCommunicator final : public Communicator {
   PeerDirectory peers_;
   uint32_t tag_ = 0;
   bool failed_ = false;
+  std::vector<char> gathered_;  // allreduceByGather's inputs, reused
 };
 
 }  // namespace distrun::comm

@@ -3,26 +3,58 @@
 // and for the MPI backend under mpirun (distrun/testing/mpi_test.cc).
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+
 #include "distrun/comm/testing/contract.h"
 
 namespace distrun::comm {
 namespace {
 
-class GlooContractTest : public ::testing::TestWithParam<int> {};
+// The contract's counts are small (at most 1031 elements), so the size
+// thresholds pick the allreduce algorithm: each one is checked whole.
+enum class Allreduce { kGather, kBcube, kRing };
+
+GlooOptions forcing(Allreduce algorithm) {
+  GlooOptions options;
+  if (algorithm != Allreduce::kGather) options.gatherBelowBytes = 0;
+  if (algorithm == Allreduce::kRing) options.bcubeBelowBytes = 0;
+  return options;
+}
+
+std::string nameOf(Allreduce algorithm) {
+  switch (algorithm) {
+    case Allreduce::kGather: return "gather";
+    case Allreduce::kBcube: return "bcube";
+    case Allreduce::kRing: return "ring";
+  }
+  return "?";
+}
+
+class GlooContractTest : public ::testing::TestWithParam<std::tuple<int, Allreduce>> {};
 
 TEST_P(GlooContractTest, EveryCollectiveTypeOpAndCount) {
-  std::vector<std::vector<std::string>> failures(static_cast<size_t>(GetParam()));
-  auto errors = testing::runGlooThreads(GetParam(), [&](Communicator& comm) {
-    failures[static_cast<size_t>(comm.rank())] = testing::checkContract(comm);
-  });
-  for (int r = 0; r < GetParam(); ++r) {
+  const auto [world, algorithm] = GetParam();
+  std::vector<std::vector<std::string>> failures(static_cast<size_t>(world));
+  auto errors = testing::runGlooThreads(
+      world,
+      [&](Communicator& comm) {
+        failures[static_cast<size_t>(comm.rank())] = testing::checkContract(comm);
+      },
+      forcing(algorithm));
+  for (int r = 0; r < world; ++r) {
     EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
     for (const std::string& f : failures[static_cast<size_t>(r)]) ADD_FAILURE() << f;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooContractTest, ::testing::Values(1, 2, 3, 4),
-                         [](const ::testing::TestParamInfo<int>& world) { return "world" + std::to_string(world.param); });
+INSTANTIATE_TEST_SUITE_P(
+    WorldSizes, GlooContractTest,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                       ::testing::Values(Allreduce::kGather, Allreduce::kBcube, Allreduce::kRing)),
+    [](const ::testing::TestParamInfo<std::tuple<int, Allreduce>>& p) {
+      return "world" + std::to_string(std::get<0>(p.param)) + "_" + nameOf(std::get<1>(p.param));
+    });
 
 }  // namespace
 }  // namespace distrun::comm
