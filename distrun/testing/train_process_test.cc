@@ -59,6 +59,24 @@ TEST(TrainProcessTest, LinearOnTwoRanksWritesMetricsAndEqualReplicas) {
   EXPECT_LT(m["epochs"][2]["train_loss"].get<double>(), m["epochs"][0]["train_loss"].get<double>());
 }
 
+// Debian's reference BLAS (libblas3, always installed beside OpenBLAS)
+// preloaded in place of the system's choice: rank 0 warns once, names the
+// library and the package that fixes it, and trains on.
+TEST(TrainProcessTest, AReferenceBlasIsReportedByRankZero) {
+  const std::string reference = "/usr/lib/x86_64-linux-gnu/blas";
+  if (!std::filesystem::exists(reference + "/libblas.so.3")) {
+    GTEST_SKIP() << "no " << reference << "/libblas.so.3 (Debian's libblas3)";
+  }
+  CommandResult r = runCommand("LD_LIBRARY_PATH=" + reference + " timeout 300 " + distrun() +
+                               " train --nproc-per-node 2 linear --epochs 1");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("[0:0] distrun-train: warning: LibTorch's BLAS is " + reference +
+                               "/libblas.so.3"));  // and the version the link resolves to
+  EXPECT_THAT(r.err, HasSubstr(", a reference implementation: matrix products run ~20x slower "
+                               "(install libopenblas0-openmp: scripts/install-deps)\n"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("[0:1] distrun-train: warning")));
+}
+
 TEST(TrainProcessTest, ErrorsNameTheInputAndExitWithTheirCode) {
   CommandResult r = runCommand(distrun() + " train --nproc-per-node 1");
   EXPECT_EQ(r.exitCode, 64);

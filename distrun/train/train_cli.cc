@@ -14,6 +14,7 @@
 #include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
+#include "distrun/train/blas_check.h"
 #include "distrun/train/workloads.h"
 
 namespace distrun::train {
@@ -80,6 +81,12 @@ void configureTorch(const TrainArgs& a) {
   torch::manual_seed(a.seed);
 }
 
+void warnOfSlowBlas(std::ostream& err) {
+  if (std::optional<std::string> path = blasLibraryPath()) {
+    if (auto warning = slowBlasWarning(*path)) err << *warning << std::endl;
+  }
+}
+
 // With no launcher around it, a world of one on this host.
 struct StandaloneEnvironment {
   explicit StandaloneEnvironment(const Environment& base)
@@ -117,6 +124,7 @@ int train(TrainArgs& a, TrainCliContext& ctx) {
       .threadsPerRank = at::get_num_threads(),
       .ddp = {.bucketCapMb = a.bucketCapMb, .firstBucketMb = 1, .overlap = !a.noOverlap},
   };
+  if (comm->rank() == 0) warnOfSlowBlas(ctx.err);
   const auto start = std::chrono::steady_clock::now();
   Trainer trainer(workload.task(), *comm, options, ctx.out, ctx.err);
   trainer.run();
