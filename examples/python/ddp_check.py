@@ -52,9 +52,12 @@ def main():
         "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
         "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
         "OMP_NUM_THREADS", "ROLE_NAME")}
-    print(json.dumps({"rank": rank, "world": world,
-                      "checksum": float(params.double().sum()), "env": env}),
-          flush=True)
+    # One write per line (print() writes the newline separately when
+    # unbuffered, and ranks sharing a pipe would interleave).
+    line = json.dumps({"rank": rank, "world": world,
+                       "checksum": float(params.double().sum()), "env": env})
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
     dist.barrier()
     dist.destroy_process_group()
 

@@ -58,8 +58,11 @@ def main():
         fail(f"all_reduce gave {total.item()}, expected {expected}")
     if sorted(int(v["RANK"]) for v in views) != list(range(world)):
         fail("ranks are not 0..WORLD_SIZE-1")
-    print(json.dumps({"rank": rank, "world": world, "sum": total.item(),
-                      "env": view}), flush=True)
+    # One write per line: under PYTHONUNBUFFERED print() writes the text and
+    # the newline separately, and two ranks sharing a pipe interleave them.
+    line = json.dumps({"rank": rank, "world": world, "sum": total.item(), "env": view})
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
     dist.barrier()
     dist.destroy_process_group()
 
