@@ -32,6 +32,12 @@ std::string required(const Environment& env, const char* name) {
   return *value;
 }
 
+// A size threshold in bytes from `variable`, or `fallback` when unset.
+size_t bytesFrom(const Environment& env, const char* variable, size_t fallback) {
+  const std::optional<std::string> text = env.get(variable);
+  return text ? static_cast<size_t>(parseCount(*text, variable, int64_t{1} << 40)) : fallback;
+}
+
 milliseconds timeoutFrom(const Environment& env, const ConnectOptions& options) {
   if (options.timeout) return *options.timeout;
   if (auto text = env.get("DISTRUN_COMM_TIMEOUT")) {
@@ -82,14 +88,8 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env,
   gloo.timeout = timeoutFrom(env, options);
   gloo.iface = env.get("GLOO_SOCKET_IFNAME").value_or("");
   gloo.listenHost = listenHost(env, size);
-  if (auto below = env.get("DISTRUN_GLOO_BCUBE_BELOW")) {
-    gloo.bcubeBelowBytes = static_cast<size_t>(
-        parseCount(*below, "DISTRUN_GLOO_BCUBE_BELOW", int64_t{1} << 40));
-  }
-  if (auto below = env.get("DISTRUN_GLOO_GATHER_BELOW")) {
-    gloo.gatherBelowBytes = static_cast<size_t>(
-        parseCount(*below, "DISTRUN_GLOO_GATHER_BELOW", int64_t{1} << 40));
-  }
+  gloo.bcubeBelowBytes = bytesFrom(env, "DISTRUN_GLOO_BCUBE_BELOW", gloo.bcubeBelowBytes);
+  gloo.gatherBelowBytes = bytesFrom(env, "DISTRUN_GLOO_GATHER_BELOW", gloo.gatherBelowBytes);
 
   std::unique_ptr<rdzv::StoreServer> server;
   std::string host;
