@@ -104,9 +104,15 @@ void GlooCommunicator::connectMesh() {
 
   PeerDirectory::Peer self{readHostFacts().hostname, static_cast<long>(::getpid()),
                            PeerDirectory::localSocketAddresses()};
-  // The listening ends Gloo advertised for each pair, as Gloo prints them.
+  // Each pair's connected end, and the listening end it advertised, as Gloo
+  // prints them (connectFullMesh writes the advertised ones under our rank).
   for (int r = 0; r < size(); ++r) {
     if (r != rank()) self.addresses.push_back(context_->getPair(r)->address().str());
+  }
+  if (const std::vector<char>* blob = adapter.written(std::to_string(rank()))) {
+    for (std::string& a : PeerDirectory::advertisedAddresses(*blob, size() - 1)) {
+      self.addresses.push_back(std::move(a));
+    }
   }
   PeerDirectory::publish(*store_, prefix_, rank(), self);
   peers_.load(*store_, prefix_, rank(), size(), options_.timeout);

@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <gloo/common/logging.h>
+#include <gloo/transport/tcp/address.h>
 
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
@@ -68,6 +70,23 @@ std::vector<std::string> PeerDirectory::localSocketAddresses() {
       if (!inodes.count(inode)) continue;
       for (std::string& a : formatProcAddress(local, v6)) addresses.push_back(std::move(a));
     }
+  }
+  return addresses;
+}
+
+std::vector<std::string> PeerDirectory::advertisedAddresses(const std::vector<char>& blob,
+                                                            int pairs) {
+  if (pairs <= 0 || blob.empty() || blob.size() % static_cast<size_t>(pairs) != 0) return {};
+  const size_t each = blob.size() / static_cast<size_t>(pairs);
+  std::vector<std::string> addresses;
+  try {
+    for (size_t at = 0; at < blob.size(); at += each) {
+      std::vector<char> record(blob.begin() + static_cast<long>(at),
+                               blob.begin() + static_cast<long>(at + each));
+      addresses.push_back(gloo::transport::tcp::Address(record).str());
+    }
+  } catch (const gloo::EnforceNotMet&) {
+    return {};  // another Gloo's record size: name what /proc shows
   }
   return addresses;
 }

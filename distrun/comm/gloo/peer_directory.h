@@ -13,8 +13,10 @@ namespace distrun::comm {
 // names a socket address ("[10.0.0.7]:41012") can name the rank, host and
 // pid behind it. Each rank publishes its host, pid and the local address of
 // every TCP socket it has open once Gloo has connected (listening and
-// connecting ends alike: Gloo names whichever end the peer's socket is);
-// every rank reads them all once.
+// connecting ends alike: Gloo names whichever end the peer's socket is),
+// and the listening address it advertised for each pair (a pair that was
+// accepted before Gloo read its peer's address names that advertised
+// address, a socket long closed); every rank reads them all once.
 class PeerDirectory {
  public:
   struct Peer {
@@ -26,6 +28,11 @@ class PeerDirectory {
   // This process's open TCP sockets' local addresses, from /proc, each
   // also with its port bytes swapped (as Gloo 0.5 prints ports).
   static std::vector<std::string> localSocketAddresses();
+  // The addresses in the blob Gloo's connectFullMesh publishes for one rank
+  // (`pairs` tcp::Address records, one per peer), as Gloo prints them;
+  // empty when the blob is not that shape.
+  static std::vector<std::string> advertisedAddresses(const std::vector<char>& blob,
+                                                      int pairs);
 
   // Publishes this rank's entry under `prefix`/peer/RANK.
   static void publish(rdzv::StoreClient& store, const std::string& prefix,

@@ -1,6 +1,9 @@
 #include "distrun/comm/gloo/peer_directory.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+
+#include <gloo/transport/tcp/address.h>
 
 #include "distrun/rdzv/store_server.h"
 
@@ -37,6 +40,32 @@ TEST(PeerDirectoryTest, ListsThisProcessSockets) {
   EXPECT_NE(std::find(addresses.begin(), addresses.end(),
                       "[127.0.0.1]:" + std::to_string(server.port())),
             addresses.end());
+}
+
+gloo::transport::tcp::Address loopback(uint16_t port) {
+  sockaddr_storage ss{};
+  auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+  in->sin_family = AF_INET;
+  in->sin_port = htons(port);
+  in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return gloo::transport::tcp::Address(ss);
+}
+
+// connectFullMesh publishes one rank's pairs as their Address records back
+// to back; a pair accepted early prints its peer's advertised address.
+TEST(PeerDirectoryTest, ReadsTheAddressesGlooAdvertised) {
+  std::vector<char> blob;
+  for (uint16_t port : {uint16_t{41012}, uint16_t{41013}, uint16_t{41014}}) {
+    std::vector<char> record = loopback(port).bytes();
+    blob.insert(blob.end(), record.begin(), record.end());
+  }
+  std::vector<std::string> addresses = PeerDirectory::advertisedAddresses(blob, 3);
+  ASSERT_EQ(addresses.size(), 3u);
+  EXPECT_EQ(addresses[0], loopback(41012).str());
+  EXPECT_EQ(addresses[2], loopback(41014).str());
+  EXPECT_TRUE(PeerDirectory::advertisedAddresses(blob, 2).empty());  // not 2 records
+  EXPECT_TRUE(PeerDirectory::advertisedAddresses({'x', 'y'}, 1).empty());
+  EXPECT_TRUE(PeerDirectory::advertisedAddresses({}, 0).empty());
 }
 
 }  // namespace

@@ -14,6 +14,12 @@ GlooStoreAdapter::GlooStoreAdapter(rdzv::StoreClient& client,
 void GlooStoreAdapter::set(const std::string& key,
                            const std::vector<char>& data) {
   client_.set(prefix_ + key, std::string(data.begin(), data.end()));
+  written_[key] = data;
+}
+
+const std::vector<char>* GlooStoreAdapter::written(const std::string& key) const {
+  auto found = written_.find(key);
+  return found == written_.end() ? nullptr : &found->second;
 }
 
 std::vector<char> GlooStoreAdapter::get(const std::string& key) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,9 @@ namespace distrun::comm {
 
 // Gloo's rendezvous store interface over distrun's store (distrun/rdzv):
 // every key is put under `prefix`. A key that does not appear within
-// `timeout` throws TimeoutError naming it. Used from one thread.
+// `timeout` throws TimeoutError naming it. Remembers what this process
+// wrote, so that the communicator can read back what Gloo advertised.
+// Used from one thread.
 class GlooStoreAdapter : public gloo::rendezvous::Store {
  public:
   GlooStoreAdapter(rdzv::StoreClient& client, std::string prefix,
@@ -24,12 +27,16 @@ class GlooStoreAdapter : public gloo::rendezvous::Store {
   void wait(const std::vector<std::string>& keys,
             const std::chrono::milliseconds& timeout) override;
 
+  // The value this process set under `key`, or nullptr.
+  const std::vector<char>* written(const std::string& key) const;
+
  private:
   std::string fetch(const std::string& key, std::chrono::milliseconds timeout);
 
   rdzv::StoreClient& client_;
   std::string prefix_;
   std::chrono::milliseconds timeout_;
+  std::map<std::string, std::vector<char>> written_;
 };
 
 }  // namespace distrun::comm
