@@ -9,7 +9,8 @@
 #   (c) distrun's mnist with overlap off, and bucket caps 1, 5, 25, 100 MB
 #       (PyTorch's overlap off beside it)
 # Each contender runs ROUNDS times, interleaved with its peer in
-# alternating order, and keeps its best. Ratios last. Targets (issue 5):
+# alternating order; the report gives the median of the rounds and their range, and
+# ratios of the best rounds and of the medians, last. Targets (issue 5):
 # (a) >= 3x faster than Python, (b) >= 1.1x Python's samples/s and
 # efficiency >= 0.95.
 #   bench/train.sh [BUILD_DIR] [ROUNDS]     (DATA=dir of MNIST/raw, default data)
@@ -70,7 +71,7 @@ for round in $(seq 1 "$rounds"); do
 done
 
 $python - "$tmp" "$rounds" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 tmp, rounds = sys.argv[1], int(sys.argv[2])
 
 def runs(name, runtime):
@@ -78,38 +79,55 @@ def runs(name, runtime):
         with open(f"{tmp}/{name}.{runtime}.{r}.json") as f:
             yield json.load(f)["epochs"]
 
-def epoch_seconds(name, runtime):  # best round's median epoch time, epoch 1 left out
-    return min(statistics.median(e["seconds"] for e in epochs[1:]) for epochs in runs(name, runtime))
+def epoch_seconds(name, runtime):  # each round's median epoch time, epoch 1 left out
+    return [statistics.median(e["seconds"] for e in epochs[1:]) for epochs in runs(name, runtime)]
 
-def samples_per_second(name, runtime):  # best round's last epoch
-    return max(epochs[-1]["samples_per_second"] for epochs in runs(name, runtime))
+def samples_per_second(name, runtime):  # each round's last epoch
+    return [epochs[-1]["samples_per_second"] for epochs in runs(name, runtime)]
 
 def accuracy(name, runtime):
     return max(epochs[-1]["test_accuracy"] for epochs in runs(name, runtime)) * 100
 
-print(f"# bench/train.sh: best of {rounds} rounds, 2 ranks x 1 thread (--cpu-bind {__import__('os').environ.get('BIND', 'none')}), gloo on loopback")
-print("\n## (a) linear, seconds per epoch (median of epochs 2-10)")
+def spread(values, scale=1.0):  # "median [min-max]" of the rounds
+    v = sorted(x * scale for x in values)
+    return f"{statistics.median(v):8.1f} [{v[0]:.1f}-{v[-1]:.1f}]"
+
+print(f"# bench/train.sh: {rounds} rounds, 2 ranks x 1 thread (--cpu-bind {os.environ.get('BIND', 'none')}), gloo on loopback")
+print("# each figure: median of the rounds [lowest-highest]; ratios of the best rounds and of the medians")
+print("\n## (a) linear, ms per epoch (median of epochs 2-10)")
 lin = {rt: epoch_seconds("linear", rt) for rt in ("distrun", "pytorch")}
 for rt, s in lin.items():
-    print(f"  {rt:8s} {s * 1000:8.2f} ms")
+    print(f"  {rt:8s} {spread(s, 1000)}")
 
 print("\n## (b) mnist CNN, samples/s (2nd epoch of 3000 samples)")
 sps = {(rt, n): samples_per_second(f"mnist{n}", rt) for rt in ("distrun", "pytorch") for n in (1, 2)}
-eff = {rt: sps[(rt, 2)] / (2 * sps[(rt, 1)]) for rt in ("distrun", "pytorch")}
+best = {k: max(v) for k, v in sps.items()}
+med = {k: statistics.median(v) for k, v in sps.items()}
+eff = {rt: best[(rt, 2)] / (2 * best[(rt, 1)]) for rt in ("distrun", "pytorch")}
+eff_med = {rt: med[(rt, 2)] / (2 * med[(rt, 1)]) for rt in ("distrun", "pytorch")}
 for rt in ("distrun", "pytorch"):
-    print(f"  {rt:8s} 1 rank {sps[(rt, 1)]:7.1f}   2 ranks {sps[(rt, 2)]:7.1f}   "
-          f"efficiency {eff[rt]:.3f}   accuracy {accuracy('mnist2', rt):.2f}%")
+    print(f"  {rt:8s} 1 rank {spread(sps[(rt, 1)])}   2 ranks {spread(sps[(rt, 2)])}   "
+          f"accuracy {accuracy('mnist2', rt):.2f}%")
 
 print("\n## (c) overlap and bucket size, mnist 2 ranks, samples/s")
-print(f"  distrun  overlap on (25 MB) {sps[('distrun', 2)]:7.1f}   off {samples_per_second('overlap_off', 'distrun'):7.1f}")
-print(f"  pytorch  overlap on (25 MB) {sps[('pytorch', 2)]:7.1f}   off {samples_per_second('overlap_off', 'pytorch'):7.1f}")
+for rt in ("distrun", "pytorch"):
+    print(f"  {rt:8s} overlap on (25 MB) {spread(sps[(rt, 2)])}   off {spread(samples_per_second('overlap_off', rt))}")
 for cap in (1, 5, 25, 100):
-    print(f"  distrun  bucket cap {cap:3d} MB    {samples_per_second(f'bucket{cap}', 'distrun'):7.1f}")
+    print(f"  distrun  bucket cap {cap:3d} MB    {spread(samples_per_second(f'bucket{cap}', 'distrun'))}")
 
+def ratio(a, b):
+    return f"best {a[0] / b[0]:.2f}x, median {a[1] / b[1]:.2f}x"
+
+lin_best = {rt: min(v) for rt, v in lin.items()}
+lin_med = {rt: statistics.median(v) for rt, v in lin.items()}
+off = {rt: samples_per_second("overlap_off", rt) for rt in ("distrun", "pytorch")}
 print("\n## ratios (distrun over PyTorch)")
-print(f"  (a) linear epoch time, PyTorch / distrun:  {lin['pytorch'] / lin['distrun']:.2f}x  (target >= 3)")
-print(f"  (b) mnist samples/s, distrun / PyTorch:    {sps[('distrun', 2)] / sps[('pytorch', 2)]:.2f}x  (target >= 1.1)")
-print(f"  (b) scaling efficiency: distrun {eff['distrun']:.3f} (target >= 0.95), PyTorch {eff['pytorch']:.3f}")
-print(f"  (c) overlap on / off: distrun {sps[('distrun', 2)] / samples_per_second('overlap_off', 'distrun'):.3f}, "
-      f"PyTorch {sps[('pytorch', 2)] / samples_per_second('overlap_off', 'pytorch'):.3f}")
+print(f"  (a) linear epoch time, PyTorch / distrun:  "
+      f"{ratio((lin_best['pytorch'], lin_med['pytorch']), (lin_best['distrun'], lin_med['distrun']))}  (target >= 3)")
+print(f"  (b) mnist samples/s, distrun / PyTorch:    "
+      f"{ratio((best[('distrun', 2)], med[('distrun', 2)]), (best[('pytorch', 2)], med[('pytorch', 2)]))}  (target >= 1.1)")
+print(f"  (b) scaling efficiency (best / median):    distrun {eff['distrun']:.3f} / {eff_med['distrun']:.3f} (target >= 0.95), "
+      f"PyTorch {eff['pytorch']:.3f} / {eff_med['pytorch']:.3f}")
+print(f"  (c) overlap on / off (best):               distrun {best[('distrun', 2)] / max(off['distrun']):.3f}, "
+      f"PyTorch {best[('pytorch', 2)] / max(off['pytorch']):.3f}")
 PY

@@ -15,6 +15,7 @@
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
 #include "distrun/train/blas_check.h"
+#include "distrun/train/freed_memory.h"
 #include "distrun/train/workloads.h"
 
 namespace distrun::train {
@@ -35,6 +36,7 @@ struct TrainArgs {
   std::string metrics;
   double bucketCapMb = 25;
   bool noOverlap = false;
+  bool returnFreedMemory = false;
   std::string progress = "auto";
   std::string backend = "gloo";
 };
@@ -58,6 +60,9 @@ void addFlags(CLI::App& app, TrainArgs& a) {
   app.add_option("--metrics", a.metrics, "write every epoch's metrics as JSON to this file (rank 0)");
   app.add_option("--bucket-cap-mb", a.bucketCapMb, "gradient bucket size in MB (default 25)");
   app.add_flag("--no-overlap", a.noOverlap, "all-reduce after backward instead of during it");
+  app.add_flag("--return-freed-memory", a.returnFreedMemory,
+               "give freed tensors' memory back to the kernel as glibc does by default "
+               "(smaller resident size, slower steps)");
   app.add_option("--limit-train", a.data.limitTrain, "use only the first N training samples");
   app.add_option("--limit-test", a.data.limitTest, "use only the first N test samples");
   app.add_option("--progress", a.progress, "auto, bar, epochs or none (default auto: bar on a terminal)");
@@ -103,6 +108,7 @@ struct StandaloneEnvironment {
 
 int train(TrainArgs& a, TrainCliContext& ctx) {
   if (a.data.dataDir.empty()) a.data.dataDir = ctx.env.get("DISTRUN_DATA").value_or("data");
+  if (!a.returnFreedMemory) keepFreedMemoryForReuse(ctx.env);
   configureTorch(a);
   const ProgressStyle progress = parseProgressStyle(a.progress);
   a.data.seed = a.seed;
