@@ -174,6 +174,13 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
       EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
     }
   }
+  try {
+    connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DISTRUN_COMM_SPIN", "2"}});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("DISTRUN_COMM_SPIN='2'"));
+    EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
+  }
 }
 
 }  // namespace

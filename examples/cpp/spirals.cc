@@ -15,6 +15,7 @@
 #include "distrun/comm/connect.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
+#include "distrun/train/freed_memory.h"
 #include "distrun/train/trainer.h"
 
 namespace {
@@ -33,6 +34,7 @@ distrun::train::TensorDataset spirals(int64_t n, uint64_t seed) {
 
 int main() try {
   distrun::ProcessEnvironment env;
+  distrun::train::keepFreedMemoryForReuse(env);  // each step reuses the last one's memory
   std::unique_ptr<distrun::comm::Communicator> comm = distrun::comm::connect(env);
 
   torch::manual_seed(0);  // DDP broadcasts rank 0's parameters anyway

@@ -62,6 +62,7 @@ GlooCommunicator::GlooCommunicator(int rank, int size,
       prefix_(std::move(prefix)),
       options_(std::move(options)) {
   connectMesh();
+  if (options_.spinWhileWaiting && size > 1) spinner_ = std::make_unique<IdleSpinner>();
 }
 
 GlooCommunicator::~GlooCommunicator() {
@@ -122,6 +123,7 @@ void GlooCommunicator::connectMesh() {
 }
 
 void GlooCommunicator::guarded(const char* op, const std::function<void()>& call) {
+  IdleSpinner::Scope awake(spinner_.get());
   try {
     call();
   } catch (const gloo::Exception& e) {

@@ -9,6 +9,7 @@
 
 #include "distrun/comm/communicator.h"
 #include "distrun/comm/gloo/peer_directory.h"
+#include "distrun/comm/idle_spinner.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
 
@@ -44,6 +45,9 @@ struct GlooOptions {
   // a single segment per step, leaves them in turn). Measured best at 4-8
   // MiB for 16-256 MB messages here (docs/comm.md).
   size_t maxSegmentBytes = 4 << 20;
+  // While an operation waits on its peers, an idle-class thread keeps this
+  // CPU from halting (IdleSpinner); DISTRUN_COMM_SPIN=0 turns it off.
+  bool spinWhileWaiting = true;
 };
 
 // The Gloo backend: Gloo's TCP transport and its collectives (ring and
@@ -113,6 +117,7 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
   PeerDirectory peers_;
+  std::unique_ptr<IdleSpinner> spinner_;  // when options_.spinWhileWaiting
   uint32_t tag_ = 0;
   bool failed_ = false;
   std::vector<char> gathered_;  // allreduceByGather's inputs, reused

@@ -1,0 +1,57 @@
+#include "distrun/comm/idle_spinner.h"
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace distrun::comm {
+namespace {
+
+// Waits (up to a minute: this is no timing assertion) for `done`.
+template <class F>
+bool eventually(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+TEST(IdleSpinnerTest, SpinsOnlyWhileAnOperationIsInFlight) {
+  IdleSpinner spinner;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(spinner.rounds(), 0u) << "spun with nothing in flight";
+  {
+    IdleSpinner::Scope inFlight(&spinner);
+    // The spinner is of the idle class: it runs once this thread sleeps.
+    EXPECT_TRUE(eventually([&] { return spinner.rounds() > 0; }));
+  }
+  // Once the scope is gone the count stops growing.
+  uint64_t settled = spinner.rounds();
+  EXPECT_TRUE(eventually([&] {
+    const uint64_t now = spinner.rounds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const bool still = spinner.rounds() == now;
+    settled = now;
+    return still;
+  }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(spinner.rounds(), settled);
+}
+
+TEST(IdleSpinnerTest, NestedScopesAndANullSpinner) {
+  IdleSpinner spinner;
+  {
+    IdleSpinner::Scope outer(&spinner);
+    {
+      IdleSpinner::Scope inner(&spinner);
+    }
+    EXPECT_TRUE(eventually([&] { return spinner.rounds() > 0; }));  // outer still holds it
+  }
+  IdleSpinner::Scope nothing(nullptr);
+}
+
+}  // namespace
+}  // namespace distrun::comm
