@@ -30,7 +30,6 @@ IdleSpinner::~IdleSpinner() {
     std::lock_guard lock(mutex_);
     stop_ = true;
   }
-  stopping_.store(true);
   wake_.notify_one();
   thread_.join();
 }
@@ -43,7 +42,7 @@ void IdleSpinner::run() {
     if (stop_) return;
     lock.unlock();
     while (inFlight_.load(std::memory_order_relaxed) > 0 &&
-           !stopping_.load(std::memory_order_relaxed)) {
+           !stop_.load(std::memory_order_relaxed)) {
       for (int i = 0; i < 64; ++i) pause();
       rounds_.fetch_add(1, std::memory_order_relaxed);
     }

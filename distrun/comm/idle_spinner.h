@@ -47,8 +47,7 @@ class IdleSpinner {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<int> inFlight_{0};
-  bool stop_ = false;  // guarded by mutex_
-  std::atomic<bool> stopping_{false};
+  std::atomic<bool> stop_{false};  // set under mutex_, so the wait sees it
   std::atomic<uint64_t> rounds_{0};
   std::thread thread_;
 };

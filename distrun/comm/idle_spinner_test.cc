@@ -29,14 +29,12 @@ TEST(IdleSpinnerTest, SpinsOnlyWhileAnOperationIsInFlight) {
     EXPECT_TRUE(eventually([&] { return spinner.rounds() > 0; }));
   }
   // Once the scope is gone the count stops growing.
-  uint64_t settled = spinner.rounds();
   EXPECT_TRUE(eventually([&] {
-    const uint64_t now = spinner.rounds();
+    const uint64_t before = spinner.rounds();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const bool still = spinner.rounds() == now;
-    settled = now;
-    return still;
+    return spinner.rounds() == before;
   }));
+  const uint64_t settled = spinner.rounds();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(spinner.rounds(), settled);
 }

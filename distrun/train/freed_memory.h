@@ -8,8 +8,9 @@ namespace distrun::train {
 // start with) from a fresh mmap and gives freed memory at the top of the
 // heap back to the kernel. A training step allocates and frees the same
 // large tensors (activations, their gradients, buckets) every time, so
-// each step pays for those pages again: a page fault and a kernel-zeroed
-// page per 4 KB. The MNIST CNN spent about a quarter of its step there.
+// until glibc's own threshold has risen past them, each step pays for
+// those pages again: a page fault and a kernel-zeroed page per 4 KB. The
+// MNIST CNN's first epoch ran ~15% slower for it (docs/training.md).
 //
 // keepFreedMemoryForReuse() makes this process keep freed memory for the
 // next step instead: blocks up to 32 MB (glibc's limit for the setting)
