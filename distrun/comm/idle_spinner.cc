@@ -35,6 +35,7 @@ IdleSpinner::~IdleSpinner() {
 }
 
 void IdleSpinner::run() {
+  ::pthread_setname_np(::pthread_self(), "distrun-spin");  // for top -H, perf sched
   if (!becomeIdleClass()) return;  // at normal priority it would take real CPU
   std::unique_lock lock(mutex_);
   while (true) {

@@ -1,9 +1,12 @@
 #include "distrun/comm/idle_spinner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include <gtest/gtest.h>
+
+#include "distrun/comm/testing/contract.h"
 
 namespace distrun::comm {
 namespace {
@@ -17,6 +20,14 @@ bool eventually(F done) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return true;
+}
+
+TEST(IdleSpinnerTest, ItsThreadIsNamedForProcessListings) {
+  IdleSpinner spinner;
+  EXPECT_TRUE(eventually([] {
+    const std::vector<std::string> names = testing::threadNames();
+    return std::find(names.begin(), names.end(), "distrun-spin") != names.end();
+  }));
 }
 
 TEST(IdleSpinnerTest, SpinsOnlyWhileAnOperationIsInFlight) {

@@ -1,5 +1,7 @@
 #include "distrun/comm/work.h"
 
+#include <pthread.h>
+
 namespace distrun::comm {
 
 void Work::wait() const {
@@ -41,6 +43,7 @@ void WorkQueue::drain() {
 }
 
 void WorkQueue::loop() {
+  ::pthread_setname_np(::pthread_self(), "distrun-comm");  // for top -H, perf sched
   std::unique_lock lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] { return stopping_ || !items_.empty(); });

@@ -1,6 +1,9 @@
 #include "distrun/comm/work.h"
 
+#include <pthread.h>
+
 #include <atomic>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
@@ -13,6 +16,17 @@ TEST(WorkTest, DefaultWorkIsComplete) {
   Work w;
   EXPECT_TRUE(w.isCompleted());
   w.wait();
+}
+
+TEST(WorkQueueTest, ItsThreadIsNamedForProcessListings) {
+  WorkQueue queue;
+  std::string name;
+  queue.submit([&name] {
+    char buffer[16] = {};
+    ::pthread_getname_np(::pthread_self(), buffer, sizeof buffer);
+    name = buffer;
+  }).wait();
+  EXPECT_EQ(name, "distrun-comm");
 }
 
 TEST(WorkQueueTest, RunsInSubmissionOrder) {

@@ -34,4 +34,8 @@ std::vector<std::string> runGlooThreads(
     int size, const std::function<void(Communicator&)>& body,
     GlooOptions options = {});
 
+// The names of this process's threads (/proc/self/task/*/comm), so a test
+// can see that a thread it expects is alive and named.
+std::vector<std::string> threadNames();
+
 }  // namespace distrun::comm::testing
