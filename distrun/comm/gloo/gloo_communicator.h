@@ -36,9 +36,10 @@ struct GlooOptions {
   size_t bcubeBelowBytes = 4 << 20;
   // Below this many bytes, on at most gatherMaxRanks ranks, allreduce is
   // one allgather and a local reduction in rank order: one exchange for 2
-  // ranks where bcube needs two (docs/comm.md); DISTRUN_GLOO_GATHER_BELOW
+  // ranks where bcube needs two (docs/comm.md: measured to 128 KB, which
+  // covers the mnist CNN's last bucket); DISTRUN_GLOO_GATHER_BELOW
   // overrides, 0 turns it off.
-  size_t gatherBelowBytes = 64 << 10;
+  size_t gatherBelowBytes = 128 << 10;
   int gatherMaxRanks = 4;
   // The ring sends and reduces in segments of at most this many bytes, so
   // that reducing one segment overlaps receiving the next (Gloo's default,
