@@ -14,9 +14,12 @@ namespace distrun::comm {
 // Gloo exchange of a few bytes took anywhere from 0.4 to 3 ms for that
 // reason (docs/comm.md). While at least one Scope is alive, a thread of
 // the SCHED_IDLE class spins; it runs only on a CPU that has nothing else
-// to run, so it never delays this process's or anyone's real work, and it
-// sleeps on a condition variable when no operation is in flight. Where the
-// kernel refuses SCHED_IDLE the thread never spins.
+// to run, and it sleeps on a condition variable when no operation is in
+// flight. It takes no CPU time from real work, but a CPU it keeps busy
+// does not go idle, so it does not pull threads queued on another CPU:
+// they wait for the periodic load balancing (a 4 ms tick here;
+// docs/training.md). Where the kernel refuses SCHED_IDLE the thread never
+// spins.
 class IdleSpinner {
  public:
   IdleSpinner();

@@ -24,7 +24,6 @@ struct DistributedDataParallel::Bucket {
   torch::Tensor flat;
   size_t pending = 0;             // params not yet ready this round
   comm::Work work;
-  bool launched = false;
 };
 
 // Runs after a parameter's AccumulateGrad node: param.grad() is final for
@@ -212,7 +211,6 @@ void DistributedDataParallel::startRound() {
   std::fill(ready_.begin(), ready_.end(), false);
   for (Bucket& b : buckets_) {
     b.pending = b.params.size();
-    b.launched = false;
     b.work = comm::Work();
   }
   torch::autograd::Engine::get_default_engine().queue_callback(
@@ -249,20 +247,18 @@ void DistributedDataParallel::launchReadyBuckets(bool endOfBackward) {
   }
 }
 
+// The last bucket also carries which parameters this rank used, and is
+// reduced blocking: after the queued buckets, in order.
 void DistributedDataParallel::launch(size_t k) {
   Bucket& b = buckets_[k];
-  if (k + 1 == buckets_.size()) {
-    std::vector<float> used(usedSinceSync_.begin(), usedSinceSync_.end());
-    b.flat.narrow(0, b.gradientElements, static_cast<int64_t>(used.size()))
-        .copy_(torch::from_blob(used.data(), {static_cast<int64_t>(used.size())}));
-  }
-  if (k + 1 == buckets_.size()) {
-    // Blocking: runs after the queued buckets, in order.
-    allreduceTensor(comm_, b.flat, comm::ReduceOp::kAvg);
-  } else {
+  if (k + 1 < buckets_.size()) {
     b.work = allreduceTensorAsync(comm_, b.flat, comm::ReduceOp::kAvg);
+    return;
   }
-  b.launched = true;
+  std::vector<float> used(usedSinceSync_.begin(), usedSinceSync_.end());
+  b.flat.narrow(0, b.gradientElements, static_cast<int64_t>(used.size()))
+      .copy_(torch::from_blob(used.data(), {static_cast<int64_t>(used.size())}));
+  allreduceTensor(comm_, b.flat, comm::ReduceOp::kAvg);
 }
 
 // End of backward: parameters without a gradient this pass join as their

@@ -254,9 +254,10 @@ void Trainer::decodeState(const std::string& payload, const std::string& path) {
                                 e.what_without_backtrace()));
   }
   try {
-    if (readValue(archive, "format").toInt() != kSnapshotFormat) {
-      throw DataError(fmt::format("snapshot {} has format {}: expected {}", path,
-                                  readValue(archive, "format").toInt(), kSnapshotFormat));
+    const int64_t format = readValue(archive, "format").toInt();
+    if (format != kSnapshotFormat) {
+      throw DataError(fmt::format("snapshot {} has format {}: expected {}", path, format,
+                                  kSnapshotFormat));
     }
     const std::string workload = readValue(archive, "workload").toStringRef();
     const int64_t world = readValue(archive, "world_size").toInt();
