@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include <c10/util/strides.h>
 #include <fmt/format.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
@@ -22,6 +23,7 @@ struct DistributedDataParallel::Bucket {
   std::vector<int64_t> offsets;   // element offset of each in `flat`
   int64_t gradientElements = 0;   // flat may hold the used-map after them
   torch::Tensor flat;
+  std::vector<torch::Tensor> views;  // each param's slot in `flat`, its shape
   size_t pending = 0;             // params not yet ready this round
   comm::Work work;
 };
@@ -137,6 +139,25 @@ void DistributedDataParallel::broadcastFromRankZero(
   for (const torch::Tensor& t : tensors) broadcastTensor(comm_, t, 0);
 }
 
+namespace {
+
+// A tensor shaped like `param` over `flat`'s memory from element `offset`.
+// Not an autograd view of `flat`: LibTorch's Optimizer::zero_grad() calls
+// detach_() on every grad, which a view refuses.
+torch::Tensor sharingMemory(const torch::Tensor& flat, int64_t offset,
+                            const torch::Tensor& param) {
+  torch::Tensor t = torch::empty({0}, flat.options());
+  t.set_(flat.storage(), flat.storage_offset() + offset, param.sizes(),
+         c10::contiguous_strides(param.sizes()));
+  return t;
+}
+
+bool sameMemory(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.is_alias_of(b) && a.data_ptr() == b.data_ptr();
+}
+
+}  // namespace
+
 // PyTorch's rule: walk the parameters in reverse, one open bucket per
 // type, close a bucket once it holds at least its limit (the first bucket
 // of a type: firstBucketMb, later ones bucketCapMb).
@@ -182,6 +203,9 @@ void DistributedDataParallel::assignBuckets() {
         k + 1 == buckets_.size() ? static_cast<int64_t>(params_.size()) : 0;
     b.flat = torch::zeros({b.gradientElements + extra},
                           torch::TensorOptions().dtype(b.type));
+    for (size_t slot = 0; slot < b.params.size(); ++slot) {
+      b.views.push_back(sharingMemory(b.flat, b.offsets[slot], params_[b.params[slot]]));
+    }
   }
   ready_.assign(params_.size(), false);
   usedSinceSync_.assign(params_.size(), false);
@@ -217,23 +241,28 @@ void DistributedDataParallel::startRound() {
       [this] { finishRound(); });
 }
 
-// Copies the parameter's gradient (zeros when it has none) into its bucket.
+const torch::Tensor& DistributedDataParallel::bucketView(size_t param) const {
+  const auto [k, slot] = slotOf_[param];
+  return buckets_[k].views[slot];
+}
+
+// Puts the parameter's gradient (zeros when it has none) into its bucket:
+// nothing to do when grad() already is the bucket's view; otherwise a copy,
+// after which a hooked gradient becomes the view (gradientAsBucketView).
 void DistributedDataParallel::markReady(size_t param, bool fromHook) {
   DISTRUN_ENFORCE(!ready_[param], "gradient of ", names_[param],
                   " produced twice in one backward pass");
   ready_[param] = true;
-  const auto [k, slot] = slotOf_[param];
-  Bucket& b = buckets_[k];
-  const torch::Tensor& p = params_[param];
-  torch::Tensor view = b.flat.narrow(0, b.offsets[slot], p.numel()).view(p.sizes());
-  const torch::Tensor& grad = p.grad();
-  if (grad.defined()) {
-    view.copy_(grad);
-  } else {
+  const torch::Tensor& view = bucketView(param);
+  torch::Tensor& grad = params_[param].mutable_grad();
+  if (!grad.defined()) {
     DISTRUN_ENFORCE(!fromHook, "hook fired without a gradient for ", names_[param]);
     view.zero_();
+  } else if (!sameMemory(grad, view)) {
+    view.copy_(grad);
+    if (fromHook && options_.gradientAsBucketView) grad = view;
   }
-  --b.pending;
+  --buckets_[slotOf_[param].first].pending;
 }
 
 // During backward the last bucket waits for its end: its gradients (the
@@ -263,12 +292,17 @@ void DistributedDataParallel::launch(size_t k) {
 
 // End of backward: parameters without a gradient this pass join as their
 // accumulated gradient (noSync) or zeros, the remaining buckets start, and
-// the averages go back into grad().
+// the averages reach grad(). A view grad() of a parameter nobody used is
+// kept aside, since the all-reduce averages its slot too.
 void DistributedDataParallel::finishRound() {
   roundActive_ = false;
   if (buckets_.empty()) return;
+  std::vector<torch::Tensor> untouched(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (!ready_[i]) markReady(i, /*fromHook=*/false);
+    if (ready_[i]) continue;
+    const torch::Tensor& grad = params_[i].grad();
+    if (grad.defined() && sameMemory(grad, bucketView(i))) untouched[i] = grad.clone();
+    markReady(i, /*fromHook=*/false);
   }
   const auto start = std::chrono::steady_clock::now();
   launchReadyBuckets(/*endOfBackward=*/true);
@@ -278,7 +312,13 @@ void DistributedDataParallel::finishRound() {
   stats_.totalWaitSeconds += stats_.lastWaitSeconds;
   stats_.buckets = static_cast<int64_t>(buckets_.size());
   ++stats_.syncedSteps;
+  deliverAverages(untouched);
+  std::fill(usedSinceSync_.begin(), usedSinceSync_.end(), false);
+}
 
+// A parameter used on some rank gets the average in grad(); one used on
+// none keeps what it had (`untouched`: its view's value before averaging).
+void DistributedDataParallel::deliverAverages(const std::vector<torch::Tensor>& untouched) {
   const Bucket& last = buckets_.back();
   torch::Tensor used = last.flat.narrow(0, last.gradientElements,
                                         static_cast<int64_t>(params_.size()))
@@ -286,18 +326,21 @@ void DistributedDataParallel::finishRound() {
   const float* usedAnywhere = used.data_ptr<float>();
   torch::NoGradGuard noGrad;
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (!(usedAnywhere[i] > 0)) continue;
-    const auto [k, slot] = slotOf_[i];
-    const Bucket& b = buckets_[k];
-    torch::Tensor& p = params_[i];
-    torch::Tensor averaged = b.flat.narrow(0, b.offsets[slot], p.numel()).view(p.sizes());
-    if (p.grad().defined()) {
-      p.mutable_grad().copy_(averaged);
+    const torch::Tensor& view = bucketView(i);
+    if (!(usedAnywhere[i] > 0)) {
+      if (untouched[i].defined()) view.copy_(untouched[i]);
+      continue;
+    }
+    torch::Tensor& grad = params_[i].mutable_grad();
+    if (grad.defined() && sameMemory(grad, view)) continue;
+    if (options_.gradientAsBucketView) {
+      grad = view;
+    } else if (grad.defined()) {
+      grad.copy_(view);
     } else {
-      p.mutable_grad() = averaged.clone();
+      grad = view.clone();
     }
   }
-  std::fill(usedSinceSync_.begin(), usedSinceSync_.end(), false);
 }
 
 void DistributedDataParallel::syncBuffers() {

@@ -23,6 +23,11 @@ struct DdpOptions {
   // while backward goes on. false: all buckets after backward (to measure
   // what overlap buys).
   bool overlap = true;
+  // Each parameter's grad() is a view into its bucket (PyTorch's
+  // gradient_as_bucket_view): backward accumulates straight into the
+  // bucket and the all-reduce averages it in place, with no copy in and
+  // none back. false: grad() keeps its own memory and is copied.
+  bool gradientAsBucketView = true;
 };
 
 // Where the time of the last synchronised backward pass went.
@@ -41,16 +46,19 @@ struct DdpStats {
 //    (ConfigError naming the first difference otherwise), then broadcasts
 //    them from rank 0.
 //  - Every backward pass then averages the gradients over the ranks: a hook
-//    on each parameter's gradient accumulator copies the gradient into its
-//    bucket; a full bucket starts an asynchronous all-reduce (avg) while
-//    backward continues; buckets start in the same order on every rank. At
-//    the end of backward the averaged gradients are copied back into
-//    param.grad(). After optimizer.step() every rank holds bitwise-equal
-//    parameters.
+//    on each parameter's gradient accumulator marks the gradient ready in
+//    its bucket; a full bucket starts an asynchronous all-reduce (avg) while
+//    backward continues; buckets start in the same order on every rank.
+//    With gradientAsBucketView (the default) param.grad() is a view into
+//    the bucket from the first backward on (again after a grad is set to
+//    undefined), so the average lands in grad() in place; otherwise the
+//    hook copies grad() in and the end of backward copies the average
+//    back. Either way, after optimizer.step() every rank holds
+//    bitwise-equal parameters.
 //  - A parameter that got no gradient on some rank in a step counts as
 //    zero there (its bucket starts at the end of backward instead of
 //    hanging); one that got no gradient on any rank keeps its grad()
-//    untouched (undefined stays undefined).
+//    untouched (undefined stays undefined, a value keeps its value).
 //  - Inside a noSync() guard backward passes only accumulate locally; the
 //    first backward after it averages the accumulated gradients.
 //
@@ -93,6 +101,7 @@ class DistributedDataParallel {
   struct Bucket;
   class GradientHook;
 
+  const torch::Tensor& bucketView(size_t param) const;
   void verifyShapes();
   void broadcastFromRankZero(const std::vector<torch::Tensor>& tensors);
   void assignBuckets();
@@ -103,6 +112,7 @@ class DistributedDataParallel {
   void launchReadyBuckets(bool endOfBackward);
   void launch(size_t bucket);
   void finishRound();
+  void deliverAverages(const std::vector<torch::Tensor>& untouched);
 
   torch::nn::Module& module_;
   comm::Communicator& comm_;

@@ -103,6 +103,7 @@ struct Variant {
   int world;
   double bucketCapMb;
   bool overlap;
+  bool gradientAsBucketView = true;
 };
 
 class DdpGradientTest : public ::testing::TestWithParam<Variant> {};
@@ -118,7 +119,8 @@ TEST_P(DdpGradientTest, GradientsEqualSingleProcessOnTheUnionOfBatches) {
     DistributedDataParallel ddp(net, comm,
                                 {.bucketCapMb = v.bucketCapMb,
                                  .firstBucketMb = v.bucketCapMb,
-                                 .overlap = v.overlap});
+                                 .overlap = v.overlap,
+                                 .gradientAsBucketView = v.gradientAsBucketView});
     net.forward(shard(inputs, comm.rank(), perRank)).pow(2).mean().backward();
     expectClose(gradsOf(net), want, "rank " + std::to_string(comm.rank()));
   }));
@@ -129,11 +131,13 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Variant{1, 25, true}, Variant{2, 25, true},
                       Variant{3, 25, true}, Variant{4, 25, true},
                       Variant{2, 0.0001, true}, Variant{3, 0.0001, true},
-                      Variant{4, 0.0001, false}, Variant{2, 25, false}),
+                      Variant{4, 0.0001, false}, Variant{2, 25, false},
+                      Variant{2, 25, true, false}, Variant{3, 0.0001, true, false}),
     [](const ::testing::TestParamInfo<Variant>& p) {
       return "world" + std::to_string(p.param.world) +
              (p.param.bucketCapMb < 1 ? "_tinyBuckets" : "_oneBucket") +
-             (p.param.overlap ? "_overlap" : "_noOverlap");
+             (p.param.overlap ? "_overlap" : "_noOverlap") +
+             (p.param.gradientAsBucketView ? "" : "_copiedGradients");
     });
 
 TEST(DdpTest, ParametersStayBitwiseEqualAcrossRanksWhileTraining) {
@@ -201,6 +205,67 @@ TEST(DdpTest, ParameterUnusedOnSomeRanksCountsAsZeroAndNeverUsedStaysUndefined) 
       net.forward(shard(inputs, comm.rank(), perRank), comm.rank() == 0).pow(2).mean().backward();
     }
     expectClose(gradsOf(net), want, "rank " + std::to_string(comm.rank()));
+  }));
+}
+
+// One bucket holds the parameters in reverse order, so with views each
+// parameter's gradient starts where the next parameter's ends.
+TEST(DdpTest, GradientsAreViewsIntoTheBucketFromTheFirstBackwardOn) {
+  expectNoErrors(runGlooThreads(2, [](Communicator& comm) {
+    Net net;
+    DistributedDataParallel ddp(net, comm);
+    torch::optim::SGD sgd(net.parameters(), torch::optim::SGDOptions(0.1));
+    const std::vector<torch::Tensor> params = net.parameters();
+    for (int step = 0; step < 2; ++step) {
+      sgd.zero_grad();  // LibTorch's detach_() on every grad: no views refused
+      net.forward(globalInputs(4), /*takeBranch=*/true).pow(2).mean().backward();
+      for (size_t i = 0; i + 1 < params.size(); ++i) {
+        if (!params[i + 1].grad().defined()) continue;  // `unused`
+        const auto* next = static_cast<const char*>(params[i + 1].grad().data_ptr());
+        EXPECT_EQ(params[i].grad().data_ptr(), next + params[i + 1].nbytes())
+            << "rank " << comm.rank() << " step " << step << " param " << i;
+      }
+      sgd.step();
+    }
+  }));
+}
+
+// A gradient set to undefined (zero_grad with set_to_none) is accumulated
+// anew by autograd; DDP must average that one and make it a view again.
+TEST(DdpTest, GradientsSetToUndefinedBetweenStepsAreStillAveraged) {
+  const int world = 2;
+  const int64_t perRank = 3;
+  const torch::Tensor inputs = globalInputs(perRank * world);
+  const std::vector<torch::Tensor> want = referenceGradients(inputs);
+  expectNoErrors(runGlooThreads(world, [&](Communicator& comm) {
+    std::shared_ptr<Net> owner = makeNet(comm.rank());
+    Net& net = *owner;
+    DistributedDataParallel ddp(net, comm);
+    for (int step = 0; step < 3; ++step) {
+      for (auto& p : net.parameters()) p.mutable_grad() = torch::Tensor();
+      net.forward(shard(inputs, comm.rank(), perRank)).pow(2).mean().backward();
+      expectClose(gradsOf(net), want, "rank " + std::to_string(comm.rank()) +
+                                          " step " + std::to_string(step));
+    }
+  }));
+}
+
+// The all-reduce averages every slot of a bucket, also those of parameters
+// nobody used this step; their grad() must come out as it went in, even
+// where it differs from rank to rank.
+TEST(DdpTest, GradientOfAParameterNobodyUsedKeepsItsValue) {
+  expectNoErrors(runGlooThreads(3, [](Communicator& comm) {
+    Net net;
+    DistributedDataParallel ddp(net, comm);
+    const torch::Tensor x = globalInputs(6).narrow(0, 2 * comm.rank(), 2);
+    net.forward(x, /*takeBranch=*/true).pow(2).mean().backward();
+    {
+      torch::NoGradGuard noGrad;
+      net.branch->weight.mutable_grad().fill_(comm.rank() + 1);  // in place: still the view
+    }
+    net.forward(x, /*takeBranch=*/false).pow(2).mean().backward();
+    EXPECT_TRUE(net.branch->weight.grad().eq(comm.rank() + 1).all().item<bool>())
+        << "rank " << comm.rank() << ": " << net.branch->weight.grad();
   }));
 }
 
