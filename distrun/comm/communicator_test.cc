@@ -1,5 +1,10 @@
 #include "distrun/comm/communicator.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -7,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/comm/connect.h"
+#include "distrun/comm/shm/shared_segment.h"
 #include "distrun/comm/testing/contract.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
@@ -70,7 +76,18 @@ TEST(CommunicatorTest, AsyncWorkOverlapsTheCaller) {
   EXPECT_EQ(errors, std::vector<std::string>(3, ""));
 }
 
-TEST(CommunicatorTest, LostPeerIsNamedAndTheErrorSticks) {
+// The failures below, with allreduce through shared memory (all ranks here
+// share a host) and through TCP.
+class CommunicatorFailureTest : public ::testing::TestWithParam<bool> {
+ protected:
+  GlooOptions options() const {
+    GlooOptions o;
+    o.sharedMemory = GetParam();
+    return o;
+  }
+};
+
+TEST_P(CommunicatorFailureTest, LostPeerIsNamedAndTheErrorSticks) {
   auto errors = runGlooThreads(3, [](Communicator& comm) {
     if (comm.rank() == 2) return;  // leaves: its connections close
     std::vector<float> data(1000, 1.0f);
@@ -84,11 +101,11 @@ TEST(CommunicatorTest, LostPeerIsNamedAndTheErrorSticks) {
       EXPECT_EQ(e.exitCode(), ExitCode::kPeerLost);
     }
     EXPECT_THROW(comm.barrier(), CommunicationError);
-  });
+  }, options());
   EXPECT_EQ(errors, std::vector<std::string>(3, ""));
 }
 
-TEST(CommunicatorTest, ReduceScatterFailuresNameReduceScatter) {
+TEST_P(CommunicatorFailureTest, ReduceScatterFailuresNameReduceScatter) {
   auto errors = runGlooThreads(2, [](Communicator& comm) {
     if (comm.rank() == 1) return;
     std::vector<float> in(2000, 1.0f), out(1000);
@@ -100,14 +117,14 @@ TEST(CommunicatorTest, ReduceScatterFailuresNameReduceScatter) {
     } catch (const CommunicationError& e) {
       EXPECT_THAT(e.what(), ::testing::StartsWith("reduce_scatter: lost "));
     }
-  });
+  }, options());
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
 }
 
-TEST(CommunicatorTest, SilentPeerTimesOut) {
+TEST_P(CommunicatorFailureTest, SilentPeerTimesOut) {
   std::atomic<bool> released{false};
-  GlooOptions options;
-  options.timeout = std::chrono::milliseconds(300);
+  GlooOptions o = options();
+  o.timeout = std::chrono::milliseconds(300);
   auto errors = runGlooThreads(2, [&](Communicator& comm) {
     if (comm.rank() == 1) {
       while (!released) std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -121,8 +138,117 @@ TEST(CommunicatorTest, SilentPeerTimesOut) {
       EXPECT_THAT(e.what(), HasSubstr("allreduce: rank 0 waited 0.3 s for its peers"));
     }
     released = true;
-  }, options);
+  }, o);
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+}
+
+// A rank that gives up on TCP (its peer there is gone) tells the ranks
+// waiting for it in shared memory at once: rank 1 fails while rank 0, the
+// one it waits for, is still alive and holds its communicator.
+TEST(SharedMemoryAllreduceTest, ARankThatFailsElsewhereReleasesItsWaitingPeers) {
+  std::atomic<bool> rank1Failed{false};
+  std::atomic<bool> rank0Alive{true};
+  bool failedWhileRank0Alive = false;
+  GlooOptions o;
+  o.timeout = std::chrono::seconds(60);
+  auto errors = runGlooThreads(3, [&](Communicator& comm) {
+    float x = 1;
+    if (comm.rank() == 2) {  // leaves once rank 1 waits in shared memory
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      return;
+    }
+    try {
+      if (comm.rank() == 0) {
+        comm.barrier();  // fails: rank 2 left
+      } else {
+        comm.allreduce(&x, 1, ReduceOp::kSum);  // waits for rank 0
+      }
+      ADD_FAILURE() << "rank " << comm.rank() << " returned";
+    } catch (const CommunicationError& e) {
+      if (comm.rank() == 1) {
+        failedWhileRank0Alive = rank0Alive;
+        rank1Failed = true;
+        EXPECT_THAT(e.what(), HasSubstr("allreduce: "));
+      }
+    }
+    if (comm.rank() == 0) {  // stays, up to 20 s, until rank 1 has failed
+      for (int i = 0; i < 2000 && !rank1Failed; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      rank0Alive = false;
+    }
+  }, o);
+  EXPECT_EQ(errors, std::vector<std::string>(3, ""));
+  EXPECT_TRUE(failedWhileRank0Alive);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorFailureTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "shared_memory" : "tcp";
+                         });
+
+// Once every rank has mapped the segment, its name is gone: nothing is
+// left in /dev/shm however the job ends.
+TEST(SharedMemoryAllreduceTest, LeavesNothingInDevShm) {
+  const std::string mine = "distrun-" + std::to_string(::getpid()) + "-";
+  auto errors = runGlooThreads(2, [&](Communicator& comm) {
+    std::vector<double> x(100, comm.rank() + 1.0);
+    comm.allreduce(x.data(), x.size(), ReduceOp::kSum);
+    EXPECT_EQ(x[99], 3.0);
+    for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+      EXPECT_EQ(entry.path().filename().string().rfind(mine, 0), std::string::npos)
+          << entry.path();
+    }
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+}
+
+// A segment /dev/shm cannot hold (16 TiB slots) is refused when it is
+// made, not with a SIGBUS later; every rank then uses TCP, and says so.
+TEST(SharedMemoryAllreduceTest, ASegmentThatCannotBeMadeLeavesEveryRankOnTcp) {
+  GlooOptions o;
+  o.sharedSlotBytes = size_t{1} << 44;
+  ::testing::internal::CaptureStderr();
+  auto errors = runGlooThreads(2, [](Communicator& comm) {
+    std::vector<float> x(1000, static_cast<float>(comm.rank() + 1));
+    comm.allreduce(x.data(), x.size(), ReduceOp::kSum);
+    EXPECT_EQ(x[999], 3.0f);
+  }, o);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+  EXPECT_THAT(err, HasSubstr("distrun: warning: rank 0: no shared-memory allreduce, the ranks "
+                             "use TCP: posix_fallocate(/distrun-"));
+  EXPECT_THAT(err, HasSubstr("rank 1: no shared-memory allreduce, the ranks use TCP: rank 0 "
+                             "did not create the segment"));
+}
+
+TEST(SharedSegmentTest, OpenSeesWhatCreateWrote) {
+  const std::string name = "/distrun-test-" + std::to_string(::getpid());
+  SharedSegment made = SharedSegment::create(name, 4096);
+  std::memcpy(made.data() + 100, "hello", 6);
+  SharedSegment opened = SharedSegment::open(name, 4096);
+  SharedSegment::unlink(name);
+  EXPECT_STREQ(opened.data() + 100, "hello");
+  EXPECT_EQ(opened.data()[0], 0);  // zero-filled
+  try {
+    SharedSegment::open(name, 4096);
+    FAIL();
+  } catch (const SystemError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "shm_open(" + name + ") failed: No such file or directory");
+  }
+}
+
+TEST(SharedSegmentTest, ASegmentShorterThanExpectedIsRefused) {
+  const std::string name = "/distrun-test-short-" + std::to_string(::getpid());
+  SharedSegment made = SharedSegment::create(name, 4096);
+  try {
+    SharedSegment::open(name, 8192);
+    FAIL();
+  } catch (const SystemError& e) {
+    EXPECT_THAT(e.what(), HasSubstr(name + ": 4096 bytes where 8192 were expected"));
+  }
+  SharedSegment::unlink(name);
 }
 
 TEST(ConnectTest, MasterAddrAndPortWithRankZeroHostingTheStore) {
@@ -174,12 +300,14 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
       EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
     }
   }
-  try {
-    connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DISTRUN_COMM_SPIN", "2"}});
-    FAIL();
-  } catch (const ConfigError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("DISTRUN_COMM_SPIN='2'"));
-    EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
+  for (const char* flag : {"DISTRUN_COMM_SPIN", "DISTRUN_COMM_SHM"}) {
+    try {
+      connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {flag, "2"}});
+      FAIL() << flag;
+    } catch (const ConfigError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(std::string(flag) + "='2'"));
+      EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
+    }
   }
 }
 

@@ -90,6 +90,9 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env,
   gloo.listenHost = listenHost(env, size);
   gloo.bcubeBelowBytes = bytesFrom(env, "DISTRUN_GLOO_BCUBE_BELOW", gloo.bcubeBelowBytes);
   gloo.gatherBelowBytes = bytesFrom(env, "DISTRUN_GLOO_GATHER_BELOW", gloo.gatherBelowBytes);
+  if (auto shm = env.get("DISTRUN_COMM_SHM")) {
+    gloo.sharedMemory = parseCount(*shm, "DISTRUN_COMM_SHM", 1) == 1;
+  }
   if (auto spin = env.get("DISTRUN_COMM_SPIN")) {
     gloo.spinWhileWaiting = parseCount(*spin, "DISTRUN_COMM_SPIN", 1) == 1;
   }

@@ -28,7 +28,11 @@ TEST(CommProcessTest, GlooContractUnderDistrunRun) {
 
 // Rank 3 of 4 dies mid-job (SIGKILL): every other rank fails within
 // seconds with exit 69 and names rank 3, its host and pid; none hangs.
-TEST(CommProcessTest, ADeadPeerIsNamedByEveryRank) {
+// Allreduce through shared memory (DISTRUN_COMM_SHM=1, the default on one
+// host) and through TCP.
+class DeadPeerTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DeadPeerTest, IsNamedByEveryRank) {
   const int port = pickFreeTcpPort();
   const std::string dir = ::testing::TempDir() + "/lose" + std::to_string(port);
   runCommand("mkdir -p " + quote(dir));
@@ -36,7 +40,7 @@ TEST(CommProcessTest, ADeadPeerIsNamedByEveryRank) {
   for (int r = 0; r < 4; ++r) {
     pids.push_back(startCommand(
         "env RANK=" + std::to_string(r) + " WORLD_SIZE=4 LOCAL_WORLD_SIZE=4 MASTER_ADDR=127.0.0.1" +
-            " MASTER_PORT=" + std::to_string(port) + " DISTRUN_COMM_TIMEOUT=60 timeout 60 " +
+            " MASTER_PORT=" + std::to_string(port) + " DISTRUN_COMM_TIMEOUT=60 DISTRUN_COMM_SHM=" + GetParam() + " timeout 60 " +
             quote(binaryPath("comm_contract_worker")) + " gloo lose 3",
         dir + "/rank" + std::to_string(r)));
   }
@@ -51,6 +55,11 @@ TEST(CommProcessTest, ADeadPeerIsNamedByEveryRank) {
     EXPECT_THAT(log, HasSubstr("lost rank 3 (host ")) << "rank " << r;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, DeadPeerTest, ::testing::Values("1", "0"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           return std::string(p.param) == "1" ? "shared_memory" : "tcp";
+                         });
 
 TEST(CommProcessTest, BareBenchLaunchesTwoRanksOfItself) {
   CommandResult r = runCommand("timeout 120 " + distrun() +

@@ -3,7 +3,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <iostream>
 #include <thread>
 #include <vector>
 
@@ -117,9 +119,62 @@ void GlooCommunicator::connectMesh() {
   }
   PeerDirectory::publish(*store_, prefix_, rank(), self);
   peers_.load(*store_, prefix_, rank(), size(), options_.timeout);
+  attachSharedMemory();
   // Nobody leaves construction (and may stop a store it hosts) before
   // every rank has read the directory.
   doBarrier();
+}
+
+void GlooCommunicator::attachSharedMemory() {
+  if (!options_.sharedMemory || size() == 1 || !peers_.allOnHost(readHostFacts().hostname)) {
+    return;
+  }
+  std::string name;
+  std::string problem;
+  std::unique_ptr<SharedMemoryAllreduce> attached;
+  try {
+    attached = openSharedMemory(name);
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  int32_t everyone = problem.empty() ? 1 : 0;
+  allreduceAs("allreduce", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
+  if (rank() == 0 && !name.empty()) SharedSegment::unlink(name);  // all have it open
+  if (everyone == 1) {
+    shared_ = std::move(attached);
+  } else if (!problem.empty()) {
+    std::cerr << fmt::format(
+        "distrun: warning: rank {}: no shared-memory allreduce, the ranks use TCP: {}\n",
+        rank(), problem);
+  }
+}
+
+// Rank 0 creates the segment and publishes its name ("" when it could not);
+// the others open it. `name` is set once the segment exists.
+std::unique_ptr<SharedMemoryAllreduce> GlooCommunicator::openSharedMemory(std::string& name) {
+  static std::atomic<int> created{0};
+  const size_t slot = options_.sharedSlotBytes;
+  const size_t bytes = SharedMemoryAllreduce::segmentBytes(size(), slot);
+  const std::string key = prefix_ + "/shm/name";
+  SharedSegment segment;
+  if (rank() == 0) {
+    const std::string wanted = fmt::format("/distrun-{}-{}", ::getpid(), created++);
+    try {
+      segment = SharedSegment::create(wanted, bytes);
+    } catch (const Error&) {
+      store_->set(key, "");
+      throw;
+    }
+    name = wanted;
+    SharedMemoryAllreduce::format(segment, size(), slot);
+    store_->set(key, name);
+  } else {
+    const std::string published = store_->get(key, options_.timeout).value_or("");
+    if (published.empty()) throw std::runtime_error("rank 0 did not create the segment");
+    segment = SharedSegment::open(published, bytes);
+  }
+  return std::make_unique<SharedMemoryAllreduce>(std::move(segment), rank(), size(), slot,
+                                                 options_.timeout);
 }
 
 void GlooCommunicator::guarded(const char* op, const std::function<void()>& call) {
@@ -140,6 +195,7 @@ void GlooCommunicator::handleFailure(const char* op, const std::string& detail) 
   std::string mine = peer ? "lost " + peers_.describe(*peer) : "lost a peer";
   std::optional<std::string> first;
   if (!timedOut) first = firstRecordedFailure(peer ? std::optional(mine) : std::nullopt);
+  if (shared_) shared_->abort();
   // Close every connection so that ranks waiting on this one fail now
   // instead of at their timeout.
   context_->closeConnections();
@@ -179,6 +235,10 @@ void GlooCommunicator::doAllreduce(const void* in, void* out, size_t count,
 
 void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out,
                                    size_t count, DataType type, ReduceOp op) {
+  if (shared_) {
+    sharedAllreduce(name, in, out, count, type, op);
+    return;
+  }
   if (count * sizeOf(type) < options_.gatherBelowBytes && size() > 1 &&
       size() <= options_.gatherMaxRanks) {
     allreduceByGather(name, in, out, count, type, op);
@@ -200,6 +260,39 @@ void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out,
       gloo::allreduce(opts);
     });
   });
+}
+
+void GlooCommunicator::sharedAllreduce(const char* name, const void* in, void* out,
+                                       size_t count, DataType type, ReduceOp op) {
+  IdleSpinner::Scope awake(spinner_.get());
+  try {
+    shared_->run(in, out, count, type, op);
+  } catch (const SharedMemoryFailure& f) {
+    failShared(name, f);
+  }
+}
+
+// As handleFailure, for a failure seen in shared memory: the waiting peers
+// are told first, then the ranks that wait on TCP.
+void GlooCommunicator::failShared(const char* op, const SharedMemoryFailure& failure) {
+  using Kind = SharedMemoryFailure::Kind;
+  shared_->abort();
+  if (failure.kind == Kind::kTimedOut) {
+    context_->closeConnections();
+    throw TimeoutError(fmt::format(
+        "{}: rank {} waited {} s for its peers (DISTRUN_COMM_TIMEOUT): {} did not arrive "
+        "at a shared-memory allreduce",
+        op, rank(), seconds(options_.timeout), peers_.describe(failure.peer)));
+  }
+  std::optional<std::string> mine;
+  if (failure.kind == Kind::kPeerExited) mine = "lost " + peers_.describe(failure.peer);
+  const std::optional<std::string> first = firstRecordedFailure(mine);
+  context_->closeConnections();
+  const std::string seen =
+      mine ? *mine + ": it exited or closed its communicator during a shared-memory allreduce"
+           : peers_.describe(failure.peer) + " gave up on a shared-memory allreduce";
+  if (first) throw CommunicationError(fmt::format("{}: {}; here on rank {}: {}", op, *first, rank(), seen));
+  throw CommunicationError(fmt::format("{}: {}", op, seen));
 }
 
 // Every rank receives every input in one allgather (n-1 steps in one

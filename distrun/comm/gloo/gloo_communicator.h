@@ -10,6 +10,7 @@
 #include "distrun/comm/communicator.h"
 #include "distrun/comm/gloo/peer_directory.h"
 #include "distrun/comm/idle_spinner.h"
+#include "distrun/comm/shm/shared_memory_allreduce.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
 
@@ -46,6 +47,12 @@ struct GlooOptions {
   // a single segment per step, leaves them in turn). Measured best at 4-8
   // MiB for 16-256 MB messages here (docs/comm.md).
   size_t maxSegmentBytes = 4 << 20;
+  // When every rank is on this host, allreduce (and reduce_scatter) goes
+  // through a shared-memory segment instead of loopback TCP, in pieces of
+  // at most sharedSlotBytes (SharedMemoryAllreduce); DISTRUN_COMM_SHM=0
+  // turns it off. Where a rank cannot map the segment, all use TCP.
+  bool sharedMemory = true;
+  size_t sharedSlotBytes = 4 << 20;
   // While an operation waits on its peers, an idle-class thread keeps this
   // CPU from halting (IdleSpinner); DISTRUN_COMM_SPIN=0 turns it off.
   bool spinWhileWaiting = true;
@@ -53,7 +60,8 @@ struct GlooOptions {
 
 // The Gloo backend: Gloo's TCP transport and its collectives (ring and
 // bcube allreduce, broadcast, allgather, alltoall, barrier, unbound-buffer
-// send/recv). reduce_scatter is Gloo's allreduce keeping this rank's block
+// send/recv), with allreduce through shared memory when all ranks share a
+// host. reduce_scatter is Gloo's allreduce keeping this rank's block
 // (Gloo has no standalone reduce-scatter in its new-style API).
 // Creating one sets SIGPIPE to ignored for the process: Gloo's socket
 // writes would otherwise let a dead peer kill this rank silently.
@@ -92,6 +100,13 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void connectMesh();
+  // Maps the shared-memory allreduce's segment when every rank is on this
+  // host and options_.sharedMemory; all ranks agree on whether they use it.
+  void attachSharedMemory();
+  std::unique_ptr<SharedMemoryAllreduce> openSharedMemory(std::string& name);
+  void sharedAllreduce(const char* name, const void* in, void* out, size_t count,
+                       DataType type, ReduceOp op);
+  [[noreturn]] void failShared(const char* op, const SharedMemoryFailure& failure);
   // Gloo's allreduce (bcube or ring by size), or for small messages on
   // few ranks allreduceByGather; failures name `name`.
   void allreduceAs(const char* name, const void* in, void* out, size_t count,
@@ -119,6 +134,7 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::Context> context_;
   PeerDirectory peers_;
   std::unique_ptr<IdleSpinner> spinner_;  // when options_.spinWhileWaiting
+  std::unique_ptr<SharedMemoryAllreduce> shared_;  // when attachSharedMemory agreed
   uint32_t tag_ = 0;
   bool failed_ = false;
   std::vector<char> gathered_;  // allreduceByGather's inputs, reused

@@ -12,11 +12,15 @@ namespace distrun::comm {
 namespace {
 
 // The contract's counts are small (at most 1031 elements), so the size
-// thresholds pick the allreduce algorithm: each one is checked whole.
-enum class Allreduce { kGather, kBcube, kRing };
+// thresholds pick the allreduce algorithm: each one is checked whole. The
+// shared-memory allreduce (all ranks here share a host) gets slots of 256
+// bytes, so that most counts go in several pieces through both slot sets.
+enum class Allreduce { kSharedMemory, kGather, kBcube, kRing };
 
 GlooOptions forcing(Allreduce algorithm) {
   GlooOptions options;
+  options.sharedMemory = algorithm == Allreduce::kSharedMemory;
+  options.sharedSlotBytes = 256;
   if (algorithm != Allreduce::kGather) options.gatherBelowBytes = 0;
   if (algorithm == Allreduce::kRing) options.bcubeBelowBytes = 0;
   return options;
@@ -24,6 +28,7 @@ GlooOptions forcing(Allreduce algorithm) {
 
 std::string nameOf(Allreduce algorithm) {
   switch (algorithm) {
+    case Allreduce::kSharedMemory: return "shared_memory";
     case Allreduce::kGather: return "gather";
     case Allreduce::kBcube: return "bcube";
     case Allreduce::kRing: return "ring";
@@ -51,7 +56,8 @@ TEST_P(GlooContractTest, EveryCollectiveTypeOpAndCount) {
 INSTANTIATE_TEST_SUITE_P(
     WorldSizes, GlooContractTest,
     ::testing::Combine(::testing::Values(1, 2, 3, 4),
-                       ::testing::Values(Allreduce::kGather, Allreduce::kBcube, Allreduce::kRing)),
+                       ::testing::Values(Allreduce::kSharedMemory, Allreduce::kGather,
+                                         Allreduce::kBcube, Allreduce::kRing)),
     [](const ::testing::TestParamInfo<std::tuple<int, Allreduce>>& p) {
       return "world" + std::to_string(std::get<0>(p.param)) + "_" + nameOf(std::get<1>(p.param));
     });

@@ -1,0 +1,215 @@
+#include "distrun/comm/shm/shared_memory_allreduce.h"
+
+#include <linux/futex.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "distrun/comm/reduce.h"
+
+namespace distrun::comm {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x31766d6873727464;  // "dtrshmv1"
+constexpr size_t kLine = 64;                     // one cache line per writer
+// How long a waiting rank polls before it sleeps: a peer in lockstep
+// usually arrives within this, and a wake-up costs more.
+constexpr auto kSpin = std::chrono::microseconds(30);
+// How often a sleeping rank checks that its peer is alive.
+constexpr auto kCheckEvery = std::chrono::milliseconds(50);
+
+size_t roundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// Sequence numbers wrap; `posted` has reached `wanted` when it is at most
+// 2^31 ahead of it.
+bool reached(uint32_t posted, uint32_t wanted) {
+  return static_cast<int32_t>(posted - wanted) >= 0;
+}
+
+void futexWait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nanoseconds timeout) {
+  const auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+  timespec ts{.tv_sec = s.count(), .tv_nsec = (timeout - s).count()};
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futexWakeAll(std::atomic<uint32_t>& word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
+            0);
+}
+
+uint64_t pidNamespace() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// Gone, or a zombie: a SIGKILLed rank whose parent has not reaped it yet
+// still answers kill(pid, 0).
+bool processExited(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= text.size()) return false;
+  const char state = text[paren + 2];
+  return state == 'Z' || state == 'X';
+}
+
+}  // namespace
+
+struct SharedMemoryAllreduce::Header {
+  uint64_t magic;
+  uint64_t slotBytes;
+  int32_t ranks;
+  std::atomic<uint32_t> abortedBy;  // 1 + the rank that gave up; 0: none
+};
+
+struct SharedMemoryAllreduce::RankLine {
+  std::atomic<uint32_t> posted;  // the last sequence whose input is in place
+  std::atomic<uint32_t> left;    // 1 once the rank closed its communicator
+  int32_t pid;
+  uint64_t pidNamespace;
+};
+
+static_assert(sizeof(std::atomic<uint32_t>) == 4 && std::atomic<uint32_t>::is_always_lock_free,
+              "futexes need plain 32-bit atomics");
+
+size_t SharedMemoryAllreduce::segmentBytes(int size, size_t slotBytes) {
+  const auto ranks = static_cast<size_t>(size);
+  return kLine * (1 + ranks) + 2 * ranks * roundUp(slotBytes, kLine);
+}
+
+void SharedMemoryAllreduce::format(SharedSegment& segment, int size, size_t slotBytes) {
+  auto* header = new (segment.data()) Header{};
+  header->magic = kMagic;
+  header->slotBytes = slotBytes;
+  header->ranks = size;
+  for (int r = 0; r < size; ++r) {
+    new (segment.data() + kLine * (1 + static_cast<size_t>(r))) RankLine{};
+  }
+}
+
+SharedMemoryAllreduce::SharedMemoryAllreduce(SharedSegment segment, int rank, int size,
+                                             size_t slotBytes, std::chrono::milliseconds timeout)
+    : segment_(std::move(segment)),
+      rank_(rank),
+      size_(size),
+      slotBytes_(roundUp(slotBytes, kLine)),
+      timeout_(timeout) {
+  const Header& h = header();
+  if (segment_.size() < segmentBytes(size, slotBytes) || h.magic != kMagic ||
+      h.ranks != size || h.slotBytes != slotBytes) {
+    throw std::runtime_error(fmt::format(
+        "the segment is not laid out for {} ranks of {}-byte slots", size, slotBytes));
+  }
+  line(rank).pid = static_cast<int32_t>(::getpid());
+  line(rank).pidNamespace = pidNamespace();
+}
+
+SharedMemoryAllreduce::~SharedMemoryAllreduce() {
+  line(rank_).left.store(1, std::memory_order_release);
+  futexWakeAll(line(rank_).posted);
+}
+
+SharedMemoryAllreduce::Header& SharedMemoryAllreduce::header() const {
+  return *std::launder(reinterpret_cast<Header*>(segment_.data()));
+}
+
+SharedMemoryAllreduce::RankLine& SharedMemoryAllreduce::line(int rank) const {
+  return *std::launder(
+      reinterpret_cast<RankLine*>(segment_.data() + kLine * (1 + static_cast<size_t>(rank))));
+}
+
+char* SharedMemoryAllreduce::slot(uint32_t sequence, int rank) const {
+  const size_t set = sequence & 1u;
+  const auto ranks = static_cast<size_t>(size_);
+  return segment_.data() + kLine * (1 + ranks) +
+         (set * ranks + static_cast<size_t>(rank)) * slotBytes_;
+}
+
+void SharedMemoryAllreduce::run(const void* in, void* out, size_t count, DataType type,
+                                ReduceOp op) {
+  throwIfAborted();
+  const size_t element = sizeOf(type);
+  const size_t perSlot = slotBytes_ / element;
+  const ReduceKernel reduce = reduceKernel(type, op);
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min(perSlot, count - done);
+    const uint32_t sequence = ++sequence_;
+    std::memcpy(slot(sequence, rank_), static_cast<const char*>(in) + done * element, n * element);
+    post(sequence);
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_) waitFor(r, sequence, deadline);
+    }
+    char* result = static_cast<char*>(out) + done * element;
+    reduce(result, slot(sequence, 0), slot(sequence, 1), n);
+    for (int r = 2; r < size_; ++r) reduce(result, result, slot(sequence, r), n);
+    done += n;
+  }
+}
+
+// The slots of `sequence` - 2 share this set; every peer has posted
+// `sequence` - 1, so each finished reading them before.
+void SharedMemoryAllreduce::post(uint32_t sequence) {
+  std::atomic<uint32_t>& word = line(rank_).posted;
+  word.store(sequence, std::memory_order_release);
+  futexWakeAll(word);
+}
+
+void SharedMemoryAllreduce::waitFor(int peer, uint32_t sequence,
+                                    std::chrono::steady_clock::time_point deadline) const {
+  std::atomic<uint32_t>& word = line(peer).posted;
+  const auto spinUntil = std::chrono::steady_clock::now() + kSpin;
+  for (unsigned i = 0;; ++i) {
+    if (reached(word.load(std::memory_order_acquire), sequence)) return;
+    if (i % 64 == 63 && std::chrono::steady_clock::now() > spinUntil) break;
+  }
+  for (;;) {
+    const uint32_t seen = word.load(std::memory_order_acquire);
+    if (reached(seen, sequence)) return;
+    throwIfAborted();
+    if (exited(peer)) {
+      throw SharedMemoryFailure(SharedMemoryFailure::Kind::kPeerExited, peer,
+                                fmt::format("rank {} exited", peer));
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      throw SharedMemoryFailure(SharedMemoryFailure::Kind::kTimedOut, peer,
+                                fmt::format("rank {} did not arrive", peer));
+    }
+    futexWait(word, seen, std::min<std::chrono::nanoseconds>(kCheckEvery, deadline - now));
+  }
+}
+
+void SharedMemoryAllreduce::throwIfAborted() const {
+  const uint32_t by = header().abortedBy.load(std::memory_order_acquire);
+  if (by == 0) return;
+  const int peer = static_cast<int>(by) - 1;
+  throw SharedMemoryFailure(SharedMemoryFailure::Kind::kAborted, peer,
+                            fmt::format("rank {} gave up", peer));
+}
+
+// Only a peer in this pid namespace can be looked up by its pid.
+bool SharedMemoryAllreduce::exited(int peer) const {
+  const RankLine& other = line(peer);
+  if (other.left.load(std::memory_order_acquire) != 0) return true;
+  if (other.pid == 0 || other.pidNamespace != line(rank_).pidNamespace) return false;
+  return processExited(other.pid);
+}
+
+void SharedMemoryAllreduce::abort() {
+  uint32_t none = 0;
+  header().abortedBy.compare_exchange_strong(none, static_cast<uint32_t>(rank_ + 1));
+  for (int r = 0; r < size_; ++r) futexWakeAll(line(r).posted);
+}
+
+}  // namespace distrun::comm
