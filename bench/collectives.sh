@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Allreduce bus bandwidth, side by side in one run, two ranks on this node:
-#   distrun's gloo backend  vs  PyTorch's torch.distributed.all_reduce (gloo)
+#   distrun's gloo backend  vs  PyTorch's torch.distributed.all_reduce (gloo),
+#     distrun with its shared-memory allreduce (the default on one node) and
+#     with TCP only (DISTRUN_COMM_SHM=0), as PyTorch's gloo is
 #   distrun's mpi backend   vs  a bare MPI_Allreduce loop under mpirun
 # and this machine's memory copy bandwidth as the physical limit. In-place
 # float sums, 4 KB to 256 MB: up to 1 MB with WARMUP + ITERS_SMALL calls per
@@ -43,6 +45,11 @@ distrun_gloo() {
   "$bin/distrun" bench all_reduce $(band "$2" "${@:3}") --nproc-per-node 2 |
     awk -F, 'NR>1 {print $4 "," $13}' >>"$tmp/distrun_gloo.$1"
 }
+distrun_tcp() {
+  # shellcheck disable=SC2046
+  DISTRUN_COMM_SHM=0 "$bin/distrun" bench all_reduce $(band "$2" "${@:3}") --nproc-per-node 2 |
+    awk -F, 'NR>1 {print $4 "," $13}' >>"$tmp/distrun_tcp.$1"
+}
 torch_gloo() {
   BENCH_ITERS=$2 BENCH_WARMUP=$warmup DISTRUN_PYTHON=$python \
     "$bin/distrun" run --log-prefix '' --cpu-bind none --nproc-per-node 2 \
@@ -63,11 +70,11 @@ for round in $(seq 1 "$rounds"); do
     if [[ $b == small ]]; then n=$iters_small; sizes=("${small[@]}"); else n=$iters; sizes=("${large[@]}"); fi
     # Odd rounds run distrun first, even rounds its peers first, so that
     # neither side always follows the other (the machine's state drifts).
-    pairs=("distrun_gloo torch_gloo" "distrun_mpi bare_mpi")
-    for pair in "${pairs[@]}"; do
-      read -r mine peer <<<"$pair"
-      ((round % 2)) || { tmp_swap=$mine; mine=$peer; peer=$tmp_swap; }
-      for contender in "$mine" "$peer"; do
+    groups=("distrun_gloo distrun_tcp torch_gloo" "distrun_mpi bare_mpi")
+    for group in "${groups[@]}"; do
+      read -r -a contenders <<<"$group"
+      ((round % 2)) || mapfile -t contenders < <(printf '%s\n' "${contenders[@]}" | tac)
+      for contender in "${contenders[@]}"; do
         case $contender in
           torch_gloo) ((have_torch)) || continue ;;
           distrun_mpi|bare_mpi) ((have_mpi)) || continue ;;
@@ -92,16 +99,18 @@ def best(name):
             times[size] = min(times.get(size, us), us)
     return times
 
-runs = {n: best(n) for n in ("distrun_gloo", "torch_gloo", "distrun_mpi", "bare_mpi")}
+runs = {n: best(n) for n in ("distrun_gloo", "distrun_tcp", "torch_gloo", "distrun_mpi", "bare_mpi")}
 sizes = sorted(runs["distrun_gloo"])
 bw = lambda n, s: s / runs[n][s] / 1e3 if s in runs[n] else None  # GB/s; 2 ranks: busbw = algbw
 fmt = lambda v: f"{v:8.3f}" if v is not None else "     n/a"
 ratio = lambda a, b: a / b if a and b else None
 print(f"# allreduce, 2 ranks, float sum, in-place; busbw GB/s (best of rounds); copy limit {copy:.2f} GB/s")
-print("#     bytes  distrun-gloo  torch-gloo   ratio  distrun-mpi  bare-mpi   ratio  gloo/copy  mpi/copy")
+print("# distrun-gloo: shared memory on one node (the default); gloo-tcp: DISTRUN_COMM_SHM=0")
+print("#     bytes  distrun-gloo  gloo-tcp  torch-gloo  ratio  tcp-ratio  distrun-mpi  bare-mpi   ratio  gloo/copy  mpi/copy")
 for s in sizes:
-    g, t, m, b = (bw(n, s) for n in ("distrun_gloo", "torch_gloo", "distrun_mpi", "bare_mpi"))
-    print(f"{s:11d}      {fmt(g)}    {fmt(t)} {fmt(ratio(g, t))}     {fmt(m)}  {fmt(b)} {fmt(ratio(m, b))}"
+    g, c, t, m, b = (bw(n, s) for n in ("distrun_gloo", "distrun_tcp", "torch_gloo", "distrun_mpi", "bare_mpi"))
+    print(f"{s:11d}      {fmt(g)}  {fmt(c)}    {fmt(t)} {fmt(ratio(g, t))}   {fmt(ratio(c, t))}"
+          f"     {fmt(m)}  {fmt(b)} {fmt(ratio(m, b))}"
           f"   {fmt(g / copy if g else None)}  {fmt(m / copy if m else None)}")
 
 def summary(label, pairs, target):
@@ -114,6 +123,8 @@ def summary(label, pairs, target):
 print()
 summary("ratio gloo/PyTorch, sizes >= 1 MB ", [ratio(bw("distrun_gloo", s), bw("torch_gloo", s)) for s in sizes if s >= 1 << 20], 1.0)
 summary("ratio gloo/PyTorch, sizes <  64 KB", [ratio(bw("distrun_gloo", s), bw("torch_gloo", s)) for s in sizes if s < 64 << 10], 1.3)
+summary("ratio gloo-tcp/PyTorch, >= 1 MB   ", [ratio(bw("distrun_tcp", s), bw("torch_gloo", s)) for s in sizes if s >= 1 << 20], 1.0)
+summary("ratio gloo-tcp/PyTorch, <  64 KB  ", [ratio(bw("distrun_tcp", s), bw("torch_gloo", s)) for s in sizes if s < 64 << 10], 1.3)
 summary("ratio mpi/bare MPI, all sizes     ", [ratio(bw("distrun_mpi", s), bw("bare_mpi", s)) for s in sizes], 0.95)
 top = max(sizes)
 print(f"share of copy limit at {top >> 20} MB: gloo {bw('distrun_gloo', top) / copy:.2f}, "

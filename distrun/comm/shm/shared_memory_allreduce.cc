@@ -104,6 +104,7 @@ SharedMemoryAllreduce::SharedMemoryAllreduce(SharedSegment segment, int rank, in
       size_(size),
       slotBytes_(roundUp(slotBytes, kLine)),
       timeout_(timeout) {
+  if (size < 2) throw std::runtime_error("a shared-memory allreduce needs 2 or more ranks");
   const Header& h = header();
   if (segment_.size() < segmentBytes(size, slotBytes) || h.magic != kMagic ||
       h.ranks != size || h.slotBytes != slotBytes) {
