@@ -138,7 +138,7 @@ void GlooCommunicator::attachSharedMemory() {
     problem = e.what();
   }
   int32_t everyone = problem.empty() ? 1 : 0;
-  allreduceAs("allreduce", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
+  allreduceAs("communicator", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
   if (rank() == 0 && !name.empty()) SharedSegment::unlink(name);  // all have it open
   if (everyone == 1) {
     shared_ = std::move(attached);
@@ -291,7 +291,10 @@ void GlooCommunicator::failShared(const char* op, const SharedMemoryFailure& fai
   const std::string seen =
       mine ? *mine + ": it exited or closed its communicator during a shared-memory allreduce"
            : peers_.describe(failure.peer) + " gave up on a shared-memory allreduce";
-  if (first) throw CommunicationError(fmt::format("{}: {}; here on rank {}: {}", op, *first, rank(), seen));
+  if (first) {
+    throw CommunicationError(
+        fmt::format("{}: {}; here on rank {}: {}", op, *first, rank(), seen));
+  }
   throw CommunicationError(fmt::format("{}: {}", op, seen));
 }
 
