@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -61,6 +62,21 @@ HostFacts readHostFacts() {
     throw SystemError("gethostname", "", errno);
   }
   return HostFacts{name, countUsableCpus()};
+}
+
+// The command name in parentheses may itself hold ')' and spaces: the
+// fields after it start after the last ')'.
+std::optional<ProcessStatus> readProcessStatus(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return std::nullopt;
+  const size_t close = line.rfind(')');
+  ProcessStatus status;
+  if (close == std::string::npos ||
+      std::sscanf(line.c_str() + close + 1, " %c %ld", &status.state, &status.parentPid) != 2) {
+    return std::nullopt;
+  }
+  return status;
 }
 
 std::string readTextFile(const std::string& path, const std::string& what) {

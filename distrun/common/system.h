@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace distrun {
@@ -14,6 +15,15 @@ struct HostFacts {
 // Reads the facts of the machine this process runs on. Throws SystemError
 // when gethostname fails.
 HostFacts readHostFacts();
+
+// A process's state letter ('R', 'S', 'Z' for a zombie, ...) and parent,
+// from /proc/PID/stat.
+struct ProcessStatus {
+  char state = 0;
+  long parentPid = 0;
+};
+// nullopt when there is no such process (or its entry cannot be read).
+std::optional<ProcessStatus> readProcessStatus(long pid);
 
 // Reads a whole text file. Throws IoError naming `what` and the path.
 std::string readTextFile(const std::string& path, const std::string& what);

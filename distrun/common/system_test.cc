@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -49,4 +50,27 @@ TEST(TcpPortTest, TimeWaitLeftByAFinishedStoreIsFree) {
 }
 
 }  // namespace
+// This process runs, a child that exited and is not yet reaped is a
+// zombie, and once reaped it is gone.
+TEST(ProcessStatusTest, RunningZombieAndGone) {
+  const auto self = readProcessStatus(::getpid());
+  ASSERT_TRUE(self.has_value());
+  EXPECT_EQ(self->state, 'R');
+  EXPECT_EQ(self->parentPid, ::getppid());
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  std::optional<ProcessStatus> status;
+  for (int i = 0; i < 1000; ++i) {  // until it has exited, up to 10 s
+    status = readProcessStatus(child);
+    if (status && status->state == 'Z') break;
+    ::usleep(10000);
+  }
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->state, 'Z');
+  EXPECT_EQ(status->parentPid, ::getpid());
+  ::waitpid(child, nullptr, 0);
+  EXPECT_FALSE(readProcessStatus(child).has_value());
+}
+
 }  // namespace distrun

@@ -9,11 +9,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <optional>
 
 #include "distrun/common/error.h"
+#include "distrun/common/system.h"
 
 namespace distrun::launch {
 
@@ -106,17 +107,8 @@ std::vector<pid_t> childrenOfSelf() {
     char* end = nullptr;
     long pid = std::strtol(entry->d_name, &end, 10);
     if (*end != '\0' || pid <= 0) continue;
-    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    size_t close = line.rfind(')');
-    char state = 0;
-    long ppid = 0;
-    if (close == std::string::npos ||
-        std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) {
-      continue;
-    }
-    if (ppid == self) children.push_back(static_cast<pid_t>(pid));
+    const std::optional<ProcessStatus> status = readProcessStatus(pid);
+    if (status && status->parentPid == self) children.push_back(static_cast<pid_t>(pid));
   }
   ::closedir(proc);
   return children;

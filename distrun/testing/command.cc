@@ -5,10 +5,12 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "distrun/common/strings.h"
+#include "distrun/common/system.h"
 
 namespace distrun::testing {
 
@@ -62,12 +64,8 @@ int waitCommand(int pid) {
 }
 
 bool processAlive(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  size_t close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() &&
-         line[close + 2] != 'Z';
+  const std::optional<ProcessStatus> status = readProcessStatus(pid);
+  return status && status->state != 'Z';
 }
 
 bool waitForLines(const std::string& path, size_t count, int seconds) {

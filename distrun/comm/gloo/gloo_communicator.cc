@@ -119,14 +119,14 @@ void GlooCommunicator::connectMesh() {
   }
   PeerDirectory::publish(*store_, prefix_, rank(), self);
   peers_.load(*store_, prefix_, rank(), size(), options_.timeout);
-  attachSharedMemory();
+  attachSharedMemory(self.host);
   // Nobody leaves construction (and may stop a store it hosts) before
   // every rank has read the directory.
   doBarrier();
 }
 
-void GlooCommunicator::attachSharedMemory() {
-  if (!options_.sharedMemory || size() == 1 || !peers_.allOnHost(readHostFacts().hostname)) {
+void GlooCommunicator::attachSharedMemory(const std::string& host) {
+  if (!options_.sharedMemory || size() == 1 || !peers_.allOnHost(host)) {
     return;
   }
   std::string name;
@@ -193,22 +193,30 @@ void GlooCommunicator::handleFailure(const char* op, const std::string& detail) 
                         detail.find("timed out") != std::string::npos;
   std::optional<int> peer = peers_.findIn(detail);
   std::string mine = peer ? "lost " + peers_.describe(*peer) : "lost a peer";
-  std::optional<std::string> first;
-  if (!timedOut) first = firstRecordedFailure(peer ? std::optional(mine) : std::nullopt);
+  fail(op, timedOut, peer ? std::optional(mine) : std::nullopt,
+       timedOut ? detail : mine + ": " + detail);
+}
+
+void GlooCommunicator::fail(const char* op, bool timedOut, const std::optional<std::string>& lost,
+                            const std::string& seen) {
+  // Ranks waiting here in shared memory fail now; then the record (the
+  // first rank that could name a lost peer writes it, the others read it).
   if (shared_) shared_->abort();
+  std::optional<std::string> first;
+  if (!timedOut) first = firstRecordedFailure(lost);
   // Close every connection so that ranks waiting on this one fail now
   // instead of at their timeout.
   context_->closeConnections();
   if (timedOut) {
     throw TimeoutError(fmt::format(
         "{}: rank {} waited {} s for its peers (DISTRUN_COMM_TIMEOUT): {}", op,
-        rank(), seconds(options_.timeout), detail));
+        rank(), seconds(options_.timeout), seen));
   }
   if (first) {
-    throw CommunicationError(fmt::format("{}: {}; here on rank {}: {}: {}", op,
-                                         *first, rank(), mine, detail));
+    throw CommunicationError(
+        fmt::format("{}: {}; here on rank {}: {}", op, *first, rank(), seen));
   }
-  throw CommunicationError(fmt::format("{}: {}: {}", op, mine, detail));
+  throw CommunicationError(fmt::format("{}: {}", op, seen));
 }
 
 std::optional<std::string> GlooCommunicator::firstRecordedFailure(
@@ -272,30 +280,21 @@ void GlooCommunicator::sharedAllreduce(const char* name, const void* in, void* o
   }
 }
 
-// As handleFailure, for a failure seen in shared memory: the waiting peers
-// are told first, then the ranks that wait on TCP.
+// As handleFailure, for a failure seen in shared memory.
 void GlooCommunicator::failShared(const char* op, const SharedMemoryFailure& failure) {
-  using Kind = SharedMemoryFailure::Kind;
-  shared_->abort();
-  if (failure.kind == Kind::kTimedOut) {
-    context_->closeConnections();
-    throw TimeoutError(fmt::format(
-        "{}: rank {} waited {} s for its peers (DISTRUN_COMM_TIMEOUT): {} did not arrive "
-        "at a shared-memory allreduce",
-        op, rank(), seconds(options_.timeout), peers_.describe(failure.peer)));
+  const std::string peer = peers_.describe(failure.peer);
+  switch (failure.kind) {
+    case SharedMemoryFailure::Kind::kTimedOut:
+      fail(op, /*timedOut=*/true, std::nullopt,
+           peer + " did not arrive at a shared-memory allreduce");
+    case SharedMemoryFailure::Kind::kPeerExited:
+      fail(op, /*timedOut=*/false, "lost " + peer,
+           "lost " + peer + ": it exited or closed its communicator during a shared-memory "
+           "allreduce");
+    case SharedMemoryFailure::Kind::kAborted:
+      break;
   }
-  std::optional<std::string> mine;
-  if (failure.kind == Kind::kPeerExited) mine = "lost " + peers_.describe(failure.peer);
-  const std::optional<std::string> first = firstRecordedFailure(mine);
-  context_->closeConnections();
-  const std::string seen =
-      mine ? *mine + ": it exited or closed its communicator during a shared-memory allreduce"
-           : peers_.describe(failure.peer) + " gave up on a shared-memory allreduce";
-  if (first) {
-    throw CommunicationError(
-        fmt::format("{}: {}; here on rank {}: {}", op, *first, rank(), seen));
-  }
-  throw CommunicationError(fmt::format("{}: {}", op, seen));
+  fail(op, /*timedOut=*/false, std::nullopt, peer + " gave up on a shared-memory allreduce");
 }
 
 // Every rank receives every input in one allgather (n-1 steps in one

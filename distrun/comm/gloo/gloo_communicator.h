@@ -100,9 +100,10 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void connectMesh();
-  // Maps the shared-memory allreduce's segment when every rank is on this
-  // host and options_.sharedMemory; all ranks agree on whether they use it.
-  void attachSharedMemory();
+  // Maps the shared-memory allreduce's segment when every rank is on
+  // `host` (this one's) and options_.sharedMemory; all ranks agree on
+  // whether they use it.
+  void attachSharedMemory(const std::string& host);
   std::unique_ptr<SharedMemoryAllreduce> openSharedMemory(std::string& name);
   void sharedAllreduce(const char* name, const void* in, void* out, size_t count,
                        DataType type, ReduceOp op);
@@ -119,6 +120,12 @@ class GlooCommunicator final : public Communicator {
   // TimeoutError naming the peer (see handleFailure).
   void guarded(const char* op, const std::function<void()>& call);
   [[noreturn]] void handleFailure(const char* op, const std::string& detail);
+  // Breaks the communicator for every rank and throws: TimeoutError, or
+  // CommunicationError with the first recorded failure when there is one.
+  // `lost` names the peer this rank saw go (it may claim the record);
+  // `seen` is what this rank saw.
+  [[noreturn]] void fail(const char* op, bool timedOut, const std::optional<std::string>& lost,
+                         const std::string& seen);
   // The first failure any rank recorded in the store, if it can be read.
   // Records `mine` (when this rank could name the lost peer) if no rank
   // did before; returns the earlier record otherwise.

@@ -9,11 +9,12 @@
 #include <atomic>
 #include <climits>
 #include <cstring>
-#include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "distrun/comm/reduce.h"
+#include "distrun/common/system.h"
 
 namespace distrun::comm {
 
@@ -54,13 +55,8 @@ uint64_t pidNamespace() {
 // Gone, or a zombie: a SIGKILLed rank whose parent has not reaped it yet
 // still answers kill(pid, 0).
 bool processExited(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const size_t paren = text.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= text.size()) return false;
-  const char state = text[paren + 2];
-  return state == 'Z' || state == 'X';
+  const std::optional<ProcessStatus> status = readProcessStatus(pid);
+  return !status || status->state == 'Z' || status->state == 'X';
 }
 
 }  // namespace
