@@ -4,7 +4,7 @@
 # drift falls on all of them alike; each run's figure is the mean
 # samples/s of epochs 2-3 (epoch 1 warms up), and the report gives each
 # configuration's median, mean and range over the runs.
-#   bench/train-ab.sh [BUILD_DIR] RUNS CONFIG...
+#   bench/train-ab.sh [BUILD_DIR] RUNS CONFIG...       (BIND=cores pins each rank)
 # A CONFIG is one word list: VAR=VALUE words set the environment, the
 # other words are distrun-train flags. For example the shared-memory
 # allreduce against TCP, and overlap on against off:

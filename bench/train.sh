@@ -2,6 +2,8 @@
 # distrun's C++ data-parallel training against PyTorch's Python DDP, side by
 # side in one run: same models, batches, data, threads (1 per rank) and
 # launcher (`distrun run`), Gloo on loopback. bench/peers/torch_ddp_train.py is the Python side.
+# distrun's CNN runs its own dropout and max-pool kernels (the same
+# distribution, and the same bits, as torch's: docs/training.md).
 #   (a) linear (the seeds' trainer): seconds per epoch, median of epochs 2-10
 #   (b) mnist CNN: samples/s of the 2nd epoch on 2 ranks, and scaling
 #       efficiency = samples/s(2 ranks) / (2 x samples/s(1 rank)), both
