@@ -1,5 +1,6 @@
 #include "distrun/models/max_pool.h"
 
+#include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
 #include <cmath>
@@ -89,7 +90,8 @@ class MaxPool2x2Function : public torch::autograd::Function<MaxPool2x2Function> 
 
 torch::Tensor maxPool2x2(const torch::Tensor& input) {
   if (input.dim() != 4 || input.scalar_type() != torch::kFloat || !input.device().is_cpu() ||
-      !input.is_contiguous() || input.size(2) < 2 || input.size(3) < 2) {
+      !input.is_contiguous() || input.size(2) < 2 || input.size(3) < 2 ||
+      at::get_num_threads() > 1) {
     return torch::max_pool2d(input, 2);
   }
   return MaxPool2x2Function::apply(input);

@@ -9,7 +9,8 @@ namespace distrun::models {
 // cheaper bookkeeping: LibTorch keeps an int64 index per output and its
 // single-thread CPU kernel took ~14 ms forward and backward for the MNIST
 // CNN's 64 x 64 x 24 x 24 activations; this one keeps the winner's place in
-// its 2x2 window in one byte. Other inputs go to torch::max_pool2d. The
+// its 2x2 window in one byte. It runs on one thread: with more intra-op
+// threads (--threads-per-rank), and for other inputs, torch::max_pool2d. The
 // gradient is first-order only (no double backward).
 torch::Tensor maxPool2x2(const torch::Tensor& input);
 

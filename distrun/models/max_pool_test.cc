@@ -4,13 +4,15 @@
 #include <torch/torch.h>
 
 #include <limits>
+#include <string>
 
 namespace distrun::models {
 namespace {
 
-// Ours against torch::max_pool2d(x, 2): the same values and, for one
-// upstream gradient, the same input gradient, bit for bit.
+// Ours (on one intra-op thread) against torch::max_pool2d(x, 2): the same
+// values and, for one upstream gradient, the same input gradient, bit for bit.
 void expectSameAsTorch(const torch::Tensor& x) {
+  at::set_num_threads(1);
   const torch::Tensor a = x.clone().requires_grad_();
   const torch::Tensor b = x.clone().requires_grad_();
   const torch::Tensor ours = maxPool2x2(a);
@@ -27,6 +29,19 @@ void expectSameAsTorch(const torch::Tensor& x) {
 TEST(MaxPoolTest, EqualsTorchOnRandomInput) {
   torch::manual_seed(1);
   expectSameAsTorch(torch::randn({3, 5, 24, 24}));
+}
+
+// One thread: this kernel; more: torch's parallel one.
+TEST(MaxPoolTest, LeavesSeveralThreadsToTorch) {
+  const torch::Tensor x = torch::randn({2, 3, 8, 8}).requires_grad_();
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const std::string one = maxPool2x2(x).grad_fn()->name();
+  at::set_num_threads(2);
+  const std::string two = maxPool2x2(x).grad_fn()->name();
+  at::set_num_threads(threads);
+  EXPECT_EQ(one.find("MaxPool2DWithIndices"), std::string::npos) << one;
+  EXPECT_NE(two.find("MaxPool2DWithIndices"), std::string::npos) << two;
 }
 
 TEST(MaxPoolTest, OddSidesDropTheLastRowAndColumnAsTorchDoes) {
