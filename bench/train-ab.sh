@@ -33,7 +33,7 @@ for run in $(seq "$runs"); do
     for w in "${words[@]}"; do
       if [[ $w =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then env_words+=("$w"); else flags+=("$w"); fi
     done
-    env "${env_words[@]}" "$bin/distrun" run --cpu-bind ${BIND:-none} --nproc-per-node 2 \
+    env "${env_words[@]}" "$bin/distrun" run --cpu-bind "${BIND:-none}" --nproc-per-node 2 \
       "$bin/distrun-train" "${workload[@]}" "${flags[@]}" --metrics "$tmp/$k.$run.json" >/dev/null
     k=$((k + 1))
   done

@@ -79,6 +79,11 @@ std::optional<ProcessStatus> readProcessStatus(long pid) {
   return status;
 }
 
+bool processExited(long pid) {
+  const std::optional<ProcessStatus> status = readProcessStatus(pid);
+  return !status || status->state == 'Z' || status->state == 'X';
+}
+
 std::string readTextFile(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {

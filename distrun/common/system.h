@@ -24,6 +24,9 @@ struct ProcessStatus {
 };
 // nullopt when there is no such process (or its entry cannot be read).
 std::optional<ProcessStatus> readProcessStatus(long pid);
+// Whether the process is gone or dead: a zombie (a SIGKILLed child whose
+// parent has not reaped it yet still answers kill(pid, 0)) counts as exited.
+bool processExited(long pid);
 
 // Reads a whole text file. Throws IoError naming `what` and the path.
 std::string readTextFile(const std::string& path, const std::string& what);

@@ -49,7 +49,6 @@ TEST(TcpPortTest, TimeWaitLeftByAFinishedStoreIsFree) {
   EXPECT_TRUE(tcpPortIsFree(port));
 }
 
-}  // namespace
 // This process runs, a child that exited and is not yet reaped is a
 // zombie, and once reaped it is gone.
 TEST(ProcessStatusTest, RunningZombieAndGone) {
@@ -57,6 +56,7 @@ TEST(ProcessStatusTest, RunningZombieAndGone) {
   ASSERT_TRUE(self.has_value());
   EXPECT_EQ(self->state, 'R');
   EXPECT_EQ(self->parentPid, ::getppid());
+  EXPECT_FALSE(processExited(::getpid()));
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ASSERT_GT(child, 0);
@@ -69,8 +69,11 @@ TEST(ProcessStatusTest, RunningZombieAndGone) {
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(status->state, 'Z');
   EXPECT_EQ(status->parentPid, ::getpid());
+  EXPECT_TRUE(processExited(child));  // a zombie
   ::waitpid(child, nullptr, 0);
   EXPECT_FALSE(readProcessStatus(child).has_value());
+  EXPECT_TRUE(processExited(child));
 }
 
+}  // namespace
 }  // namespace distrun

@@ -40,7 +40,8 @@ TEST_P(DeadPeerTest, IsNamedByEveryRank) {
   for (int r = 0; r < 4; ++r) {
     pids.push_back(startCommand(
         "env RANK=" + std::to_string(r) + " WORLD_SIZE=4 LOCAL_WORLD_SIZE=4 MASTER_ADDR=127.0.0.1" +
-            " MASTER_PORT=" + std::to_string(port) + " DISTRUN_COMM_TIMEOUT=60 DISTRUN_COMM_SHM=" + GetParam() + " timeout 60 " +
+            " MASTER_PORT=" + std::to_string(port) + " DISTRUN_COMM_TIMEOUT=60" +
+            " DISTRUN_COMM_SHM=" + GetParam() + " timeout 60 " +
             quote(binaryPath("comm_contract_worker")) + " gloo lose 3",
         dir + "/rank" + std::to_string(r)));
   }

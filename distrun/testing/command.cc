@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <string>
 
@@ -63,10 +62,7 @@ int waitCommand(int pid) {
   return WEXITSTATUS(status);
 }
 
-bool processAlive(int pid) {
-  const std::optional<ProcessStatus> status = readProcessStatus(pid);
-  return status && status->state != 'Z';
-}
+bool processAlive(int pid) { return !processExited(pid); }
 
 bool waitForLines(const std::string& path, size_t count, int seconds) {
   for (int i = 0; i < seconds * 20; ++i) {

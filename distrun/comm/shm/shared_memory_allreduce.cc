@@ -9,7 +9,6 @@
 #include <atomic>
 #include <climits>
 #include <cstring>
-#include <optional>
 
 #include <fmt/format.h>
 
@@ -50,13 +49,6 @@ void futexWakeAll(std::atomic<uint32_t>& word) {
 uint64_t pidNamespace() {
   struct stat st {};
   return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
-}
-
-// Gone, or a zombie: a SIGKILLed rank whose parent has not reaped it yet
-// still answers kill(pid, 0).
-bool processExited(int pid) {
-  const std::optional<ProcessStatus> status = readProcessStatus(pid);
-  return !status || status->state == 'Z' || status->state == 'X';
 }
 
 }  // namespace
