@@ -1,7 +1,9 @@
 #include "distrun/comm/communicator.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <new>
 
 #include <fmt/format.h>
 
@@ -78,6 +80,7 @@ Communicator::Task Communicator::makeAllreduce(const void* in, void* out,
   requirePointer(out, "allreduce", "output");
   if (in != out) requireDisjoint(in, bytes, out, bytes, "allreduce");
   return [=, this] {
+    if (in == out && doAllreduceInPlace(out, count, type, op)) return;
     doAllreduce(in, out, count, type, op == ReduceOp::kAvg ? ReduceOp::kSum : op);
     if (op == ReduceOp::kAvg) divideInPlace(out, count, type, size_);
   };
@@ -167,6 +170,23 @@ Communicator::Task Communicator::makeSendRecv(const void* sendData,
   return [=, this] {
     doSendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag);
   };
+}
+
+bool Communicator::doAllreduceInPlace(void* /*data*/, size_t /*count*/, DataType /*type*/,
+                                      ReduceOp /*op*/) {
+  return false;
+}
+
+std::shared_ptr<void> Communicator::doAllocateReducible(size_t bytes) {
+  constexpr size_t kAlign = 64;
+  void* p = ::operator new(std::max<size_t>(bytes, 1), std::align_val_t{kAlign});
+  return std::shared_ptr<void>(p, [](void* q) { ::operator delete(q, std::align_val_t{kAlign}); });
+}
+
+std::shared_ptr<void> Communicator::allocateReducible(size_t bytes) {
+  std::shared_ptr<void> memory;
+  runNow([&] { memory = doAllocateReducible(bytes); });
+  return memory;
 }
 
 void Communicator::runGuarded(const Task& task) {

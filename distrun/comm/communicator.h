@@ -97,6 +97,18 @@ class Communicator {
                      int recvPeer, size_t count, DataType type, int tag);
   Work barrierAsync();
 
+  // Memory for in-place allreduces, `bytes` long, 64-byte aligned.
+  // Collective: every rank calls it, in the same order, with the same
+  // `bytes`. Where the backend shares memory among the ranks (Gloo with
+  // every rank on one host), it is this rank's region of a segment every
+  // rank maps, and an in-place allreduce of data inside it, at the same
+  // offset on every rank, sums the ranks' data where it lies: each rank
+  // reduces a share and writes it into every rank's region, with no copy
+  // in or out (DDP keeps its gradient buckets here). Elsewhere it is
+  // ordinary memory. It stays valid while the pointer (or a copy) lives,
+  // after the communicator too.
+  std::shared_ptr<void> allocateReducible(size_t bytes);
+
   // Typed helpers for the common in-place reduction.
   template <class T>
   void allreduce(T* data, size_t count, ReduceOp op) {
@@ -130,6 +142,12 @@ class Communicator {
                           int recvPeer, size_t count, DataType type,
                           int tag) = 0;
   virtual void doBarrier() = 0;
+
+  // An in-place allreduce the backend can run where `data` lies (kAvg
+  // included, divided by the backend); false: the base runs doAllreduce.
+  virtual bool doAllreduceInPlace(void* data, size_t count, DataType type, ReduceOp op);
+  // allocateReducible's memory; by default the heap's.
+  virtual std::shared_ptr<void> doAllocateReducible(size_t bytes);
 
   // Whether operations may run on the background thread. The MPI backend
   // says no when the library lacks MPI_THREAD_SERIALIZED; async operations

@@ -1,6 +1,9 @@
 #include "distrun/comm/communicator.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <atomic>
 #include <cstring>
@@ -8,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -222,6 +226,97 @@ TEST(SharedMemoryAllreduceTest, ASegmentThatCannotBeMadeLeavesEveryRankOnTcp) {
                              "did not create the segment"));
 }
 
+// allocateReducible with shared memory: each rank's buffer is its region
+// of one segment, so what one rank writes there the others' allreduce
+// reads where it lies; the sum lands in every rank's buffer.
+TEST(SharedMemoryAllreduceTest, ReducibleMemoryIsSummedWhereItLies) {
+  auto errors = runGlooThreads(3, [](Communicator& comm) {
+    std::shared_ptr<void> memory = comm.allocateReducible(3 * 1000 * sizeof(float));
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(memory.get()) % 64, 0u);
+    auto* x = static_cast<float*>(memory.get()) + 1000;  // at the same offset everywhere
+    std::fill(x, x + 1000, static_cast<float>(comm.rank() + 1));
+    comm.allreduceAsync(x, x, 1000, DataType::kFloat32, ReduceOp::kAvg).wait();
+    EXPECT_EQ(x[0], 2.0f);
+    EXPECT_EQ(x[999], 2.0f);
+    comm.allreduce(x, 1000, ReduceOp::kMax);
+    EXPECT_EQ(x[500], 2.0f);
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(3, ""));
+}
+
+// Ranks that reduce different parts of their buffers (or one its buffer
+// and another ordinary memory) would sum unrelated data: every rank fails
+// instead, naming what each called.
+TEST(SharedMemoryAllreduceTest, RanksThatReduceDifferentPartsOfTheirBuffersFail) {
+  auto errors = runGlooThreads(2, [](Communicator& comm) {
+    std::shared_ptr<void> memory = comm.allocateReducible(4096);
+    auto* x = static_cast<float*>(memory.get());
+    const size_t offset = comm.rank() == 0 ? 0 : 16;
+    try {
+      comm.allreduce(x + offset, 100, ReduceOp::kSum);
+      ADD_FAILURE() << "rank " << comm.rank() << " returned";
+    } catch (const CommunicationError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(fmt::format(
+                                "allreduce: rank {} called allreduce(sum, 100 x float, in "
+                                "place at byte {} of shared buffer 0) where this rank called "
+                                "allreduce(sum, 100 x float, in place at byte {} of shared "
+                                "buffer 0)",
+                                1 - comm.rank(), comm.rank() == 0 ? 64 : 0,
+                                comm.rank() == 0 ? 0 : 64)));
+    }
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+  errors = runGlooThreads(2, [](Communicator& comm) {
+    std::shared_ptr<void> memory = comm.allocateReducible(4096);
+    std::vector<float> ordinary(100);
+    float* x = comm.rank() == 0 ? static_cast<float*>(memory.get()) : ordinary.data();
+    EXPECT_THROW(comm.allreduce(x, 100, ReduceOp::kSum), CommunicationError);
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+}
+
+// A buffer the segment cannot be made for (here: larger than this
+// process may make a file, RLIMIT_FSIZE): every rank says so and gets
+// ordinary memory, which reduces like any other; the next buffer is shared
+// again.
+TEST(SharedMemoryAllreduceTest, ABufferNoSegmentCanHoldIsOrdinaryMemory) {
+  GlooOptions o;
+  o.sharedSlotBytes = 256;  // the slots' segment stays under the limit
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit limit = saved;
+  limit.rlim_cur = 1 << 20;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  const auto savedSignal = ::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead
+  ::testing::internal::CaptureStderr();
+  auto errors = runGlooThreads(2, [&](Communicator& comm) {
+    std::shared_ptr<void> big = comm.allocateReducible(2 << 20);
+    auto* x = static_cast<double*>(big.get());
+    x[7] = comm.rank() + 1.0;
+    comm.allreduce(x + 7, 1, ReduceOp::kSum);
+    EXPECT_EQ(x[7], 3.0);
+    std::shared_ptr<void> small = comm.allocateReducible(64);
+    auto* y = static_cast<double*>(small.get());
+    y[1] = comm.rank() + 1.0;
+    comm.allreduce(y + 1, 1, ReduceOp::kSum);
+    EXPECT_EQ(y[1], 3.0);
+  }, o);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ::signal(SIGXFSZ, savedSignal);
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+  EXPECT_THAT(err, HasSubstr("distrun: warning: rank 0: no shared buffer, allreduces on it copy "
+                             "through the slots: posix_fallocate(/distrun-"));
+  EXPECT_THAT(err, HasSubstr("rank 1: no shared buffer, allreduces on it copy through the "
+                             "slots: rank 0 did not create the segment"));
+  EXPECT_EQ(err.find("no shared-memory allreduce"), std::string::npos) << err;
+  size_t warnings = 0;  // one per rank: the small buffer is shared
+  for (size_t at = 0; (at = err.find("no shared buffer", at)) != std::string::npos; ++at) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 2u) << err;
+}
+
 TEST(SharedSegmentTest, OpenSeesWhatCreateWrote) {
   const std::string name = "/distrun-test-" + std::to_string(::getpid());
   SharedSegment made = SharedSegment::create(name, 4096);
@@ -300,7 +395,7 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
       EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
     }
   }
-  for (const char* flag : {"DISTRUN_COMM_SPIN", "DISTRUN_COMM_SHM"}) {
+  for (const char* flag : {"DISTRUN_COMM_SPIN", "DISTRUN_COMM_SHM", "DISTRUN_COMM_SHM_BUFFERS"}) {
     try {
       connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {flag, "2"}});
       FAIL() << flag;

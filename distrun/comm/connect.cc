@@ -93,6 +93,9 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env,
   if (auto shm = env.get("DISTRUN_COMM_SHM")) {
     gloo.sharedMemory = parseCount(*shm, "DISTRUN_COMM_SHM", 1) == 1;
   }
+  if (auto buffers = env.get("DISTRUN_COMM_SHM_BUFFERS")) {
+    gloo.sharedBuffers = parseCount(*buffers, "DISTRUN_COMM_SHM_BUFFERS", 1) == 1;
+  }
   if (auto spin = env.get("DISTRUN_COMM_SPIN")) {
     gloo.spinWhileWaiting = parseCount(*spin, "DISTRUN_COMM_SPIN", 1) == 1;
   }

@@ -49,6 +49,9 @@ struct DdpStats {
 //    on each parameter's gradient accumulator marks the gradient ready in
 //    its bucket; a full bucket starts an asynchronous all-reduce (avg) while
 //    backward continues; buckets start in the same order on every rank.
+//    The buckets live in the communicator's reducible memory
+//    (Communicator::allocateReducible): with every rank on one host they
+//    are shared, and each all-reduce sums them where they lie.
 //    With gradientAsBucketView (the default) param.grad() is a view into
 //    the bucket from the first backward on (again after a grad is set to
 //    undefined), so the average lands in grad() in place; otherwise the
@@ -105,6 +108,7 @@ class DistributedDataParallel {
   void verifyShapes();
   void broadcastFromRankZero(const std::vector<torch::Tensor>& tensors);
   void assignBuckets();
+  void allocateBuckets(const std::vector<int64_t>& elements);
   void registerHooks();
   void onGradientReady(size_t param);
   void startRound();

@@ -129,52 +129,93 @@ void GlooCommunicator::attachSharedMemory(const std::string& host) {
   if (!options_.sharedMemory || size() == 1 || !peers_.allOnHost(host)) {
     return;
   }
+  const size_t slot = options_.sharedSlotBytes;
+  std::unique_ptr<SharedMemoryAllreduce> attached;
+  const bool everyone = shareSegment(
+      prefix_ + "/shm/name", SharedMemoryAllreduce::segmentBytes(size(), slot),
+      [&](SharedSegment& segment) { SharedMemoryAllreduce::format(segment, size(), slot); },
+      [&](SharedSegment segment) {
+        attached = std::make_unique<SharedMemoryAllreduce>(std::move(segment), rank(), size(),
+                                                           slot, options_.timeout);
+      },
+      "shared-memory allreduce, the ranks use TCP");
+  if (everyone) shared_ = std::move(attached);
+}
+
+bool GlooCommunicator::shareSegment(const std::string& key, size_t bytes,
+                                    const std::function<void(SharedSegment&)>& format,
+                                    const std::function<void(SharedSegment)>& adopt,
+                                    std::string_view without) {
+  static std::atomic<int> created{0};
   std::string name;
   std::string problem;
-  std::unique_ptr<SharedMemoryAllreduce> attached;
   try {
-    attached = openSharedMemory(name);
+    SharedSegment segment;
+    if (rank() == 0) {
+      const std::string wanted = fmt::format("/distrun-{}-{}", ::getpid(), created++);
+      try {
+        segment = SharedSegment::create(wanted, bytes);
+      } catch (const Error&) {
+        store_->set(key, "");
+        throw;
+      }
+      name = wanted;
+      if (format) format(segment);
+      store_->set(key, name);
+    } else {
+      const std::string published = store_->get(key, options_.timeout).value_or("");
+      if (published.empty()) throw std::runtime_error("rank 0 did not create the segment");
+      segment = SharedSegment::open(published, bytes);
+    }
+    adopt(std::move(segment));
   } catch (const std::exception& e) {
     problem = e.what();
   }
   int32_t everyone = problem.empty() ? 1 : 0;
   allreduceAs("communicator", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
   if (rank() == 0 && !name.empty()) SharedSegment::unlink(name);  // all have it open
-  if (everyone == 1) {
-    shared_ = std::move(attached);
-  } else if (!problem.empty()) {
-    std::cerr << fmt::format(
-        "distrun: warning: rank {}: no shared-memory allreduce, the ranks use TCP: {}\n",
-        rank(), problem);
+  if (!problem.empty()) {
+    std::cerr << fmt::format("distrun: warning: rank {}: no {}: {}\n", rank(), without, problem);
   }
+  return everyone == 1;
 }
 
-// Rank 0 creates the segment and publishes its name ("" when it could not);
-// the others open it. `name` is set once the segment exists.
-std::unique_ptr<SharedMemoryAllreduce> GlooCommunicator::openSharedMemory(std::string& name) {
-  static std::atomic<int> created{0};
-  const size_t slot = options_.sharedSlotBytes;
-  const size_t bytes = SharedMemoryAllreduce::segmentBytes(size(), slot);
-  const std::string key = prefix_ + "/shm/name";
-  SharedSegment segment;
-  if (rank() == 0) {
-    const std::string wanted = fmt::format("/distrun-{}-{}", ::getpid(), created++);
-    try {
-      segment = SharedSegment::create(wanted, bytes);
-    } catch (const Error&) {
-      store_->set(key, "");
-      throw;
-    }
-    name = wanted;
-    SharedMemoryAllreduce::format(segment, size(), slot);
-    store_->set(key, name);
-  } else {
-    const std::string published = store_->get(key, options_.timeout).value_or("");
-    if (published.empty()) throw std::runtime_error("rank 0 did not create the segment");
-    segment = SharedSegment::open(published, bytes);
+// Regions are numbered in allocation order, the same on every rank; a set
+// that some rank could not map keeps its number, unused.
+std::shared_ptr<void> GlooCommunicator::doAllocateReducible(size_t bytes) {
+  if (!shared_ || !options_.sharedBuffers || bytes == 0) {
+    return Communicator::doAllocateReducible(bytes);
   }
-  return std::make_unique<SharedMemoryAllreduce>(std::move(segment), rank(), size(), slot,
-                                                 options_.timeout);
+  const auto id = static_cast<uint32_t>(regions_.size());
+  std::shared_ptr<SharedRegions> regions;
+  const bool everyone = shareSegment(
+      fmt::format("{}/shm/regions/{}", prefix_, id), SharedRegions::segmentBytes(size(), bytes),
+      nullptr,
+      [&](SharedSegment segment) {
+        regions = std::make_shared<SharedRegions>(std::move(segment), size(), bytes, id);
+      },
+      "shared buffer, allreduces on it copy through the slots");
+  regions_.emplace_back(everyone ? regions : nullptr);
+  if (!everyone) return Communicator::doAllocateReducible(bytes);
+  return std::shared_ptr<void>(regions, regions->region(rank()));
+}
+
+bool GlooCommunicator::doAllreduceInPlace(void* data, size_t count, DataType type, ReduceOp op) {
+  if (!shared_) return false;
+  for (const std::weak_ptr<SharedRegions>& weak : regions_) {
+    const std::shared_ptr<SharedRegions> regions = weak.lock();
+    if (!regions) continue;
+    const std::optional<size_t> offset = regions->offsetIn(rank(), data, count * sizeOf(type));
+    if (!offset) continue;
+    IdleSpinner::Scope awake(spinner_.get());
+    try {
+      shared_->runInPlace(*regions, *offset, count, type, op);
+    } catch (const SharedMemoryFailure& f) {
+      failShared("allreduce", f);
+    }
+    return true;
+  }
+  return false;
 }
 
 void GlooCommunicator::guarded(const char* op, const std::function<void()>& call) {
@@ -291,6 +332,8 @@ void GlooCommunicator::failShared(const char* op, const SharedMemoryFailure& fai
       fail(op, /*timedOut=*/false, "lost " + peer,
            "lost " + peer + ": it exited or closed its communicator during a shared-memory "
            "allreduce");
+    case SharedMemoryFailure::Kind::kMismatch:
+      fail(op, /*timedOut=*/false, std::nullopt, failure.what());
     case SharedMemoryFailure::Kind::kAborted:
       break;
   }

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "distrun/comm/communicator.h"
@@ -53,6 +55,10 @@ struct GlooOptions {
   // turns it off. Where a rank cannot map the segment, all use TCP.
   bool sharedMemory = true;
   size_t sharedSlotBytes = 4 << 20;
+  // With shared memory, allocateReducible's buffers are regions of a
+  // segment every rank maps, reduced where they lie (SharedRegions);
+  // DISTRUN_COMM_SHM_BUFFERS=0 makes them ordinary memory.
+  bool sharedBuffers = true;
   // While an operation waits on its peers, an idle-class thread keeps this
   // CPU from halting (IdleSpinner); DISTRUN_COMM_SPIN=0 turns it off.
   bool spinWhileWaiting = true;
@@ -97,6 +103,8 @@ class GlooCommunicator final : public Communicator {
                   int recvPeer, size_t count, DataType type,
                   int tag) override;
   void doBarrier() override;
+  bool doAllreduceInPlace(void* data, size_t count, DataType type, ReduceOp op) override;
+  std::shared_ptr<void> doAllocateReducible(size_t bytes) override;
 
  private:
   void connectMesh();
@@ -104,7 +112,14 @@ class GlooCommunicator final : public Communicator {
   // `host` (this one's) and options_.sharedMemory; all ranks agree on
   // whether they use it.
   void attachSharedMemory(const std::string& host);
-  std::unique_ptr<SharedMemoryAllreduce> openSharedMemory(std::string& name);
+  // Rank 0 creates a segment of `bytes`, lays it out with `format` (may
+  // be empty: zero-filled) and publishes its name under `key`; the others
+  // open it; each hands its mapping to `adopt`. Returns whether every rank
+  // got that far; rank 0 then removes the name. A rank that failed warns
+  // "no <without>: <why>".
+  bool shareSegment(const std::string& key, size_t bytes,
+                    const std::function<void(SharedSegment&)>& format,
+                    const std::function<void(SharedSegment)>& adopt, std::string_view without);
   void sharedAllreduce(const char* name, const void* in, void* out, size_t count,
                        DataType type, ReduceOp op);
   [[noreturn]] void failShared(const char* op, const SharedMemoryFailure& failure);
@@ -142,6 +157,7 @@ class GlooCommunicator final : public Communicator {
   PeerDirectory peers_;
   std::unique_ptr<IdleSpinner> spinner_;  // when options_.spinWhileWaiting
   std::unique_ptr<SharedMemoryAllreduce> shared_;  // when attachSharedMemory agreed
+  std::vector<std::weak_ptr<SharedRegions>> regions_;  // allocateReducible's, by id
   uint32_t tag_ = 0;
   bool failed_ = false;
   std::vector<char> gathered_;  // allreduceByGather's inputs, reused

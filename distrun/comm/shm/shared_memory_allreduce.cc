@@ -19,8 +19,9 @@ namespace distrun::comm {
 
 namespace {
 
-constexpr uint64_t kMagic = 0x31766d6873727464;  // "dtrshmv1"
-constexpr size_t kLine = 64;                     // one cache line per writer
+constexpr uint64_t kMagic = 0x32766d6873727464;  // "dtrshmv2"
+constexpr size_t kLine = 64;                     // a cache line
+constexpr size_t kRankLine = 2 * kLine;          // what one rank writes
 // How long a waiting rank polls before it sleeps: a peer in lockstep
 // usually arrives within this, and a wake-up costs more.
 constexpr auto kSpin = std::chrono::microseconds(30);
@@ -46,6 +47,10 @@ void futexWakeAll(std::atomic<uint32_t>& word) {
             0);
 }
 
+uint32_t typeAndOp(DataType type, ReduceOp op) {
+  return static_cast<uint32_t>(type) << 8 | static_cast<uint32_t>(op);
+}
+
 uint64_t pidNamespace() {
   struct stat st {};
   return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
@@ -60,11 +65,22 @@ struct SharedMemoryAllreduce::Header {
   std::atomic<uint32_t> abortedBy;  // 1 + the rank that gave up; 0: none
 };
 
+// What a rank posts it is doing with a sequence number.
+struct SharedMemoryAllreduce::Call {
+  uint32_t regions;  // 0: through the slots; otherwise 1 + the regions' id
+  uint32_t typeAndOp;
+  uint64_t offset;   // slots: the piece's first element; regions: bytes
+  uint64_t count;    // elements in all (not just this piece)
+
+  bool operator==(const Call&) const = default;
+};
+
 struct SharedMemoryAllreduce::RankLine {
   std::atomic<uint32_t> posted;  // the last sequence whose input is in place
   std::atomic<uint32_t> left;    // 1 once the rank closed its communicator
   int32_t pid;
   uint64_t pidNamespace;
+  Call calls[2];  // by sequence parity, like the slots
 };
 
 static_assert(sizeof(std::atomic<uint32_t>) == 4 && std::atomic<uint32_t>::is_always_lock_free,
@@ -72,7 +88,7 @@ static_assert(sizeof(std::atomic<uint32_t>) == 4 && std::atomic<uint32_t>::is_al
 
 size_t SharedMemoryAllreduce::segmentBytes(int size, size_t slotBytes) {
   const auto ranks = static_cast<size_t>(size);
-  return kLine * (1 + ranks) + 2 * ranks * roundUp(slotBytes, kLine);
+  return kLine + kRankLine * ranks + 2 * ranks * roundUp(slotBytes, kLine);
 }
 
 void SharedMemoryAllreduce::format(SharedSegment& segment, int size, size_t slotBytes) {
@@ -81,7 +97,7 @@ void SharedMemoryAllreduce::format(SharedSegment& segment, int size, size_t slot
   header->slotBytes = slotBytes;
   header->ranks = size;
   for (int r = 0; r < size; ++r) {
-    new (segment.data() + kLine * (1 + static_cast<size_t>(r))) RankLine{};
+    new (segment.data() + kLine + kRankLine * static_cast<size_t>(r)) RankLine{};
   }
 }
 
@@ -92,6 +108,7 @@ SharedMemoryAllreduce::SharedMemoryAllreduce(SharedSegment segment, int rank, in
       size_(size),
       slotBytes_(roundUp(slotBytes, kLine)),
       timeout_(timeout) {
+  static_assert(sizeof(RankLine) <= kRankLine, "a rank's line fits its place");
   if (size < 2) throw std::runtime_error("a shared-memory allreduce needs 2 or more ranks");
   const Header& h = header();
   if (segment_.size() < segmentBytes(size, slotBytes) || h.magic != kMagic ||
@@ -114,13 +131,13 @@ SharedMemoryAllreduce::Header& SharedMemoryAllreduce::header() const {
 
 SharedMemoryAllreduce::RankLine& SharedMemoryAllreduce::line(int rank) const {
   return *std::launder(
-      reinterpret_cast<RankLine*>(segment_.data() + kLine * (1 + static_cast<size_t>(rank))));
+      reinterpret_cast<RankLine*>(segment_.data() + kLine + kRankLine * static_cast<size_t>(rank)));
 }
 
 char* SharedMemoryAllreduce::slot(uint32_t sequence, int rank) const {
   const size_t set = sequence & 1u;
   const auto ranks = static_cast<size_t>(size_);
-  return segment_.data() + kLine * (1 + ranks) +
+  return segment_.data() + kLine + kRankLine * ranks +
          (set * ranks + static_cast<size_t>(rank)) * slotBytes_;
 }
 
@@ -135,10 +152,10 @@ void SharedMemoryAllreduce::run(const void* in, void* out, size_t count, DataTyp
     const size_t n = std::min(perSlot, count - done);
     const uint32_t sequence = ++sequence_;
     std::memcpy(slot(sequence, rank_), static_cast<const char*>(in) + done * element, n * element);
-    post(sequence);
-    for (int r = 0; r < size_; ++r) {
-      if (r != rank_) waitFor(r, sequence, deadline);
-    }
+    post(sequence, Call{.regions = 0, .typeAndOp = typeAndOp(type, op), .offset = done,
+                        .count = count});
+    waitForAll(sequence, deadline);
+    checkCalls(sequence);
     char* result = static_cast<char*>(out) + done * element;
     reduce(result, slot(sequence, 0), slot(sequence, 1), n);
     for (int r = 2; r < size_; ++r) reduce(result, result, slot(sequence, r), n);
@@ -146,12 +163,85 @@ void SharedMemoryAllreduce::run(const void* in, void* out, size_t count, DataTyp
   }
 }
 
-// The slots of `sequence` - 2 share this set; every peer has posted
-// `sequence` - 1, so each finished reading them before.
+// Two arrivals: the first says this rank's data is final (every rank then
+// reduces its share), the second that its share is written everywhere.
+void SharedMemoryAllreduce::runInPlace(const SharedRegions& regions, size_t offset, size_t count,
+                                       DataType type, ReduceOp op) {
+  throwIfAborted();
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  const uint32_t arrived = ++sequence_;
+  post(arrived, Call{.regions = 1 + regions.id(), .typeAndOp = typeAndOp(type, op),
+                     .offset = offset, .count = count});
+  waitForAll(arrived, deadline);
+  checkCalls(arrived);
+  reduceShare(regions, offset, count, type, op);
+  const uint32_t written = ++sequence_;
+  post(written);
+  waitForAll(written, deadline);
+}
+
+// This rank's share: a run of whole cache lines, the last share shorter.
+// Reduced a block at a time, in rank order as run() does, into a buffer
+// that stays in L1, then copied into every region.
+void SharedMemoryAllreduce::reduceShare(const SharedRegions& regions, size_t offset,
+                                        size_t count, DataType type, ReduceOp op) const {
+  const size_t element = sizeOf(type);
+  const size_t perLine = kLine / element;
+  const auto ranks = static_cast<size_t>(size_);
+  const size_t share = roundUp((count + ranks - 1) / ranks, perLine);
+  const size_t first = std::min(count, share * static_cast<size_t>(rank_));
+  const size_t end = std::min(count, first + share);
+  const ReduceKernel reduce = reduceKernel(type, op);
+  alignas(kLine) char block[16 << 10];
+  const size_t perBlock = sizeof(block) / element;
+  for (size_t at = first; at < end; at += perBlock) {
+    const size_t n = std::min(perBlock, end - at);
+    const size_t byte = offset + at * element;
+    reduce(block, regions.region(0) + byte, regions.region(1) + byte, n);
+    for (int r = 2; r < size_; ++r) reduce(block, block, regions.region(r) + byte, n);
+    if (op == ReduceOp::kAvg) divideInPlace(block, n, type, size_);
+    for (int r = 0; r < size_; ++r) std::memcpy(regions.region(r) + byte, block, n * element);
+  }
+}
+
+// The slots and calls of `sequence` - 2 share this set; every peer has
+// posted `sequence` - 1, so each finished reading them before.
+void SharedMemoryAllreduce::post(uint32_t sequence, const Call& call) {
+  line(rank_).calls[sequence & 1u] = call;
+  post(sequence);
+}
+
 void SharedMemoryAllreduce::post(uint32_t sequence) {
   std::atomic<uint32_t>& word = line(rank_).posted;
   word.store(sequence, std::memory_order_release);
   futexWakeAll(word);
+}
+
+void SharedMemoryAllreduce::waitForAll(uint32_t sequence,
+                                       std::chrono::steady_clock::time_point deadline) const {
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) waitFor(r, sequence, deadline);
+  }
+}
+
+void SharedMemoryAllreduce::checkCalls(uint32_t sequence) const {
+  const Call& mine = line(rank_).calls[sequence & 1u];
+  for (int r = 0; r < size_; ++r) {
+    const Call& theirs = line(r).calls[sequence & 1u];
+    if (theirs == mine) continue;
+    throw SharedMemoryFailure(SharedMemoryFailure::Kind::kMismatch, r,
+                              fmt::format("rank {} called {} where this rank called {}", r,
+                                          describe(theirs), describe(mine)));
+  }
+}
+
+std::string SharedMemoryAllreduce::describe(const Call& call) {
+  const auto type = static_cast<DataType>(call.typeAndOp >> 8);
+  const auto op = static_cast<ReduceOp>(call.typeAndOp & 0xff);
+  const std::string what = fmt::format("allreduce({}, {} x {}", nameOf(op), call.count, nameOf(type));
+  if (call.regions == 0) return what + ")";
+  return fmt::format("{}, in place at byte {} of shared buffer {})", what, call.offset,
+                     call.regions - 1);
 }
 
 void SharedMemoryAllreduce::waitFor(int peer, uint32_t sequence,

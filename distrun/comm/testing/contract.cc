@@ -40,6 +40,7 @@ class Checker {
       : comm_(comm), options_(options), rank_(comm.rank()), size_(comm.size()) {}
 
   std::vector<std::string> run() {
+    reducible_ = comm_.allocateReducible(reducibleBytes());
     for (bool async : {false, true}) {
       for (DataType t : kAllDataTypes) {
         for (bool inPlace : {false, true}) {
@@ -47,6 +48,9 @@ class Checker {
             addReductions(t, count, inPlace);
             addMovements(t, count, inPlace);
           }
+        }
+        for (size_t count : reducibleCounts()) {
+          for (ReduceOp op : kAllReduceOps) addReducibleAllreduce(t, op, count);
         }
         flush(async);
       }
@@ -92,6 +96,39 @@ class Checker {
     c.run = [&c, out, n, t, op, this](bool async) {
       if (async) return comm_.allreduceAsync(c.input.data(), out, n, t, op);
       comm_.allreduce(c.input.data(), out, n, t, op);
+      return Work();
+    };
+  }
+
+  // In-place allreduces in allocateReducible's memory (shared among the
+  // ranks with the Gloo backend on one host), each case off the cache-line
+  // grid; a larger count spans several of the reducer's blocks.
+  std::vector<size_t> reducibleCounts() const {
+    std::vector<size_t> counts = options_.counts;
+    counts.push_back(10007);
+    return counts;
+  }
+
+  size_t reducibleBytes() const {
+    size_t elements = 0;
+    for (size_t n : reducibleCounts()) elements += n + 1;
+    return std::size(kAllReduceOps) * elements * sizeof(double);
+  }
+
+  void addReducibleAllreduce(DataType t, ReduceOp op, size_t n) {
+    Case& c = add(fmt::format("allreduce {} count {} in reducible memory", nameOf(op), n), t,
+                  /*inPlace=*/true);
+    reducibleUsed_ += sizeOf(t);
+    char* data = static_cast<char*>(reducible_.get()) + reducibleUsed_;
+    reducibleUsed_ += n * sizeOf(t);
+    for (size_t i = 0; i < n; ++i) {
+      storeValue(t, data, i, reductionInput(op, rank_, size_, i));
+      c.expected.push_back(reductionResult(op, t, size_, i));
+    }
+    c.result = data;
+    c.run = [data, n, t, op, this](bool async) {
+      if (async) return comm_.allreduceAsync(data, data, n, t, op);
+      comm_.allreduce(data, data, n, t, op);
       return Work();
     };
   }
@@ -257,6 +294,7 @@ class Checker {
       }
     }
     cases_.clear();
+    reducibleUsed_ = 0;
   }
 
   void compare(const std::string& what, DataType t, double got, double want, size_t i) {
@@ -275,6 +313,8 @@ class Checker {
   const int size_;
   std::vector<std::unique_ptr<Case>> cases_;
   std::vector<std::string> failures_;
+  std::shared_ptr<void> reducible_;
+  size_t reducibleUsed_ = 0;  // bytes of reducible_ the cases so far took
 };
 
 }  // namespace
