@@ -395,7 +395,8 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
       EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
     }
   }
-  for (const char* flag : {"DISTRUN_COMM_SPIN", "DISTRUN_COMM_SHM", "DISTRUN_COMM_SHM_BUFFERS"}) {
+  for (const char* flag :
+       {"DISTRUN_COMM_SPIN", "DISTRUN_COMM_SHM", "DISTRUN_COMM_SHM_BUFFERS"}) {
     try {
       connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {flag, "2"}});
       FAIL() << flag;

@@ -238,7 +238,8 @@ void SharedMemoryAllreduce::checkCalls(uint32_t sequence) const {
 std::string SharedMemoryAllreduce::describe(const Call& call) {
   const auto type = static_cast<DataType>(call.typeAndOp >> 8);
   const auto op = static_cast<ReduceOp>(call.typeAndOp & 0xff);
-  const std::string what = fmt::format("allreduce({}, {} x {}", nameOf(op), call.count, nameOf(type));
+  const std::string what =
+      fmt::format("allreduce({}, {} x {}", nameOf(op), call.count, nameOf(type));
   if (call.regions == 0) return what + ")";
   return fmt::format("{}, in place at byte {} of shared buffer {})", what, call.offset,
                      call.regions - 1);
