@@ -195,15 +195,7 @@ void DistributedDataParallel::assignBuckets() {
       open.erase(it);
     }
   }
-  // The last bucket also carries the used-map: 1 per parameter that got a
-  // gradient here, averaged with the gradients (zero: unused everywhere).
-  std::vector<int64_t> elements;
-  for (size_t k = 0; k < buckets_.size(); ++k) {
-    const int64_t extra =
-        k + 1 == buckets_.size() ? static_cast<int64_t>(params_.size()) : 0;
-    elements.push_back(buckets_[k].gradientElements + extra);
-  }
-  allocateBuckets(elements);
+  allocateBuckets();
   for (Bucket& b : buckets_) {
     for (size_t slot = 0; slot < b.params.size(); ++slot) {
       b.views.push_back(sharingMemory(b.flat, b.offsets[slot], params_[b.params[slot]]));
@@ -216,17 +208,22 @@ void DistributedDataParallel::assignBuckets() {
 // All buckets share one allocation from the communicator's reducible
 // memory (collective: the same layout on every rank), so that with shared
 // memory each all-reduce sums the ranks' buckets where they lie. Each
-// bucket starts on a cache line.
-void DistributedDataParallel::allocateBuckets(const std::vector<int64_t>& elements) {
+// bucket starts on a cache line. The last bucket also carries the
+// used-map: 1 per parameter that got a gradient here, averaged with the
+// gradients (zero: unused everywhere).
+void DistributedDataParallel::allocateBuckets() {
+  if (buckets_.empty()) return;
   constexpr size_t kLine = 64;
+  std::vector<int64_t> elements;
   std::vector<size_t> offsets;
   size_t total = 0;
-  for (size_t k = 0; k < buckets_.size(); ++k) {
+  for (const Bucket& b : buckets_) {
+    const bool last = &b == &buckets_.back();
+    elements.push_back(b.gradientElements + (last ? static_cast<int64_t>(params_.size()) : 0));
     offsets.push_back(total);
-    const size_t bytes = static_cast<size_t>(elements[k]) * c10::elementSize(buckets_[k].type);
+    const size_t bytes = static_cast<size_t>(elements.back()) * c10::elementSize(b.type);
     total += (bytes + kLine - 1) / kLine * kLine;
   }
-  if (buckets_.empty()) return;
   std::shared_ptr<void> memory = comm_.allocateReducible(total);
   for (size_t k = 0; k < buckets_.size(); ++k) {
     Bucket& b = buckets_[k];

@@ -108,7 +108,7 @@ class DistributedDataParallel {
   void verifyShapes();
   void broadcastFromRankZero(const std::vector<torch::Tensor>& tensors);
   void assignBuckets();
-  void allocateBuckets(const std::vector<int64_t>& elements);
+  void allocateBuckets();
   void registerHooks();
   void onGradientReady(size_t param);
   void startRound();

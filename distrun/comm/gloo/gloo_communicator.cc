@@ -207,12 +207,7 @@ bool GlooCommunicator::doAllreduceInPlace(void* data, size_t count, DataType typ
     if (!regions) continue;
     const std::optional<size_t> offset = regions->offsetIn(rank(), data, count * sizeOf(type));
     if (!offset) continue;
-    IdleSpinner::Scope awake(spinner_.get());
-    try {
-      shared_->runInPlace(*regions, *offset, count, type, op);
-    } catch (const SharedMemoryFailure& f) {
-      failShared("allreduce", f);
-    }
+    guardedShared("allreduce", [&] { shared_->runInPlace(*regions, *offset, count, type, op); });
     return true;
   }
   return false;
@@ -285,7 +280,7 @@ void GlooCommunicator::doAllreduce(const void* in, void* out, size_t count,
 void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out,
                                    size_t count, DataType type, ReduceOp op) {
   if (shared_) {
-    sharedAllreduce(name, in, out, count, type, op);
+    guardedShared(name, [&] { shared_->run(in, out, count, type, op); });
     return;
   }
   if (count * sizeOf(type) < options_.gatherBelowBytes && size() > 1 &&
@@ -311,13 +306,12 @@ void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out,
   });
 }
 
-void GlooCommunicator::sharedAllreduce(const char* name, const void* in, void* out,
-                                       size_t count, DataType type, ReduceOp op) {
+void GlooCommunicator::guardedShared(const char* op, const std::function<void()>& call) {
   IdleSpinner::Scope awake(spinner_.get());
   try {
-    shared_->run(in, out, count, type, op);
+    call();
   } catch (const SharedMemoryFailure& f) {
-    failShared(name, f);
+    failShared(op, f);
   }
 }
 

@@ -120,8 +120,8 @@ class GlooCommunicator final : public Communicator {
   bool shareSegment(const std::string& key, size_t bytes,
                     const std::function<void(SharedSegment&)>& format,
                     const std::function<void(SharedSegment)>& adopt, std::string_view without);
-  void sharedAllreduce(const char* name, const void* in, void* out, size_t count,
-                       DataType type, ReduceOp op);
+  // As guarded, for an operation in shared memory (failShared).
+  void guardedShared(const char* op, const std::function<void()>& call);
   [[noreturn]] void failShared(const char* op, const SharedMemoryFailure& failure);
   // Gloo's allreduce (bcube or ring by size), or for small messages on
   // few ranks allreduceByGather; failures name `name`.

@@ -20,7 +20,6 @@ size_t SharedRegions::segmentBytes(int size, size_t regionBytes) {
 
 SharedRegions::SharedRegions(SharedSegment segment, int size, size_t regionBytes, uint32_t id)
     : segment_(std::move(segment)),
-      size_(size),
       regionBytes_(regionBytes),
       regionStride_(strideOf(regionBytes)),
       id_(id) {

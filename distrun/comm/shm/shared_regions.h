@@ -22,7 +22,6 @@ class SharedRegions {
   SharedRegions(SharedSegment segment, int size, size_t regionBytes, uint32_t id);
 
   char* region(int rank) const;
-  size_t regionBytes() const { return regionBytes_; }
   uint32_t id() const { return id_; }
   // Where [data, data + bytes) lies in `rank`'s region: its byte offset,
   // or nothing when it does not lie wholly inside.
@@ -30,7 +29,6 @@ class SharedRegions {
 
  private:
   SharedSegment segment_;
-  int size_;
   size_t regionBytes_;   // as asked
   size_t regionStride_;  // rounded up to whole pages
   uint32_t id_;
