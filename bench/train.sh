@@ -7,12 +7,14 @@
 #   (a) linear (the seeds' trainer): seconds per epoch, median of epochs 2-10
 #   (b) mnist CNN: samples/s of the 2nd epoch on 2 ranks, and scaling
 #       efficiency = samples/s(2 ranks) / (2 x samples/s(1 rank)), both
-#       runtimes, all measured in this run. "2 x 1 rank" is one rank alone
-#       on core 0 plus one rank alone on core 1, the two cores the two
-#       ranks run on: this VM's two vCPUs often differ in speed by a few
-#       per cent within a run, so core 0 alone would over- or understate
-#       the pair's capacity. Efficiency is taken per round (each round's
-#       runs are minutes apart at most), then its best and median.
+#       runtimes, all measured in this run, and from distrun's metrics the
+#       share of the epoch each rank waited for its averaged gradients.
+#       "2 x 1 rank" is one rank alone on core 0 plus one rank alone on
+#       core 1, the two cores the two ranks run on: this VM's two vCPUs
+#       often differ in speed by a few per cent within a run, so core 0
+#       alone would over- or understate the pair's capacity. Efficiency is
+#       taken per round (each round's runs are minutes apart at most),
+#       then its best and median.
 #   (c) distrun's mnist with overlap off, and bucket caps 1, 5, 25, 100 MB
 #       (PyTorch's overlap off beside it)
 # Each contender runs ROUNDS times, interleaved with its peer in
@@ -121,6 +123,12 @@ for rt in runtimes:
     print(f"  {rt:8s} 1 rank on core 0 {spread(sps[(rt, '1core0')])}   on core 1 {spread(sps[(rt, '1core1')])}")
     print(f"  {rt:8s} 2 ranks          {spread(sps[(rt, 2)])}   accuracy {accuracy('mnist2', rt):.2f}%")
     print(f"  {rt:8s} efficiency per round: " + " ".join(f"{e:.3f}" for e in per_round[rt]))
+# distrun's metrics say how long each rank waited for its averaged gradients:
+# the faster rank's wait is the lockstep's cost.
+waits = [[s / epochs[-1]["seconds"] * 100 for s in epochs[-1]["sync_seconds"]]
+         for epochs in runs("mnist2", "distrun")]
+print("  distrun  2 ranks: % of the epoch waiting for averaged gradients, rank 0 / rank 1, per round: "
+      + "  ".join(" / ".join(f"{w:.1f}" for w in ranks) for ranks in waits))
 
 print("\n## (c) overlap and bucket size, mnist 2 ranks, samples/s")
 for rt in runtimes:

@@ -57,6 +57,13 @@ TEST(TrainProcessTest, LinearOnTwoRanksWritesMetricsAndEqualReplicas) {
   EXPECT_EQ(m["world_size"], 2);
   ASSERT_EQ(m["epochs"].size(), 3u);
   EXPECT_LT(m["epochs"][2]["train_loss"].get<double>(), m["epochs"][0]["train_loss"].get<double>());
+  // Each rank's wait for its averaged gradients: some, within the epoch.
+  const nlohmann::json& sync = m["epochs"][2]["sync_seconds"];
+  ASSERT_EQ(sync.size(), 2u);
+  for (const auto& s : sync) {
+    EXPECT_GT(s.get<double>(), 0);
+    EXPECT_LE(s.get<double>(), m["epochs"][2]["seconds"].get<double>());
+  }
 }
 
 // Debian's reference BLAS (libblas3, always installed beside OpenBLAS)

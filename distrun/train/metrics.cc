@@ -33,7 +33,8 @@ std::string metricsJson(const RunDescription& run, const std::vector<EpochMetric
                              {"test_loss", orNull(m.testLoss)},
                              {"test_accuracy", orNull(m.testAccuracy)},
                              {"samples_per_second", m.samplesPerSecond},
-                             {"seconds", m.seconds}});
+                             {"seconds", m.seconds},
+                             {"sync_seconds", m.syncSeconds}});
   }
   return doc.dump(2) + "\n";
 }
@@ -80,6 +81,7 @@ std::vector<EpochMetrics> parseMetricsEpochs(const std::string& json) {
       if (!e.at("test_accuracy").is_null()) m.testAccuracy = e.at("test_accuracy").get<double>();
       m.samplesPerSecond = e.at("samples_per_second").get<double>();
       m.seconds = e.at("seconds").get<double>();
+      if (e.contains("sync_seconds")) m.syncSeconds = e["sync_seconds"].get<std::vector<double>>();
       out.push_back(m);
     }
   } catch (const nlohmann::json::exception& e) {

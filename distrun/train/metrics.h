@@ -15,6 +15,11 @@ struct EpochMetrics {
   std::optional<double> testAccuracy;  // fraction, 0..1
   double samplesPerSecond = 0;         // all ranks' training samples / seconds
   double seconds = 0;                  // the epoch's training steps (no evaluation)
+  // Per rank: seconds from the end of backward until the averaged
+  // gradients were in grad(), summed over the epoch's steps (DDP's wait on
+  // its all-reduces, and so on the slowest rank). Empty in a history
+  // written before it was recorded.
+  std::vector<double> syncSeconds;
 };
 
 struct RunDescription {

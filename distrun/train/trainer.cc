@@ -105,7 +105,7 @@ std::vector<EpochMetrics> Trainer::run() {
   }
   std::vector<EpochMetrics> ran;
   while (position_.epoch < options_.epochs) {
-    ran.push_back(runEpoch(sampler, stepsPerEpoch));
+    ran.push_back(runEpoch(sampler, stepsPerEpoch, ddp));
   }
   checkReplicasEqual();
   return ran;
@@ -124,11 +124,13 @@ void Trainer::checkReplicasEqual() {
   }
 }
 
-EpochMetrics Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch) {
+EpochMetrics Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
+                              const DistributedDataParallel& ddp) {
   sampler.setEpoch(position_.epoch);
   const std::vector<int64_t> indices = sampler.indices();
   task_.model.train();
   comm_.barrier();
+  const double syncedBefore = ddp.stats().totalWaitSeconds;
   const Clock::time_point start = Clock::now();
   int64_t samples = 0;
   for (int64_t s = position_.step; s < stepsPerEpoch; ++s) {
@@ -147,6 +149,9 @@ EpochMetrics Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoc
   EpochMetrics m;
   m.seconds = secondsSince(start);  // the slowest rank's
   comm_.allreduce(&m.seconds, &m.seconds, 1, comm::DataType::kFloat64, comm::ReduceOp::kMax);
+  const double synced = ddp.stats().totalWaitSeconds - syncedBefore;
+  m.syncSeconds.resize(static_cast<size_t>(comm_.size()));
+  comm_.allgather(&synced, m.syncSeconds.data(), 1, comm::DataType::kFloat64);
   std::vector<double> totals = {position_.lossSum, position_.samples};
   allreduceSum(comm_, totals);
   m.epoch = position_.epoch + 1;

@@ -95,7 +95,8 @@ class Trainer {
   void saveSnapshot();
   std::string encodeState(const std::vector<std::string>& rngStates);
   void decodeState(const std::string& payload, const std::string& path);
-  EpochMetrics runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch);
+  EpochMetrics runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
+                        const DistributedDataParallel& ddp);
   void trainStep(const std::vector<int64_t>& indices);
   void evaluate(EpochMetrics& metrics);
   RunDescription description() const;

@@ -82,6 +82,8 @@ TEST_F(TrainerTest, LossFallsAndMetricsFileHasEveryEpoch) {
   EXPECT_EQ(doc["epochs"][2]["epoch"], 3);
   EXPECT_TRUE(doc["epochs"][2]["test_accuracy"].is_null());
   EXPECT_GT(doc["epochs"][2]["samples_per_second"].get<double>(), 0);
+  ASSERT_EQ(doc["epochs"][2]["sync_seconds"].size(), 1u);  // one per rank
+  EXPECT_GE(doc["epochs"][2]["sync_seconds"][0].get<double>(), 0);
 }
 
 TEST_F(TrainerTest, ResumesAfterTheLastSnapshotedEpoch) {
@@ -147,12 +149,23 @@ TEST_F(TrainerTest, BadOptionsAreUsageErrors) {
 
 TEST(MetricsTest, JsonRoundTripsAndEpochLineReads) {
   EpochMetrics m{.epoch = 2, .trainLoss = 0.25, .testLoss = 0.125, .testAccuracy = 0.9755,
-                 .samplesPerSecond = 1234.4, .seconds = 6.48};
+                 .samplesPerSecond = 1234.4, .seconds = 6.48, .syncSeconds = {0.5, 0.25}};
   const std::vector<EpochMetrics> back = parseMetricsEpochs(metricsJson({.workload = "mnist"}, {m}));
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].testAccuracy, m.testAccuracy);
+  EXPECT_EQ(back[0].syncSeconds, m.syncSeconds);
   EXPECT_EQ(epochLine(m, 3),
             "epoch 2/3  loss 0.2500  test loss 0.1250  accuracy 97.55%  1234 samples/s  6.5 s");
+}
+
+// A snapshot's history from before sync_seconds was recorded.
+TEST(MetricsTest, HistoryWithoutSyncSecondsReads) {
+  const std::vector<EpochMetrics> back = parseMetricsEpochs(
+      R"({"epochs": [{"epoch": 1, "train_loss": 0.5, "test_loss": null, "test_accuracy": null,
+                      "samples_per_second": 100, "seconds": 2}]})");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].seconds, 2);
+  EXPECT_TRUE(back[0].syncSeconds.empty());
 }
 
 TEST(ProgressTest, UnknownStyleIsAUsageError) {
