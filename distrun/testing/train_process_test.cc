@@ -66,6 +66,25 @@ TEST(TrainProcessTest, LinearOnTwoRanksWritesMetricsAndEqualReplicas) {
   }
 }
 
+// --balance-load through the command line, over shared memory: every
+// sample of the epoch is trained on (samples/s x seconds), the replicas
+// end equal.
+TEST(TrainProcessTest, BalancedLinearOnTwoRanksTrainsEverySample) {
+  const std::string dir = freshDir("balanced");
+  CommandResult r = runCommand("timeout 300 " + distrun() +
+                               " train --nproc-per-node 2 linear --epochs 2 --balance-load" +
+                               " --metrics " + quote(dir + "/m.json"));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(checksumIn(r.out), "") << r.out;
+  std::ifstream in(dir + "/m.json");
+  const nlohmann::json m = nlohmann::json::parse(in);
+  ASSERT_EQ(m["epochs"].size(), 2u);
+  for (const auto& e : m["epochs"]) {
+    EXPECT_NEAR(e["samples_per_second"].get<double>() * e["seconds"].get<double>(), 2048, 1e-6);
+  }
+  EXPECT_LT(m["epochs"][1]["train_loss"].get<double>(), m["epochs"][0]["train_loss"].get<double>());
+}
+
 // Debian's reference BLAS (libblas3, always installed beside OpenBLAS)
 // preloaded in place of the system's choice: rank 0 warns once, names the
 // library and the package that fixes it, and trains on.
@@ -94,6 +113,10 @@ TEST(TrainProcessTest, ErrorsNameTheInputAndExitWithTheirCode) {
   r = runCommand(quote(binaryPath("distrun-train")) + " linear --epochs 0");
   EXPECT_EQ(r.exitCode, 64);
   EXPECT_EQ(r.err, "distrun-train: error: --epochs 0: expected at least 1\n");
+  r = runCommand(quote(binaryPath("distrun-train")) + " linear --balance-load --deterministic");
+  EXPECT_EQ(r.exitCode, 64);
+  EXPECT_EQ(r.err, "distrun-train: error: --balance-load with --deterministic: the split of each "
+                   "step follows the ranks' timing, so runs cannot repeat bit for bit; choose one\n");
   r = runCommand(quote(binaryPath("distrun-train")) + " mnist --data /nonexistent");
   EXPECT_EQ(r.exitCode, 74) << r.err;
   EXPECT_THAT(r.err, HasSubstr("distrun-train: error: "));

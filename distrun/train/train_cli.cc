@@ -36,6 +36,7 @@ struct TrainArgs {
   std::string metrics;
   double bucketCapMb = 25;
   bool noOverlap = false;
+  bool balanceLoad = false;
   bool returnFreedMemory = false;
   std::string progress = "auto";
   std::string backend = "gloo";
@@ -60,6 +61,9 @@ void addFlags(CLI::App& app, TrainArgs& a) {
   app.add_option("--metrics", a.metrics, "write every epoch's metrics as JSON to this file (rank 0)");
   app.add_option("--bucket-cap-mb", a.bucketCapMb, "gradient bucket size in MB (default 25)");
   app.add_flag("--no-overlap", a.noOverlap, "all-reduce after backward instead of during it");
+  app.add_flag("--balance-load", a.balanceLoad,
+               "split each step's samples among the ranks by their measured speed "
+               "(not reproducible; not with --deterministic)");
   app.add_flag("--return-freed-memory", a.returnFreedMemory,
                "give freed tensors' memory back to the kernel as glibc does by default "
                "(smaller resident size, slower steps)");
@@ -82,6 +86,11 @@ void configureTorch(const TrainArgs& a) {
   }
   at::set_num_threads(a.threadsPerRank > 0 ? a.threadsPerRank : cpusOfThisProcess());
   at::set_num_interop_threads(1);
+  if (a.deterministic && a.balanceLoad) {
+    throw UsageError(
+        "--balance-load with --deterministic: the split of each step follows the ranks' timing, "
+        "so runs cannot repeat bit for bit; choose one");
+  }
   at::globalContext().setDeterministicAlgorithms(a.deterministic, /*warn_only=*/false);
   torch::manual_seed(a.seed);
 }
@@ -128,6 +137,7 @@ int train(TrainArgs& a, TrainCliContext& ctx) {
       .metricsPath = a.metrics,
       .progress = progress,
       .threadsPerRank = at::get_num_threads(),
+      .balanceLoad = a.balanceLoad,
       .ddp = {.bucketCapMb = a.bucketCapMb, .firstBucketMb = 1, .overlap = !a.noOverlap},
   };
   if (comm->rank() == 0) warnOfSlowBlas(ctx.err);

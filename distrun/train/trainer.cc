@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <sstream>
 
 #include <zlib.h>
@@ -88,12 +89,8 @@ Trainer::Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions opt
 std::vector<EpochMetrics> Trainer::run() {
   resume();
   DistributedDataParallel ddp(task_.model, comm_, options_.ddp);  // averages through hooks
-  DistributedSampler sampler({.datasetSize = task_.train.size(),
-                              .worldSize = comm_.size(),
-                              .rank = comm_.rank(),
-                              .shuffle = true,
-                              .seed = options_.seed,
-                              .dropLast = options_.dropLast});
+  DistributedSampler sampler = samplerOf(comm_.rank());
+  if (options_.balanceLoad && comm_.size() > 1) startBalancing();
   const int64_t perRank = sampler.numSamples();
   const int64_t stepsPerEpoch = (perRank + options_.batchSize - 1) / options_.batchSize;
   if (comm_.rank() == 0) {
@@ -127,18 +124,20 @@ void Trainer::checkReplicasEqual() {
 EpochMetrics Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
                               const DistributedDataParallel& ddp) {
   sampler.setEpoch(position_.epoch);
-  const std::vector<int64_t> indices = sampler.indices();
+  const std::vector<std::vector<int64_t>> shards = epochShards(sampler);
   task_.model.train();
   comm_.barrier();
   const double syncedBefore = ddp.stats().totalWaitSeconds;
   const Clock::time_point start = Clock::now();
   int64_t samples = 0;
   for (int64_t s = position_.step; s < stepsPerEpoch; ++s) {
-    const auto first = indices.begin() + s * options_.batchSize;
-    const auto last = indices.begin() + std::min<int64_t>((s + 1) * options_.batchSize,
-                                                          static_cast<int64_t>(indices.size()));
-    trainStep(std::vector<int64_t>(first, last));
-    samples += last - first;
+    double lossScale = 1;
+    const std::vector<int64_t> batch = stepSamples(shards, s, &lossScale);
+    const double untilGradients = trainStep(batch, lossScale);
+    if (balancer_) {
+      recordSpeed(untilGradients - ddp.stats().lastWaitSeconds, static_cast<int64_t>(batch.size()));
+    }
+    samples += static_cast<int64_t>(batch.size());
     position_.step = s + 1;
     ++position_.globalStep;
     if (progress_) progress_->step(position_.epoch, s + 1, position_.lossSum / position_.samples);
@@ -152,11 +151,11 @@ EpochMetrics Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoc
   const double synced = ddp.stats().totalWaitSeconds - syncedBefore;
   m.syncSeconds.resize(static_cast<size_t>(comm_.size()));
   comm_.allgather(&synced, m.syncSeconds.data(), 1, comm::DataType::kFloat64);
-  std::vector<double> totals = {position_.lossSum, position_.samples};
+  std::vector<double> totals = {position_.lossSum, position_.samples, static_cast<double>(samples)};
   allreduceSum(comm_, totals);
   m.epoch = position_.epoch + 1;
   m.trainLoss = totals[0] / totals[1];
-  m.samplesPerSecond = static_cast<double>(samples * comm_.size()) / std::max(m.seconds, 1e-9);
+  m.samplesPerSecond = totals[2] / std::max(m.seconds, 1e-9);  // every rank's samples
   evaluate(m);
   history_.push_back(m);
   position_ = Position{.epoch = position_.epoch + 1, .step = 0,
@@ -171,17 +170,88 @@ EpochMetrics Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoc
   return m;
 }
 
-void Trainer::trainStep(const std::vector<int64_t>& indices) {
+DistributedSampler Trainer::samplerOf(int rank) const {
+  return DistributedSampler({.datasetSize = task_.train.size(),
+                             .worldSize = comm_.size(),
+                             .rank = rank,
+                             .shuffle = true,
+                             .seed = options_.seed,
+                             .dropLast = options_.dropLast});
+}
+
+// The epoch's shards: this rank's, or with balancing every rank's in rank
+// order (a step then draws on the union of the ranks' batches).
+std::vector<std::vector<int64_t>> Trainer::epochShards(const DistributedSampler& mine) const {
+  if (!balancer_) return {mine.indices()};
+  std::vector<std::vector<int64_t>> shards;
+  for (int r = 0; r < comm_.size(); ++r) {
+    DistributedSampler sampler = samplerOf(r);
+    sampler.setEpoch(mine.epoch());
+    shards.push_back(sampler.indices());
+  }
+  return shards;
+}
+
+// Step `step`'s samples for this rank: its own batch, or with balancing
+// its share of the union of all ranks' batches, taken in rank order. The
+// loss is then scaled by share * ranks / union, so that DDP's average of
+// the ranks' gradients is the gradient of the mean loss over the union.
+std::vector<int64_t> Trainer::stepSamples(const std::vector<std::vector<int64_t>>& shards,
+                                          int64_t step, double* lossScale) {
+  std::vector<int64_t> all;
+  for (const std::vector<int64_t>& shard : shards) {
+    const auto size = static_cast<int64_t>(shard.size());
+    const int64_t first = std::min(step * options_.batchSize, size);
+    const int64_t last = std::min(first + options_.batchSize, size);
+    all.insert(all.end(), shard.begin() + first, shard.begin() + last);
+  }
+  *lossScale = 1;
+  if (!balancer_) return all;
+  const std::vector<int64_t> share = balancer_->split(static_cast<int64_t>(all.size()));
+  const auto rank = static_cast<size_t>(comm_.rank());
+  const int64_t begin = std::accumulate(share.begin(), share.begin() + comm_.rank(), int64_t{0});
+  if (share[rank] * comm_.size() != static_cast<int64_t>(all.size())) {
+    *lossScale = static_cast<double>(share[rank] * comm_.size()) / static_cast<double>(all.size());
+  }
+  return {all.begin() + begin, all.begin() + begin + share[rank]};
+}
+
+// Collective: the balancer, and one number per rank in the communicator's
+// reducible memory for the speeds it is fed.
+void Trainer::startBalancing() {
+  balancer_.emplace(comm_.size());
+  std::shared_ptr<void> memory =
+      comm_.allocateReducible(static_cast<size_t>(comm_.size()) * sizeof(double));
+  speeds_ = torch::from_blob(memory.get(), {comm_.size()}, [memory](void*) {},
+                             torch::TensorOptions().dtype(torch::kDouble));
+}
+
+// This rank's compute seconds per sample, all-gathered (in place, in
+// reducible memory) into the balancer.
+void Trainer::recordSpeed(double computeSeconds, int64_t samples) {
+  speeds_.zero_();
+  speeds_[comm_.rank()] = computeSeconds / static_cast<double>(std::max<int64_t>(samples, 1));
+  allreduceTensor(comm_, speeds_, comm::ReduceOp::kSum);
+  const double* each = speeds_.data_ptr<double>();
+  balancer_->record(std::vector<double>(each, each + comm_.size()));
+}
+
+// Returns the seconds from its start to the end of backward (DDP's wait
+// for the averaged gradients included).
+double Trainer::trainStep(const std::vector<int64_t>& indices, double lossScale) {
+  const Clock::time_point start = Clock::now();
   const torch::Tensor index = torch::tensor(indices, torch::kLong);
   const torch::Tensor inputs = task_.train.inputs.index_select(0, index);
   const torch::Tensor targets = task_.train.targets.index_select(0, index);
   task_.optimizer.zero_grad();
   torch::Tensor loss = task_.loss(task_.forward(inputs), targets);
-  loss.backward();
+  (lossScale == 1 ? loss : loss * lossScale).backward();
+  const double untilGradients = secondsSince(start);
   task_.optimizer.step();
   const auto n = static_cast<double>(indices.size());
   position_.lossSum += loss.item<double>() * n;
   position_.samples += n;
+  return untilGradients;
 }
 
 // The test set in rank-strided shards without padding, so every sample

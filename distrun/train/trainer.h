@@ -16,6 +16,7 @@
 #include "distrun/train/metrics.h"
 #include "distrun/train/progress.h"
 #include "distrun/train/sampler.h"
+#include "distrun/train/step_balancer.h"
 
 namespace distrun::train {
 
@@ -52,6 +53,13 @@ struct TrainerOptions {
   std::string metricsPath;            // "" = none
   ProgressStyle progress = ProgressStyle::kAuto;
   int threadsPerRank = 1;             // recorded in the metrics
+  // Each step's samples (the union of the ranks' batches) split among the
+  // ranks by their measured speed (StepBalancer) instead of each rank
+  // taking its own batch; the loss is scaled so that the averaged gradient
+  // is still that of the union's mean loss. Which rank computes which
+  // sample then depends on timing: not reproducible (dropout draws and the
+  // order of floating-point sums differ run to run).
+  bool balanceLoad = false;
   DdpOptions ddp;
 };
 
@@ -97,7 +105,13 @@ class Trainer {
   void decodeState(const std::string& payload, const std::string& path);
   EpochMetrics runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
                         const DistributedDataParallel& ddp);
-  void trainStep(const std::vector<int64_t>& indices);
+  DistributedSampler samplerOf(int rank) const;
+  std::vector<std::vector<int64_t>> epochShards(const DistributedSampler& mine) const;
+  std::vector<int64_t> stepSamples(const std::vector<std::vector<int64_t>>& shards,
+                                   int64_t step, double* lossScale);
+  double trainStep(const std::vector<int64_t>& indices, double lossScale);
+  void startBalancing();
+  void recordSpeed(double computeSeconds, int64_t samples);
   void evaluate(EpochMetrics& metrics);
   RunDescription description() const;
   void checkReplicasEqual();
@@ -113,6 +127,8 @@ class Trainer {
   std::optional<std::string> resumedFrom_;  // the snapshot file resumed
   uint32_t checksum_ = 0;
   std::optional<ProgressReporter> progress_;
+  std::optional<StepBalancer> balancer_;    // with options_.balanceLoad
+  torch::Tensor speeds_;                    // per rank, in reducible memory
 };
 
 }  // namespace distrun::train

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <torch/utils.h>
@@ -145,6 +146,61 @@ TEST_F(TrainerTest, BadOptionsAreUsageErrors) {
   o = options(1);
   o.saveEverySteps = -1;
   EXPECT_EQ(train(o).error, "--save-every and --save-every-steps: expected 0 (never) or more");
+}
+
+// Two ranks (threads) train `linear` from the same fixed weights; rank 1's
+// forward sleeps 200 us per sample, a CPU far slower. Returns rank 0's
+// trained weight and bias and the samples each rank trained on.
+struct TwoRankRun {
+  torch::Tensor parameters;
+  std::vector<int64_t> samplesSeen = {0, 0};
+  std::string error;
+};
+
+TwoRankRun trainTwoRanksWithASlowOne(bool balanceLoad) {
+  TwoRankRun run;
+  const std::vector<std::string> errors = runGlooThreads(2, [&](Communicator& comm) {
+    Workload w = buildWorkload("linear", {});
+    {
+      torch::NoGradGuard noGrad;
+      for (torch::Tensor& p : w.model->parameters()) p.fill_(0.01);
+    }
+    TrainingTask task = w.task();
+    const auto rank = static_cast<size_t>(comm.rank());
+    task.forward = [&, forward = task.forward, rank](const torch::Tensor& x) {
+      run.samplesSeen[rank] += x.size(0);
+      if (rank == 1) std::this_thread::sleep_for(std::chrono::microseconds(200) * x.size(0));
+      return forward(x);
+    };
+    TrainerOptions o;
+    o.epochs = 2;
+    o.batchSize = 32;
+    o.progress = ProgressStyle::kNone;
+    o.balanceLoad = balanceLoad;
+    std::ostringstream out, err;
+    Trainer trainer(task, comm, o, out, err);
+    trainer.run();
+    if (comm.rank() == 0) run.parameters = torch::cat({w.model->parameters()[0].flatten(),
+                                                       w.model->parameters()[1].flatten()});
+  });
+  run.error = errors[0] + errors[1];
+  return run;
+}
+
+// The slow rank gets fewer samples, every sample of each step is trained
+// on once, and the model is the one of equal batches up to the order of
+// floating-point sums (the replicas are bitwise equal: run() checks).
+TEST(BalancedTrainerTest, TheSlowRankGetsFewerSamplesAndTheModelIsTheSame) {
+  const TwoRankRun equal = trainTwoRanksWithASlowOne(false);
+  const TwoRankRun balanced = trainTwoRanksWithASlowOne(true);
+  ASSERT_EQ(equal.error, "");
+  ASSERT_EQ(balanced.error, "");
+  EXPECT_EQ(equal.samplesSeen, (std::vector<int64_t>{2048, 2048}));
+  EXPECT_EQ(balanced.samplesSeen[0] + balanced.samplesSeen[1], 2 * 2048);
+  EXPECT_LT(balanced.samplesSeen[1], balanced.samplesSeen[0] - 2 * 64);
+  EXPECT_TRUE(torch::allclose(balanced.parameters, equal.parameters, /*rtol=*/1e-5, /*atol=*/1e-6))
+      << balanced.parameters << "\n" << equal.parameters;
+  EXPECT_FALSE(torch::equal(balanced.parameters, torch::full_like(equal.parameters, 0.01)));
 }
 
 TEST(MetricsTest, JsonRoundTripsAndEpochLineReads) {
