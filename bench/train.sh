@@ -119,8 +119,10 @@ sps = {(rt, n): samples_per_second(f"mnist{n}", rt) for rt in runtimes for n in 
 best = {k: max(v) for k, v in sps.items()}
 med = {k: statistics.median(v) for k, v in sps.items()}
 # Each round's efficiency: its 2 ranks against its lone rank on core 0 plus on core 1.
-per_round = {rt: [two / (c0 + c1) for two, c0, c1 in
-                  zip(sps[(rt, 2)], sps[(rt, "1core0")], sps[(rt, "1core1")])] for rt in runtimes}
+def efficiency_per_round(two_ranks, rt):
+    return [two / (c0 + c1) for two, c0, c1 in zip(two_ranks, sps[(rt, "1core0")], sps[(rt, "1core1")])]
+
+per_round = {rt: efficiency_per_round(sps[(rt, 2)], rt) for rt in runtimes}
 eff = {rt: max(v) for rt, v in per_round.items()}
 eff_med = {rt: statistics.median(v) for rt, v in per_round.items()}
 for rt in runtimes:
@@ -128,8 +130,7 @@ for rt in runtimes:
     print(f"  {rt:8s} 2 ranks          {spread(sps[(rt, 2)])}   accuracy {accuracy('mnist2', rt):.2f}%")
     print(f"  {rt:8s} efficiency per round: " + " ".join(f"{e:.3f}" for e in per_round[rt]))
 bal = samples_per_second("mnist2bal", "distrun")
-bal_round = [two / (c0 + c1) for two, c0, c1 in
-             zip(bal, sps[("distrun", "1core0")], sps[("distrun", "1core1")])]
+bal_round = efficiency_per_round(bal, "distrun")
 print(f"  distrun  2 ranks --balance-load {spread(bal)}   accuracy {accuracy('mnist2bal', 'distrun'):.2f}%")
 print("  distrun  --balance-load efficiency per round: " + " ".join(f"{e:.3f}" for e in bal_round))
 # distrun's metrics say how long each rank waited for its averaged gradients:

@@ -220,20 +220,19 @@ std::vector<int64_t> Trainer::stepSamples(const std::vector<std::vector<int64_t>
 // reducible memory for the speeds it is fed.
 void Trainer::startBalancing() {
   balancer_.emplace(comm_.size());
-  std::shared_ptr<void> memory =
-      comm_.allocateReducible(static_cast<size_t>(comm_.size()) * sizeof(double));
-  speeds_ = torch::from_blob(memory.get(), {comm_.size()}, [memory](void*) {},
-                             torch::TensorOptions().dtype(torch::kDouble));
+  speeds_ = std::static_pointer_cast<double>(
+      comm_.allocateReducible(static_cast<size_t>(comm_.size()) * sizeof(double)));
 }
 
 // This rank's compute seconds per sample, all-gathered (in place, in
 // reducible memory) into the balancer.
 void Trainer::recordSpeed(double computeSeconds, int64_t samples) {
-  speeds_.zero_();
-  speeds_[comm_.rank()] = computeSeconds / static_cast<double>(std::max<int64_t>(samples, 1));
-  allreduceTensor(comm_, speeds_, comm::ReduceOp::kSum);
-  const double* each = speeds_.data_ptr<double>();
-  balancer_->record(std::vector<double>(each, each + comm_.size()));
+  const auto ranks = static_cast<size_t>(comm_.size());
+  double* each = speeds_.get();
+  std::fill(each, each + ranks, 0.0);
+  each[comm_.rank()] = computeSeconds / static_cast<double>(std::max<int64_t>(samples, 1));
+  comm_.allreduce(each, ranks, comm::ReduceOp::kSum);
+  balancer_->record(std::vector<double>(each, each + ranks));
 }
 
 // Returns the seconds from its start to the end of backward (DDP's wait

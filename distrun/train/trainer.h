@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -128,7 +129,7 @@ class Trainer {
   uint32_t checksum_ = 0;
   std::optional<ProgressReporter> progress_;
   std::optional<StepBalancer> balancer_;    // with options_.balanceLoad
-  torch::Tensor speeds_;                    // per rank, in reducible memory
+  std::shared_ptr<double> speeds_;          // one per rank, in reducible memory
 };
 
 }  // namespace distrun::train
