@@ -16,8 +16,9 @@
 #       taken per round (each round's runs are minutes apart at most),
 #       then its best and median.
 #   (b') distrun's mnist on 2 ranks with --balance-load (each step's samples
-#       split by the ranks' measured speed), its efficiency against the
-#       same round's lone ranks
+#       split by the ranks' measured speed) and --cpu-bind cores (each rank
+#       stays on its vCPU, so the speed it measured is its vCPU's), its
+#       efficiency against the same round's lone ranks
 #   (c) distrun's mnist with overlap off, and bucket caps 1, 5, 25, 100 MB
 #       (PyTorch's overlap off beside it)
 # Each contender runs ROUNDS times, interleaved with its peer in
@@ -74,7 +75,7 @@ for round in $(seq 1 "$rounds"); do
   for runtime in "${order[@]}"; do
     train "$runtime" 2 linear "${linear[@]}"
     train "$runtime" 2 mnist2 "${mnist[@]}"
-    [[ $runtime == pytorch ]] || train distrun 2 mnist2bal "${mnist[@]}" --balance-load
+    [[ $runtime == pytorch ]] || BIND=cores train distrun 2 mnist2bal "${mnist[@]}" --balance-load
     CORE=0 train "$runtime" 1 mnist1core0 "${mnist[@]}"
     CORE=1 train "$runtime" 1 mnist1core1 "${mnist[@]}"
     train "$runtime" 2 overlap_off "${mnist[@]}" --no-overlap
@@ -131,11 +132,11 @@ for rt in runtimes:
     print(f"  {rt:8s} efficiency per round: " + " ".join(f"{e:.3f}" for e in per_round[rt]))
 bal = samples_per_second("mnist2bal", "distrun")
 bal_round = efficiency_per_round(bal, "distrun")
-print(f"  distrun  2 ranks --balance-load {spread(bal)}   accuracy {accuracy('mnist2bal', 'distrun'):.2f}%")
-print("  distrun  --balance-load efficiency per round: " + " ".join(f"{e:.3f}" for e in bal_round))
+print(f"  distrun  2 ranks --balance-load --cpu-bind cores {spread(bal)}   accuracy {accuracy('mnist2bal', 'distrun'):.2f}%")
+print("  distrun  --balance-load --cpu-bind cores efficiency per round: " + " ".join(f"{e:.3f}" for e in bal_round))
 # distrun's metrics say how long each rank waited for its averaged gradients:
 # the faster rank's wait is the lockstep's cost.
-for name, label in (("mnist2", ""), ("mnist2bal", " --balance-load")):
+for name, label in (("mnist2", ""), ("mnist2bal", " --balance-load --cpu-bind cores")):
     waits = [[s / epochs[-1]["seconds"] * 100 for s in epochs[-1]["sync_seconds"]]
              for epochs in runs(name, "distrun")]
     print(f"  distrun  2 ranks{label}: % of the epoch waiting for averaged gradients, "
@@ -161,7 +162,7 @@ print(f"  (b) mnist samples/s, distrun / PyTorch:    "
       f"{ratio((best[('distrun', 2)], med[('distrun', 2)]), (best[('pytorch', 2)], med[('pytorch', 2)]))}  (target >= 1.1)")
 print(f"  (b) scaling efficiency (best / median round): distrun {eff['distrun']:.3f} / {eff_med['distrun']:.3f} (target >= 0.95), "
       f"PyTorch {eff['pytorch']:.3f} / {eff_med['pytorch']:.3f}")
-print(f"  (b') scaling efficiency with --balance-load (best / median round): "
+print(f"  (b') scaling efficiency with --balance-load --cpu-bind cores (best / median round): "
       f"distrun {max(bal_round):.3f} / {statistics.median(bal_round):.3f}")
 print(f"  (c) overlap on / off (best):               distrun {best[('distrun', 2)] / max(off['distrun']):.3f}, "
       f"PyTorch {best[('pytorch', 2)] / max(off['pytorch']):.3f}")
