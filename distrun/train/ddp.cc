@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 #include <c10/util/strides.h>
 #include <fmt/format.h>
@@ -59,7 +60,7 @@ DistributedDataParallel::NoSyncGuard::~NoSyncGuard() {
 DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
                                                  comm::Communicator& comm,
                                                  DdpOptions options)
-    : module_(module), comm_(comm), options_(options) {
+    : module_(module), comm_(comm), options_(options), rebuilt_(!options.rebuildBuckets) {
   if (!(options_.bucketCapMb > 0) || !(options_.firstBucketMb > 0)) {
     throw UsageError(fmt::format(
         "DistributedDataParallel: bucket sizes must be above 0 MB, got "
@@ -75,7 +76,12 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
   std::vector<torch::Tensor> state = params_;
   for (const auto& buffer : module_.buffers()) state.push_back(buffer);
   broadcastFromRankZero(state);
-  assignBuckets();
+  std::vector<size_t> reverse(params_.size());
+  std::iota(reverse.rbegin(), reverse.rend(), size_t{0});
+  assignBuckets(reverse);
+  allocateBuckets();
+  ready_.assign(params_.size(), false);
+  usedSinceSync_.assign(params_.size(), false);
   registerHooks();
 }
 
@@ -158,18 +164,21 @@ bool sameMemory(const torch::Tensor& a, const torch::Tensor& b) {
 
 }  // namespace
 
-// PyTorch's rule: walk the parameters in reverse, one open bucket per
-// type, close a bucket once it holds at least its limit (the first bucket
-// of a type: firstBucketMb, later ones bucketCapMb).
-void DistributedDataParallel::assignBuckets() {
+// PyTorch's rule: walk the parameters in the order backward should reach
+// them (reverse registration order at first, the measured order after the
+// rebuild), one open bucket per type, close a bucket once it holds at
+// least its limit (the first bucket of a type: firstBucketMb, later ones
+// bucketCapMb). Only the plan: allocateBuckets() gives it memory.
+void DistributedDataParallel::assignBuckets(const std::vector<size_t>& order) {
   const auto bytes = [](double mb) {
     return static_cast<int64_t>(mb * 1024 * 1024);
   };
   std::vector<std::pair<torch::ScalarType, size_t>> open;  // type -> bucket
   std::vector<torch::ScalarType> typesSeen;
   std::vector<int64_t> bucketBytes;
+  buckets_.clear();
   slotOf_.assign(params_.size(), {0, 0});
-  for (size_t i = params_.size(); i-- > 0;) {
+  for (size_t i : order) {
     const torch::ScalarType type = params_[i].scalar_type();
     auto it = std::find_if(open.begin(), open.end(),
                            [&](const auto& o) { return o.first == type; });
@@ -195,14 +204,6 @@ void DistributedDataParallel::assignBuckets() {
       open.erase(it);
     }
   }
-  allocateBuckets();
-  for (Bucket& b : buckets_) {
-    for (size_t slot = 0; slot < b.params.size(); ++slot) {
-      b.views.push_back(sharingMemory(b.flat, b.offsets[slot], params_[b.params[slot]]));
-    }
-  }
-  ready_.assign(params_.size(), false);
-  usedSinceSync_.assign(params_.size(), false);
 }
 
 // All buckets share one allocation from the communicator's reducible
@@ -230,7 +231,56 @@ void DistributedDataParallel::allocateBuckets() {
     b.flat = torch::from_blob(static_cast<char*>(memory.get()) + offsets[k], {elements[k]},
                               [memory](void*) {}, torch::TensorOptions().dtype(b.type));
     b.flat.zero_();
+    for (size_t slot = 0; slot < b.params.size(); ++slot) {
+      b.views.push_back(sharingMemory(b.flat, b.offsets[slot], params_[b.params[slot]]));
+    }
   }
+}
+
+// Once, after the first synchronised backward (every rank at the same
+// step): buckets in the order gradients became ready, as PyTorch does. A
+// layout that stays the same keeps its memory. A grad() that was a view
+// into the old buckets is copied in at the next backward and becomes a
+// view of the new ones (markReady), as a grad() set to undefined does.
+void DistributedDataParallel::rebuildBuckets() {
+  rebuilt_ = true;
+  std::vector<std::vector<size_t>> before;
+  for (const Bucket& b : buckets_) before.push_back(b.params);
+  std::vector<Bucket> previous = std::move(buckets_);
+  const std::vector<std::pair<size_t, size_t>> previousSlots = slotOf_;
+  assignBuckets(agreedReadyOrder());
+  std::vector<std::vector<size_t>> after;
+  for (const Bucket& b : buckets_) after.push_back(b.params);
+  if (after == before) {
+    buckets_ = std::move(previous);
+    slotOf_ = previousSlots;
+    return;
+  }
+  allocateBuckets();
+}
+
+// This rank's order of the first synchronised backward's gradients, the
+// parameters that got none appended in reverse registration order; then
+// rank 0's, for every rank: ranks may see different orders (a branch one
+// rank took), their buckets must agree.
+std::vector<size_t> DistributedDataParallel::agreedReadyOrder() {
+  std::vector<bool> seen(params_.size(), false);
+  std::vector<int64_t> order;
+  for (size_t i : readyOrder_) {
+    seen[i] = true;
+    order.push_back(static_cast<int64_t>(i));
+  }
+  for (size_t i = params_.size(); i-- > 0;) {
+    if (!seen[i]) order.push_back(static_cast<int64_t>(i));
+  }
+  readyOrder_ = {};
+  torch::Tensor agreed = torch::tensor(order, torch::kLong);
+  broadcastTensor(comm_, agreed, 0);
+  std::vector<size_t> out;
+  for (int64_t k = 0; k < agreed.numel(); ++k) {
+    out.push_back(static_cast<size_t>(agreed[k].item<int64_t>()));
+  }
+  return out;
 }
 
 void DistributedDataParallel::registerHooks() {
@@ -248,6 +298,7 @@ void DistributedDataParallel::onGradientReady(size_t param) {
   if (!requireSync_) return;
   if (!roundActive_) startRound();
   markReady(param, /*fromHook=*/true);
+  if (!rebuilt_) readyOrder_.push_back(param);
   if (options_.overlap) launchReadyBuckets(/*endOfBackward=*/false);
 }
 
@@ -336,6 +387,7 @@ void DistributedDataParallel::finishRound() {
   ++stats_.syncedSteps;
   deliverAverages(untouched);
   std::fill(usedSinceSync_.begin(), usedSinceSync_.end(), false);
+  if (!rebuilt_) rebuildBuckets();
 }
 
 // A parameter used on some rank gets the average in grad(); one used on

@@ -28,6 +28,12 @@ struct DdpOptions {
   // bucket and the all-reduce averages it in place, with no copy in and
   // none back. false: grad() keeps its own memory and is copied.
   bool gradientAsBucketView = true;
+  // Rebuild the buckets once, after the first synchronised backward, in
+  // the order the gradients became ready (PyTorch's rebuild). false keeps
+  // the first layout: a run resumed from a snapshot then reduces every
+  // step exactly as an uninterrupted run, on any transport (distrun-train
+  // --deterministic).
+  bool rebuildBuckets = true;
 };
 
 // Where the time of the last synchronised backward pass went.
@@ -49,6 +55,10 @@ struct DdpStats {
 //    on each parameter's gradient accumulator marks the gradient ready in
 //    its bucket; a full bucket starts an asynchronous all-reduce (avg) while
 //    backward continues; buckets start in the same order on every rank.
+//    After the first synchronised backward the buckets are rebuilt once
+//    in the order rank 0's gradients became ready (PyTorch's rebuild), so
+//    a model whose parameters were registered in another order than
+//    backward reaches them still starts its all-reduces early.
 //    The buckets live in the communicator's reducible memory
 //    (Communicator::allocateReducible): with every rank on one host they
 //    are shared, and each all-reduce sums them where they lie.
@@ -107,8 +117,10 @@ class DistributedDataParallel {
   const torch::Tensor& bucketView(size_t param) const;
   void verifyShapes();
   void broadcastFromRankZero(const std::vector<torch::Tensor>& tensors);
-  void assignBuckets();
+  void assignBuckets(const std::vector<size_t>& order);
   void allocateBuckets();
+  void rebuildBuckets();
+  std::vector<size_t> agreedReadyOrder();
   void registerHooks();
   void onGradientReady(size_t param);
   void startRound();
@@ -129,6 +141,8 @@ class DistributedDataParallel {
   std::vector<uintptr_t> hookKeys_;
   std::vector<bool> ready_;
   std::vector<bool> usedSinceSync_;
+  std::vector<size_t> readyOrder_;  // hooks' order, until the rebuild
+  bool rebuilt_;  // or never to be: !options.rebuildBuckets
   size_t nextToLaunch_ = 0;
   bool requireSync_ = true;
   bool roundActive_ = false;

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/functional/activation.h>
@@ -300,6 +304,99 @@ TEST(DdpTest, BucketsFollowReverseParameterOrderWithASmallFirstBucket) {
         {"unused.bias", "unused.weight", "branch.bias", "branch.weight"},
         {"fc2.bias", "fc2.weight", "fc1.bias", "fc1.weight"}};
     EXPECT_EQ(ddp.bucketParameterNames(), want);
+  }));
+}
+
+// Registered head first, used last: reverse registration order is not the
+// order backward produces the gradients.
+struct HeadFirst : torch::nn::Module {
+  HeadFirst()
+      : head(register_module("head", torch::nn::Linear(16, 3))),
+        body(register_module("body", torch::nn::Linear(8, 16))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    return head->forward(torch::relu(body->forward(x)));
+  }
+  torch::nn::Linear head, body;
+};
+
+// As makeNet: rank 0 seeds the reference's weights, the others differ.
+std::shared_ptr<HeadFirst> makeHeadFirst(int rank) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  torch::manual_seed(rank == 0 ? 1 : 7);
+  return std::make_shared<HeadFirst>();
+}
+
+// `steps` SGD steps of one process on the union of the ranks' batches:
+// the gradients of each step.
+std::vector<std::vector<torch::Tensor>> headFirstReference(const torch::Tensor& inputs,
+                                                           int steps) {
+  torch::manual_seed(1);
+  HeadFirst net;
+  torch::optim::SGD sgd(net.parameters(), 0.1);
+  std::vector<std::vector<torch::Tensor>> out;
+  for (int step = 0; step < steps; ++step) {
+    sgd.zero_grad();
+    net.forward(inputs).pow(2).mean().backward();
+    out.emplace_back();
+    for (const auto& p : net.parameters()) out.back().push_back(p.grad().clone());
+    sgd.step();
+  }
+  return out;
+}
+
+TEST(DdpTest, BucketsAreRebuiltInTheOrderGradientsBecameReadyAfterTheFirstStep) {
+  const int64_t perRank = 4;
+  const int steps = 3;
+  for (int world : {1, 3}) {
+    for (bool views : {true, false}) {
+      const torch::Tensor inputs = globalInputs(perRank * world);
+      const auto want = headFirstReference(inputs, steps);
+      expectNoErrors(runGlooThreads(world, [&](Communicator& comm) {
+        std::shared_ptr<HeadFirst> owner = makeHeadFirst(comm.rank());
+        HeadFirst& net = *owner;
+        DistributedDataParallel ddp(net, comm, {.bucketCapMb = 1e-6, .firstBucketMb = 1e-6,
+                                                .overlap = true, .gradientAsBucketView = views});
+        const std::vector<std::vector<std::string>> registered = {
+            {"body.bias"}, {"body.weight"}, {"head.bias"}, {"head.weight"}};
+        EXPECT_EQ(ddp.bucketParameterNames(), registered);
+        torch::optim::SGD sgd(net.parameters(), 0.1);
+        const std::string where = "world " + std::to_string(world) + " rank " +
+                                  std::to_string(comm.rank()) + (views ? " views" : " copies");
+        for (int step = 0; step < steps; ++step) {
+          sgd.zero_grad();
+          net.forward(shard(inputs, comm.rank(), perRank)).pow(2).mean().backward();
+          std::vector<torch::Tensor> got;
+          for (const auto& p : net.parameters()) got.push_back(p.grad().clone());
+          expectClose(got, want[static_cast<size_t>(step)], where + " step " +
+                                                                std::to_string(step));
+          sgd.step();
+        }
+        const auto rebuilt = ddp.bucketParameterNames();
+        ASSERT_EQ(rebuilt.size(), 4u) << where;
+        std::vector<std::string> order;
+        for (const auto& bucket : rebuilt) order.push_back(bucket.at(0));
+        const auto at = [&](const std::string& name) {
+          return std::find(order.begin(), order.end(), name) - order.begin();
+        };
+        EXPECT_LT(std::max(at("head.weight"), at("head.bias")),
+                  std::min(at("body.weight"), at("body.bias")))
+            << where << ": " << fmt::format("{}", fmt::join(order, " "));
+      }));
+    }
+  }
+}
+
+TEST(DdpTest, BucketsKeepTheirFirstLayoutWhenRebuildIsOff) {
+  expectNoErrors(runGlooThreads(2, [](Communicator& comm) {
+    std::shared_ptr<HeadFirst> owner = makeHeadFirst(comm.rank());
+    DistributedDataParallel ddp(*owner, comm, {.bucketCapMb = 1e-6, .firstBucketMb = 1e-6,
+                                               .overlap = true, .rebuildBuckets = false});
+    const auto registered = ddp.bucketParameterNames();
+    for (int step = 0; step < 2; ++step) {
+      owner->forward(globalInputs(4)).pow(2).mean().backward();
+    }
+    EXPECT_EQ(ddp.bucketParameterNames(), registered);
   }));
 }
 

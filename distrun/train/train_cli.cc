@@ -54,7 +54,8 @@ void addFlags(CLI::App& app, TrainArgs& a) {
   app.add_option("--threads-per-rank", a.threadsPerRank,
                  "intra-op threads of each rank (default: the CPUs it is bound to)");
   app.add_flag("--deterministic", a.deterministic,
-               "deterministic kernels only: a resumed run ends bitwise equal to an uninterrupted one");
+               "deterministic kernels only, DDP buckets never rebuilt: a resumed run ends bitwise equal "
+               "to an uninterrupted one");
   app.add_option("--snapshot", a.snapshot, "snapshot file: resumed from when present, written by rank 0");
   app.add_option("--save-every", a.saveEvery, "snapshot every N epochs (default 1; 0: never)");
   app.add_option("--save-every-steps", a.saveEverySteps, "also snapshot every N steps (default 0: never)");
@@ -138,7 +139,10 @@ int train(TrainArgs& a, TrainCliContext& ctx) {
       .progress = progress,
       .threadsPerRank = at::get_num_threads(),
       .balanceLoad = a.balanceLoad,
-      .ddp = {.bucketCapMb = a.bucketCapMb, .firstBucketMb = 1, .overlap = !a.noOverlap},
+      .ddp = {.bucketCapMb = a.bucketCapMb,
+              .firstBucketMb = 1,
+              .overlap = !a.noOverlap,
+              .rebuildBuckets = !a.deterministic},
   };
   if (comm->rank() == 0) warnOfSlowBlas(ctx.err);
   const auto start = std::chrono::steady_clock::now();
