@@ -276,9 +276,10 @@ std::vector<size_t> DistributedDataParallel::agreedReadyOrder() {
   readyOrder_ = {};
   torch::Tensor agreed = torch::tensor(order, torch::kLong);
   broadcastTensor(comm_, agreed, 0);
+  const int64_t* first = agreed.data_ptr<int64_t>();
   std::vector<size_t> out;
-  for (int64_t k = 0; k < agreed.numel(); ++k) {
-    out.push_back(static_cast<size_t>(agreed[k].item<int64_t>()));
+  for (const int64_t* i = first; i != first + agreed.numel(); ++i) {
+    out.push_back(static_cast<size_t>(*i));
   }
   return out;
 }
