@@ -244,14 +244,16 @@ void DistributedDataParallel::allocateBuckets() {
 // view of the new ones (markReady), as a grad() set to undefined does.
 void DistributedDataParallel::rebuildBuckets() {
   rebuilt_ = true;
-  std::vector<std::vector<size_t>> before;
-  for (const Bucket& b : buckets_) before.push_back(b.params);
+  const auto layout = [this] {
+    std::vector<std::vector<size_t>> params;
+    for (const Bucket& b : buckets_) params.push_back(b.params);
+    return params;
+  };
+  const std::vector<std::vector<size_t>> before = layout();
   std::vector<Bucket> previous = std::move(buckets_);
   const std::vector<std::pair<size_t, size_t>> previousSlots = slotOf_;
   assignBuckets(agreedReadyOrder());
-  std::vector<std::vector<size_t>> after;
-  for (const Bucket& b : buckets_) after.push_back(b.params);
-  if (after == before) {
+  if (layout() == before) {
     buckets_ = std::move(previous);
     slotOf_ = previousSlots;
     return;

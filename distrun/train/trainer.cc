@@ -210,9 +210,7 @@ std::vector<int64_t> Trainer::stepSamples(const std::vector<std::vector<int64_t>
   const std::vector<int64_t> share = balancer_->split(static_cast<int64_t>(all.size()));
   const auto rank = static_cast<size_t>(comm_.rank());
   const int64_t begin = std::accumulate(share.begin(), share.begin() + comm_.rank(), int64_t{0});
-  if (share[rank] * comm_.size() != static_cast<int64_t>(all.size())) {
-    *lossScale = static_cast<double>(share[rank] * comm_.size()) / static_cast<double>(all.size());
-  }
+  *lossScale = static_cast<double>(share[rank] * comm_.size()) / static_cast<double>(all.size());
   return {all.begin() + begin, all.begin() + begin + share[rank]};
 }
 
