@@ -85,6 +85,32 @@ TEST(TrainProcessTest, BalancedLinearOnTwoRanksTrainsEverySample) {
   EXPECT_LT(m["epochs"][1]["train_loss"].get<double>(), m["epochs"][0]["train_loss"].get<double>());
 }
 
+// A snapshot written by 2 ranks: 3 ranks go on from its epoch's end; from
+// mid-epoch, another world size is a config error (exit 78) naming both.
+TEST(TrainProcessTest, ASnapshotResumesOnAnotherWorldSizeOnlyFromAnEpochsEnd) {
+  const std::string dir = freshDir("resize");
+  const std::string snapshot = " --snapshot " + quote(dir + "/s.snap");
+  CommandResult r = runCommand("timeout 300 " + distrun() +
+                               " train --nproc-per-node 2 linear --epochs 1" + snapshot);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runCommand("timeout 300 " + distrun() + " train --nproc-per-node 3 linear --epochs 2" +
+                 " --progress epochs" + snapshot);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("epoch 2, step 0 of 22 (written by 2 ranks, now 3)")) << r.out;
+
+  // Back to 2 ranks for epoch 3, a snapshot every 10th step of the run:
+  // 32 + 22 steps before it, so the last at its step 26.
+  r = runCommand("timeout 300 " + distrun() + " train --nproc-per-node 2 linear --epochs 3" +
+                 " --save-every 0 --save-every-steps 10" + snapshot);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runCommand(quote(binaryPath("distrun-train")) + " linear --epochs 4" + snapshot);
+  EXPECT_EQ(r.exitCode, 78);
+  EXPECT_EQ(r.err, "distrun-train: error: snapshot " + dir + "/s.snap was written by a 2-rank "
+                   "run at step 26 of epoch 3, this is a 1-rank run: another world size resumes "
+                   "only from a snapshot at an epoch's end (--save-every); resume with 2 ranks, "
+                   "or delete it to start afresh\n");
+}
+
 // Debian's reference BLAS (libblas3, always installed beside OpenBLAS)
 // preloaded in place of the system's choice: rank 0 warns once, names the
 // library and the package that fixes it, and trains on.

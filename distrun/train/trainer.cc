@@ -96,8 +96,12 @@ std::vector<EpochMetrics> Trainer::run() {
   if (comm_.rank() == 0) {
     progress_.emplace(out_, options_.progress, options_.epochs, stepsPerEpoch);
     if (resumedFrom_) {
-      progress_->message(fmt::format("resumed from {}: epoch {}, step {} of {}", *resumedFrom_,
-                                     position_.epoch + 1, position_.step, stepsPerEpoch));
+      progress_->message(fmt::format("resumed from {}: epoch {}, step {} of {}{}", *resumedFrom_,
+                                     position_.epoch + 1, position_.step, stepsPerEpoch,
+                                     snapshotWorldSize_ == comm_.size()
+                                         ? ""
+                                         : fmt::format(" (written by {} ranks, now {})",
+                                                       snapshotWorldSize_, comm_.size())));
     }
   }
   std::vector<EpochMetrics> ran;
@@ -326,28 +330,14 @@ void Trainer::decodeState(const std::string& payload, const std::string& path) {
                                 e.what_without_backtrace()));
   }
   try {
-    const int64_t format = readValue(archive, "format").toInt();
-    if (format != kSnapshotFormat) {
-      throw DataError(fmt::format("snapshot {} has format {}: expected {}", path, format,
-                                  kSnapshotFormat));
-    }
-    const std::string workload = readValue(archive, "workload").toStringRef();
-    const int64_t world = readValue(archive, "world_size").toInt();
-    if (workload != task_.name || world != comm_.size()) {
-      throw ConfigError(fmt::format(
-          "snapshot {} was written by a {}-rank '{}' run, this is a {}-rank '{}' run: "
-          "resume with the same workload and world size, or delete it to start afresh",
-          path, world, workload, comm_.size(), task_.name));
-    }
+    const int64_t world = checkResumable(archive, path);
     torch::serialize::InputArchive model;
     archive.read("model", model);
     task_.model.load(model);
     torch::serialize::InputArchive optimizer;
     archive.read("optimizer", optimizer);
     task_.optimizer.load(optimizer);
-    torch::Tensor states;
-    archive.read("rng", states);
-    setRngStateBytes(states[comm_.rank()].clone());
+    restoreRandomState(archive, world, path);
     position_ = Position{.epoch = readValue(archive, "epoch").toInt(),
                          .step = readValue(archive, "step").toInt(),
                          .globalStep = readValue(archive, "global_step").toInt(),
@@ -358,6 +348,50 @@ void Trainer::decodeState(const std::string& payload, const std::string& path) {
     throw DataError(fmt::format("snapshot {} does not fit this model and optimizer: {}",
                                 path, e.what_without_backtrace()));
   }
+}
+
+// The snapshot's format, workload and world size against this run's;
+// returns the world size it was written by. Another world size resumes
+// only at an epoch's end: mid-epoch, the step counts the old shards.
+int64_t Trainer::checkResumable(torch::serialize::InputArchive& archive,
+                                const std::string& path) {
+  const int64_t format = readValue(archive, "format").toInt();
+  if (format != kSnapshotFormat) {
+    throw DataError(fmt::format("snapshot {} has format {}: expected {}", path, format,
+                                kSnapshotFormat));
+  }
+  const std::string workload = readValue(archive, "workload").toStringRef();
+  if (workload != task_.name) {
+    throw ConfigError(fmt::format(
+        "snapshot {} was written by a '{}' run, this is a '{}' run: "
+        "resume with the same workload, or delete it to start afresh",
+        path, workload, task_.name));
+  }
+  const int64_t world = readValue(archive, "world_size").toInt();
+  const int64_t step = readValue(archive, "step").toInt();
+  if (world != comm_.size() && step != 0) {
+    throw ConfigError(fmt::format(
+        "snapshot {} was written by a {}-rank run at step {} of epoch {}, this is a {}-rank "
+        "run: another world size resumes only from a snapshot at an epoch's end "
+        "(--save-every); resume with {} ranks, or delete it to start afresh",
+        path, world, step, readValue(archive, "epoch").toInt() + 1, comm_.size(), world));
+  }
+  snapshotWorldSize_ = world;
+  return world;
+}
+
+// Each rank's generator from the snapshot; a rank the writing run did not
+// have takes rank (r mod its world size)'s, as all ranks start from one seed.
+void Trainer::restoreRandomState(torch::serialize::InputArchive& archive, int64_t world,
+                                 const std::string& path) {
+  torch::Tensor states;
+  archive.read("rng", states);
+  if (world < 1 || states.dim() != 2 || states.size(0) != world) {
+    throw DataError(fmt::format(
+        "snapshot {} does not hold one generator state per rank of its {}-rank run", path,
+        world));
+  }
+  setRngStateBytes(states[comm_.rank() % world].clone());
 }
 
 // Rank 0 finds the newest good snapshot and broadcasts it (or its error);

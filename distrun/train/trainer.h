@@ -10,6 +10,7 @@
 
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
+#include <torch/serialize/input-archive.h>
 #include <torch/types.h>
 
 #include "distrun/comm/communicator.h"
@@ -104,6 +105,9 @@ class Trainer {
   void saveSnapshot();
   std::string encodeState(const std::vector<std::string>& rngStates);
   void decodeState(const std::string& payload, const std::string& path);
+  int64_t checkResumable(torch::serialize::InputArchive& archive, const std::string& path);
+  void restoreRandomState(torch::serialize::InputArchive& archive, int64_t world,
+                          const std::string& path);
   EpochMetrics runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
                         const DistributedDataParallel& ddp);
   DistributedSampler samplerOf(int rank) const;
@@ -126,6 +130,7 @@ class Trainer {
   Position resumedAt_;
   std::vector<EpochMetrics> history_;       // every finished epoch, resumed ones too
   std::optional<std::string> resumedFrom_;  // the snapshot file resumed
+  int64_t snapshotWorldSize_ = 0;           // the ranks of the run that wrote it
   uint32_t checksum_ = 0;
   std::optional<ProgressReporter> progress_;
   std::optional<StepBalancer> balancer_;    // with options_.balanceLoad

@@ -41,24 +41,34 @@ class TrainerTest : public ::testing::Test {
     std::vector<EpochMetrics> ran, history;
     uint32_t checksum = 0;
     int64_t startEpoch = 0, startStep = 0;
+    std::string progress;  // rank 0's
     std::string error;
   };
 
   // Trains the linear workload (fresh model from `seed`) as a world of one.
   Outcome train(const TrainerOptions& o, const std::string& name = "linear", uint64_t seed = 0) {
+    return trainRanks(1, o, name, seed);
+  }
+
+  // The same on `ranks` ranks (threads); the outcome is rank 0's.
+  Outcome trainRanks(int ranks, const TrainerOptions& o, const std::string& name = "linear",
+                     uint64_t seed = 0) {
     Outcome outcome;
-    const std::vector<std::string> errors = runGlooThreads(1, [&](Communicator& comm) {
+    const std::vector<std::string> errors = runGlooThreads(ranks, [&](Communicator& comm) {
       torch::manual_seed(seed);
       Workload w = buildWorkload("linear", {});
       TrainingTask task = w.task();
       task.name = name;
       std::ostringstream out, err;
       Trainer trainer(task, comm, o, out, err);
-      outcome.ran = trainer.run();
+      std::vector<EpochMetrics> ran = trainer.run();
+      if (comm.rank() != 0) return;
+      outcome.ran = std::move(ran);
       outcome.history = trainer.history();
       outcome.checksum = trainer.parameterChecksum();
       outcome.startEpoch = trainer.startEpoch();
       outcome.startStep = trainer.startStep();
+      outcome.progress = out.str();
     });
     outcome.error = errors[0];
     return outcome;
@@ -117,9 +127,40 @@ TEST_F(TrainerTest, ResumingMidEpochEndsBitwiseEqualToAnUninterruptedRun) {
 TEST_F(TrainerTest, SnapshotOfAnotherWorkloadIsRefused) {
   ASSERT_EQ(train(options(1), "other").error, "");
   EXPECT_EQ(train(options(2)).error,
-            "snapshot " + dir_ + "/linear.snap was written by a 1-rank 'other' run, this is a "
-            "1-rank 'linear' run: resume with the same workload and world size, or delete it "
-            "to start afresh");
+            "snapshot " + dir_ + "/linear.snap was written by a 'other' run, this is a "
+            "'linear' run: resume with the same workload, or delete it to start afresh");
+}
+
+// A job resubmitted on more or fewer ranks goes on from the epoch its
+// snapshot ended: the new world's shards of the next epoch, the same model.
+TEST_F(TrainerTest, ResumesOnAnotherWorldSizeFromAnEpochsEnd) {
+  ASSERT_EQ(trainRanks(2, options(1)).error, "");
+  TrainerOptions o = options(2);
+  o.progress = ProgressStyle::kEpochs;
+  const Outcome three = trainRanks(3, o, "linear", /*seed=*/99);
+  ASSERT_EQ(three.error, "");  // Trainer::run checks the replicas are equal
+  EXPECT_EQ(three.startEpoch, 1);
+  EXPECT_EQ(three.ran.size(), 1u);
+  EXPECT_EQ(three.history.size(), 2u);
+  EXPECT_NE(three.progress.find("(written by 2 ranks, now 3)"), std::string::npos)
+      << three.progress;
+
+  const Outcome one = train(options(3), "linear", /*seed=*/5);
+  ASSERT_EQ(one.error, "");
+  EXPECT_EQ(one.startEpoch, 2);
+  EXPECT_EQ(one.history.size(), 3u);
+  EXPECT_LT(one.history[2].trainLoss, one.history[0].trainLoss);
+}
+
+TEST_F(TrainerTest, MidEpochSnapshotOfAnotherWorldSizeIsRefused) {
+  TrainerOptions o = options(1);  // 2 ranks: 32 steps; the last snapshot is at step 30
+  o.saveEveryEpochs = 0;
+  o.saveEverySteps = 10;
+  ASSERT_EQ(trainRanks(2, o).error, "");
+  EXPECT_EQ(train(options(2)).error,
+            "snapshot " + dir_ + "/linear.snap was written by a 2-rank run at step 30 of epoch "
+            "1, this is a 1-rank run: another world size resumes only from a snapshot at an "
+            "epoch's end (--save-every); resume with 2 ranks, or delete it to start afresh");
 }
 
 TEST_F(TrainerTest, CorruptSnapshotWithoutAPreviousOneStopsTheRun) {
@@ -135,6 +176,30 @@ TEST_F(TrainerTest, SnapshotThatIsNoTrainingStateIsADataError) {
   const std::string error = train(options(1)).error;
   EXPECT_EQ(error.rfind("snapshot " + dir_ + "/linear.snap holds no training state: ", 0), 0u)
       << error;
+}
+
+// A checksummed snapshot whose generator states do not match its world size
+// (only a hand-made file can be one) is a data error, not a crash.
+TEST_F(TrainerTest, SnapshotWithoutAGeneratorStatePerRankIsADataError) {
+  Workload w = buildWorkload("linear", {});
+  TrainingTask task = w.task();
+  torch::serialize::OutputArchive archive, model, optimizer;
+  archive.write("format", c10::IValue(int64_t{1}));
+  archive.write("workload", c10::IValue(std::string("linear")));
+  archive.write("world_size", c10::IValue(int64_t{2}));
+  archive.write("epoch", c10::IValue(int64_t{1}));
+  archive.write("step", c10::IValue(int64_t{0}));
+  task.model.save(model);
+  archive.write("model", model);
+  task.optimizer.save(optimizer);
+  archive.write("optimizer", optimizer);
+  archive.write("rng", torch::zeros({1, 8}, torch::kByte));  // one state, two ranks
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  writeSnapshotFile(dir_ + "/linear.snap", bytes.str());
+  EXPECT_EQ(train(options(2)).error,
+            "snapshot " + dir_ + "/linear.snap does not hold one generator state per rank of "
+            "its 2-rank run");
 }
 
 TEST_F(TrainerTest, BadOptionsAreUsageErrors) {
