@@ -331,6 +331,7 @@ void Trainer::decodeState(const std::string& payload, const std::string& path) {
   }
   try {
     const int64_t world = checkResumable(archive, path);
+    snapshotWorldSize_ = world;
     torch::serialize::InputArchive model;
     archive.read("model", model);
     task_.model.load(model);
@@ -354,7 +355,7 @@ void Trainer::decodeState(const std::string& payload, const std::string& path) {
 // returns the world size it was written by. Another world size resumes
 // only at an epoch's end: mid-epoch, the step counts the old shards.
 int64_t Trainer::checkResumable(torch::serialize::InputArchive& archive,
-                                const std::string& path) {
+                                const std::string& path) const {
   const int64_t format = readValue(archive, "format").toInt();
   if (format != kSnapshotFormat) {
     throw DataError(fmt::format("snapshot {} has format {}: expected {}", path, format,
@@ -376,7 +377,6 @@ int64_t Trainer::checkResumable(torch::serialize::InputArchive& archive,
         "(--save-every); resume with {} ranks, or delete it to start afresh",
         path, world, step, readValue(archive, "epoch").toInt() + 1, comm_.size(), world));
   }
-  snapshotWorldSize_ = world;
   return world;
 }
 

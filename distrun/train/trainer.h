@@ -105,7 +105,7 @@ class Trainer {
   void saveSnapshot();
   std::string encodeState(const std::vector<std::string>& rngStates);
   void decodeState(const std::string& payload, const std::string& path);
-  int64_t checkResumable(torch::serialize::InputArchive& archive, const std::string& path);
+  int64_t checkResumable(torch::serialize::InputArchive& archive, const std::string& path) const;
   void restoreRandomState(torch::serialize::InputArchive& archive, int64_t world,
                           const std::string& path);
   EpochMetrics runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
