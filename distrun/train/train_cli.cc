@@ -85,13 +85,13 @@ void configureTorch(const TrainArgs& a) {
   if (a.threadsPerRank < 0) {
     throw UsageError(fmt::format("--threads-per-rank {}: expected 1 or more", a.threadsPerRank));
   }
-  at::set_num_threads(a.threadsPerRank > 0 ? a.threadsPerRank : cpusOfThisProcess());
-  at::set_num_interop_threads(1);
   if (a.deterministic && a.balanceLoad) {
     throw UsageError(
         "--balance-load with --deterministic: the split of each step follows the ranks' timing, "
         "so runs cannot repeat bit for bit; choose one");
   }
+  at::set_num_threads(a.threadsPerRank > 0 ? a.threadsPerRank : cpusOfThisProcess());
+  at::set_num_interop_threads(1);
   at::globalContext().setDeterministicAlgorithms(a.deterministic, /*warn_only=*/false);
   torch::manual_seed(a.seed);
 }
