@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/linear.h>
-#include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 
 #include "distrun/common/error.h"
 #include "distrun/data/mnist.h"
 #include "distrun/data/synthetic.h"
 #include "distrun/models/mnist_cnn.h"
+#include "distrun/train/fused_adam.h"
 
 namespace distrun::train {
 
@@ -32,7 +32,7 @@ Workload buildMnist(const WorkloadOptions& o) {
   Workload w;
   w.name = "mnist";
   w.model = net.ptr();
-  w.optimizer = std::make_unique<torch::optim::Adam>(
+  w.optimizer = std::make_unique<FusedAdam>(
       net->parameters(), torch::optim::AdamOptions(orDefault(o.learningRate, 1e-3)));
   w.forward = [net](const torch::Tensor& x) mutable { return net->forward(x); };
   w.loss = [](const torch::Tensor& out, const torch::Tensor& target) {

@@ -9,13 +9,13 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/linear.h>
-#include <torch/optim/adam.h>
 #include <torch/utils.h>
 
 #include "distrun/comm/connect.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
 #include "distrun/train/freed_memory.h"
+#include "distrun/train/fused_adam.h"
 #include "distrun/train/trainer.h"
 
 namespace {
@@ -41,7 +41,8 @@ int main() try {
   torch::nn::Sequential model(torch::nn::Linear(2, 64), torch::nn::ReLU(),
                               torch::nn::Linear(64, 64), torch::nn::ReLU(),
                               torch::nn::Linear(64, 2));
-  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-2));
+  // torch::optim::Adam with its update in one pass (docs/training.md)
+  distrun::train::FusedAdam adam(model->parameters(), torch::optim::AdamOptions(1e-2));
 
   distrun::train::TrainingTask task{
       .name = "spirals",
