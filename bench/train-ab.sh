@@ -107,7 +107,8 @@ if efficiency:
     lone = {(b, r): samples_per_second(f"lone.{b}.0", r) + samples_per_second(f"lone.{b}.1", r)
             for b in set(trains) for r in every}
     for b in sorted(set(trains)):
-        name = "1 rank on core 0 + 1 rank on core 1" + (f", binary of '{configs[trains.index(b)]}'"
+        owner = configs[trains.index(b)] or "(defaults)"
+        name = "1 rank on core 0 + 1 rank on core 1" + (f", binary of {owner}"
                                                          if len(set(trains)) > 1 else "")
         print(f"{name:40s} {summary([lone[b, r] for r in every], 1)}")
     print("# scaling efficiency: 2 ranks over the two lone ranks of the same turn, per run")

@@ -105,18 +105,6 @@ int join(const BenchOptions& o, const Environment& env, BenchContext& ctx) {
   return 0;
 }
 
-// A task of a scheduler's job that did not set RANK itself: derive the
-// rank variables as `distrun exec` would.
-MapEnvironment rankVariablesOf(const cluster::JobLayout& layout, const Environment& env) {
-  cluster::RankEnvironmentOptions options;
-  options.pickFreePort = pickFreeTcpPort;
-  MapEnvironment vars;
-  for (const auto& v : cluster::buildRankEnvironment(layout, env, options).variables) {
-    vars.set(v.name, v.value);
-  }
-  return vars;
-}
-
 // Bare: `distrun run --nproc-per-node N` over this very command.
 int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, BenchContext& ctx) {
   if (o.backend == "mpi") {
@@ -145,7 +133,7 @@ int dispatch(const BenchOptions& o, const std::vector<std::string>& args, BenchC
   if (ctx.env.get("RANK") && ctx.env.get("WORLD_SIZE")) return join(o, ctx.env, ctx);
   cluster::JobLayout layout = cluster::detectJobLayout(ctx.env, ctx.hostFacts());
   if (layout.worldSize > 1) {
-    MapEnvironment vars = rankVariablesOf(layout, ctx.env);
+    MapEnvironment vars = cluster::rankVariablesOf(layout, ctx.env);
     OverlayEnvironment env(ctx.env, vars);
     return join(o, env, ctx);
   }

@@ -65,4 +65,11 @@ RankEnvironment buildRankEnvironment(const JobLayout& layout,
                                      const Environment& user,
                                      const RankEnvironmentOptions& options);
 
+// The rank variables alone (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...)
+// for a task that was started without them (srun, mpirun or qsub ran it
+// directly): what `distrun exec` sets, without a site profile; MASTER_PORT,
+// when the layout does not fix it, is a free port. Throws as
+// buildRankEnvironment does.
+MapEnvironment rankVariablesOf(const JobLayout& layout, const Environment& user);
+
 }  // namespace distrun::cluster

@@ -67,6 +67,27 @@ TEST(MpiTest, BenchAllreduceUnderMpirunHasNoWrongValues) {
   }
 }
 
+// `mpirun -np 3 distrun-train linear`, no `distrun exec` between: each rank
+// takes its place from the Open MPI layout (gloo) or from MPI_COMM_WORLD
+// (mpi), and the three train as one world.
+TEST(MpiTest, DistrunTrainUnderMpirunTrainsAsOneWorld) {
+  if (runCommand("command -v mpirun").exitCode != 0) {
+    GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
+  }
+  for (const char* backend : {"gloo", "mpi"}) {
+    CommandResult r = runCommand(mpirun(3) + quote(binaryPath("distrun-train")) +
+                                 " linear --epochs 2 --progress epochs --backend " + backend);
+    ASSERT_EQ(r.exitCode, 0) << backend << ": " << r.err;
+    size_t summaries = 0;
+    for (const std::string& line : lines(r.out)) {
+      if (line.starts_with("distrun-train: linear on")) ++summaries;
+    }
+    EXPECT_EQ(summaries, 1u) << backend << ": " << r.out;
+    EXPECT_THAT(r.out, ::testing::HasSubstr("distrun-train: linear on 3 ranks, 2 epochs"));
+    EXPECT_THAT(r.out, ::testing::HasSubstr("parameters identical on all 3 ranks"));
+  }
+}
+
 // The Communicator contract for the MPI backend, ranks as processes.
 TEST(MpiTest, MpiBackendKeepsTheCommunicatorContract) {
   if (runCommand("command -v mpirun").exitCode != 0) {

@@ -176,5 +176,21 @@ TEST_F(SlurmTest, SrunBenchAllreduceTwoNodesFourTasks) {
   EXPECT_EQ(rows, 5u) << r.out;  // 1K 4K 16K 64K 256K
 }
 
+// `srun -N2 -n3 distrun-train linear`, with no `distrun exec` between: each
+// task takes its place in the step itself, and the three train as one
+// world (alone, each would train a world of one and print its own summary).
+TEST_F(SlurmTest, SrunDistrunTrainWithoutExecTrainsAsOneWorld) {
+  CommandResult r = slurm("timeout 120 srun -N2 -n3 " + quote(binaryPath("distrun-train")) +
+                          " linear --epochs 2 --progress epochs");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  size_t summaries = 0;
+  for (const std::string& line : lines(r.out)) {
+    if (line.starts_with("distrun-train: linear on")) ++summaries;
+  }
+  EXPECT_EQ(summaries, 1u) << r.out;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("distrun-train: linear on 3 ranks, 2 epochs"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("parameters identical on all 3 ranks"));
+}
+
 }  // namespace
 }  // namespace distrun::testing

@@ -5,11 +5,10 @@
 namespace distrun::train {
 
 // torch::optim::Adam whose step updates each parameter in one pass over its
-// memory (adam_kernel.h) instead of LibTorch's ten tensor operations, each
+// memory (adam_kernel.h) instead of LibTorch's eight tensor operations, each
 // a pass of its own: for the MNIST CNN's 1.2 million parameters a step
-// takes well under a millisecond instead of several, and it no longer
-// streams the moments through the cache ten times while the other ranks on
-// the host do the same.
+// reads and writes 34 MB instead of about 100, 0.5-0.8 ms on one core
+// instead of 2-2.5 (docs/training.md).
 //
 // Same options, same algorithm (weight decay, amsgrad, parameter groups)
 // and the same state: save() and load() read and write LibTorch's Adam

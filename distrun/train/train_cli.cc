@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <torch/utils.h>
 
+#include "distrun/cluster/job_layout.h"
+#include "distrun/cluster/rank_env.h"
 #include "distrun/comm/connect.h"
 #include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
@@ -102,16 +104,27 @@ void warnOfSlowBlas(std::ostream& err) {
   }
 }
 
-// With no launcher around it, a world of one on this host.
-struct StandaloneEnvironment {
-  explicit StandaloneEnvironment(const Environment& base)
-      : rank{{"RANK", "0"},
-             {"WORLD_SIZE", "1"},
-             {"LOCAL_RANK", "0"},
-             {"LOCAL_WORLD_SIZE", "1"},
-             {"MASTER_ADDR", "127.0.0.1"},
-             {"MASTER_PORT", std::to_string(pickFreeTcpPort())}},
-        env(base, rank) {}
+// The rank variables of a rank started without them. srun, mpirun or qsub
+// ran distrun-train directly as one of several tasks: it takes its place
+// in their job as `distrun exec` would place it. Otherwise (no scheduler's
+// job, an allocation's shell, or --backend mpi, where MPI itself says who
+// is who): a world of one on this host.
+MapEnvironment rankVariables(const Environment& env, bool fromJob) {
+  if (fromJob) {
+    const cluster::JobLayout job = cluster::detectJobLayout(env, readHostFacts());
+    if (job.worldSize > 1) return cluster::rankVariablesOf(job, env);
+  }
+  return MapEnvironment({{"RANK", "0"},
+                         {"WORLD_SIZE", "1"},
+                         {"LOCAL_RANK", "0"},
+                         {"LOCAL_WORLD_SIZE", "1"},
+                         {"MASTER_ADDR", "127.0.0.1"},
+                         {"MASTER_PORT", std::to_string(pickFreeTcpPort())}});
+}
+
+struct DerivedRankEnvironment {
+  DerivedRankEnvironment(const Environment& base, bool fromJob)
+      : rank(rankVariables(base, fromJob)), env(base, rank) {}
   MapEnvironment rank;
   OverlayEnvironment env;
 };
@@ -123,10 +136,12 @@ int train(TrainArgs& a, TrainCliContext& ctx) {
   const ProgressStyle progress = parseProgressStyle(a.progress);
   a.data.seed = a.seed;
   Workload workload = buildWorkload(a.workload, a.data);
-  std::optional<StandaloneEnvironment> standalone;
-  if (!ctx.env.has("RANK") && !ctx.env.has("DISTRUN_STORE")) standalone.emplace(ctx.env);
+  std::optional<DerivedRankEnvironment> derived;
+  if (!ctx.env.has("RANK") && !ctx.env.has("DISTRUN_STORE")) {
+    derived.emplace(ctx.env, /*fromJob=*/a.backend != "mpi");
+  }
   std::unique_ptr<comm::Communicator> comm = comm::connect(
-      standalone ? standalone->env : ctx.env, {.backend = a.backend, .timeout = {}, .name = "train"});
+      derived ? derived->env : ctx.env, {.backend = a.backend, .timeout = {}, .name = "train"});
   TrainerOptions options{
       .epochs = a.epochs.value_or(workload.defaultEpochs),
       .batchSize = a.batchSize.value_or(workload.defaultBatchSize),
