@@ -21,9 +21,7 @@ Rank 0 prints one line a cycle and writes --metrics: {"runtime",
 "lockstep", "independent", "lone": [per rank]}]} in samples/s. Bad input: one line
 `torch_ddp_efficiency: error: ...` on stderr, exit 2.
 """
-import argparse
 import contextlib
-import json
 import os
 import sys
 import time
@@ -34,7 +32,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_ddp_train import BadInput, MnistNet, Parser, loadMnist  # noqa: E402
+from torch_ddp_train import BadInput, MnistNet, Parser, loadMnist, writeJson  # noqa: E402
 
 PROG = "torch_ddp_efficiency"
 EXIT_BAD_INPUT = 2
@@ -150,12 +148,7 @@ def run(args):
     if rank.rank == 0 and args.metrics:
         report = {"runtime": "pytorch", "world_size": rank.world, "batch_size": BATCH,
                   "steps_per_phase": args.steps, "cycles": cycles}
-        try:
-            with open(args.metrics, "w") as f:
-                json.dump(report, f)
-                f.write("\n")
-        except OSError as e:
-            raise BadInput(f"cannot write {args.metrics}: {e.strerror}") from None
+        writeJson(args.metrics, report)
     dist.destroy_process_group()
 
 

@@ -234,6 +234,16 @@ def formatLine(m, epochs):
     return line + f"  {m['samples_per_second']:.0f} samples/s  {seconds} s"
 
 
+def writeJson(path, report):
+    """--metrics PATH: the report as one line of JSON."""
+    try:
+        with open(path, "w") as f:
+            json.dump(report, f)
+            f.write("\n")
+    except OSError as e:
+        raise BadInput(f"cannot write {path}: {e.strerror}") from None
+
+
 def run(args):
     torch.set_num_threads(args.threads_per_rank)
     torch.set_num_interop_threads(1)
@@ -268,12 +278,7 @@ def run(args):
         report = {"workload": args.workload, "runtime": "pytorch", "world_size": world,
                   "batch_size": args.batch_size, "threads_per_rank": args.threads_per_rank,
                   "epochs": epochs}
-        try:
-            with open(args.metrics, "w") as f:
-                json.dump(report, f)
-                f.write("\n")
-        except OSError as e:
-            raise BadInput(f"cannot write {args.metrics}: {e.strerror}") from None
+        writeJson(args.metrics, report)
     dist.destroy_process_group()
 
 
