@@ -30,7 +30,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -47,6 +46,7 @@
 #include "distrun/common/error.h"
 #include "distrun/train/ddp.h"
 #include "distrun/train/freed_memory.h"
+#include "distrun/train/metrics.h"
 #include "distrun/train/workloads.h"
 
 namespace {
@@ -135,8 +135,6 @@ nlohmann::json cycleRates(const std::vector<Phase>& phases, const CycleTimes& ti
   for (size_t p = 0; p < phases.size(); ++p) {
     const auto first = times.begin() + static_cast<std::ptrdiff_t>(p * ws);
     const double slowest = *std::max_element(first, first + world);
-    double independent = 0;
-    for (size_t r = 0; r < ws; ++r) independent += samples / times[p * ws + r];
     switch (phases[p].kind) {
       case Phase::kPair:
         c["pair"] = samples * world / slowest;
@@ -145,7 +143,12 @@ nlohmann::json cycleRates(const std::vector<Phase>& phases, const CycleTimes& ti
         }
         break;
       case Phase::kLockstep: c["lockstep"] = samples * world / slowest; break;
-      case Phase::kIndependent: c["independent"] = independent; break;
+      case Phase::kIndependent: {
+        double rate = 0;  // each rank at its own pace
+        for (size_t r = 0; r < ws; ++r) rate += samples / times[p * ws + r];
+        c["independent"] = rate;
+        break;
+      }
       case Phase::kLone: c["lone"][static_cast<size_t>(phases[p].loneRank)] = samples / slowest;
     }
   }
@@ -185,13 +188,6 @@ std::string cycleLine(const nlohmann::json& c, int64_t cycle, int64_t cycles) {
                      independent / lone, pair / independent, waits);
 }
 
-void writeMetrics(const std::string& path, nlohmann::json report) {
-  std::ofstream out(path);
-  out << report.dump() << "\n";
-  out.close();
-  if (!out) throw IoError(fmt::format("--metrics {}: cannot write the file", path));
-}
-
 int run(const Args& a) {
   ProcessEnvironment env;
   train::keepFreedMemoryForReuse(env);
@@ -220,9 +216,10 @@ int run(const Args& a) {
     if (world->rank() == 0) std::cout << cycleLine(cycles.back(), c + 1, a.cycles) << std::endl;
   }
   if (world->rank() == 0 && !a.metrics.empty()) {
-    writeMetrics(a.metrics, {{"runtime", "distrun"}, {"world_size", world->size()},
-                             {"batch_size", kBatch}, {"steps_per_phase", a.steps},
-                             {"cycles", cycles}});
+    const nlohmann::json report{{"runtime", "distrun"}, {"world_size", world->size()},
+                                {"batch_size", kBatch}, {"steps_per_phase", a.steps},
+                                {"cycles", cycles}};
+    train::writeMetricsText(a.metrics, report.dump() + "\n");
   }
   return 0;
 }

@@ -41,10 +41,14 @@ std::string metricsJson(const RunDescription& run, const std::vector<EpochMetric
 
 void writeMetricsFile(const std::string& path, const RunDescription& run,
                       const std::vector<EpochMetrics>& epochs) {
+  writeMetricsText(path, metricsJson(run, epochs));
+}
+
+void writeMetricsText(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << metricsJson(run, epochs);
+    out << text;
     out.flush();
     if (!out) {
       throw IoError(fmt::format("--metrics {}: cannot write {}: {}", path, tmp,

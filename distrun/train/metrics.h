@@ -36,10 +36,13 @@ struct RunDescription {
 //  "samples_per_second":..., "seconds":...}]}
 std::string metricsJson(const RunDescription& run, const std::vector<EpochMetrics>& epochs);
 
-// Writes metricsJson() to `path` atomically (temp file, then rename);
-// IoError naming the path on failure.
+// Writes metricsJson() to `path` atomically (writeMetricsText).
 void writeMetricsFile(const std::string& path, const RunDescription& run,
                       const std::vector<EpochMetrics>& epochs);
+
+// Writes `text` to `path` (a --metrics PATH) atomically: a temp file, then
+// rename. IoError naming the path on failure.
+void writeMetricsText(const std::string& path, const std::string& text);
 
 // "epoch 1/3  loss 0.2345  test loss 0.0789  accuracy 97.55%  1234 samples/s  6.5 s"
 std::string epochLine(const EpochMetrics& m, int64_t epochs);
