@@ -32,10 +32,10 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_ddp_train import BadInput, MnistNet, Parser, loadMnist, writeJson  # noqa: E402
+from torch_ddp_train import (BadInput, MnistNet, Parser, loadMnist, runMain,  # noqa: E402
+                             writeJson)
 
 PROG = "torch_ddp_efficiency"
-EXIT_BAD_INPUT = 2
 BATCH = 64
 
 
@@ -152,13 +152,5 @@ def run(args):
     dist.destroy_process_group()
 
 
-def main():
-    try:
-        run(parseArgs(sys.argv[1:]))
-    except BadInput as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
-        sys.exit(EXIT_BAD_INPUT)
-
-
 if __name__ == "__main__":
-    main()
+    runMain(PROG, parseArgs, run)

@@ -282,13 +282,14 @@ def run(args):
     dist.destroy_process_group()
 
 
-def main():
+def runMain(prog, parse, run):
+    """run(parse(command line)); bad input: one line `PROG: error: ...`, exit 2."""
     try:
-        run(parseArgs(sys.argv[1:]))
+        run(parse(sys.argv[1:]))
     except BadInput as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
+        print(f"{prog}: error: {e}", file=sys.stderr, flush=True)
         sys.exit(EXIT_BAD_INPUT)
 
 
 if __name__ == "__main__":
-    main()
+    runMain(PROG, parseArgs, run)
