@@ -19,9 +19,8 @@ iters=${ITERS:-20}
 iters_small=${ITERS_SMALL:-200}
 warmup=${WARMUP:-5}
 bin=$build/bin
-for b in distrun distrun-bench copy_bandwidth; do
-  [[ -x $bin/$b ]] || { echo "build first: cmake --build $build" >&2; exit 1; }
-done
+. "$(dirname "$0")/checks.sh"
+need_built "$build" distrun distrun-bench copy_bandwidth
 python=/usr/bin/python3
 small=(4096 16384 65536 262144 1048576)
 large=(4194304 16777216 67108864 268435456)

@@ -27,9 +27,8 @@ build=build
   echo "usage: bench/train-ab.sh [BUILD_DIR] RUNS CONFIG..." >&2; exit 64; }
 runs=$1; shift
 bin=$build/bin
-for b in distrun distrun-train; do
-  [[ -x $bin/$b ]] || { echo "build first: cmake --build $build" >&2; exit 1; }
-done
+. "$(dirname "$0")/checks.sh"
+need_built "$build" distrun distrun-train
 workload=(mnist --epochs 3 --limit-train "${SAMPLES:-3000}" --limit-test 200
           --threads-per-rank 1 --progress none)
 tmp=$(mktemp -d)

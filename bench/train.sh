@@ -38,13 +38,10 @@ data=${DATA:-data}
 bin=$build/bin
 python=/usr/bin/python3
 peer=$(dirname "$0")/peers/torch_ddp_train.py
-for b in distrun distrun-train; do
-  [[ -x $bin/$b ]] || { echo "build first: cmake --build $build" >&2; exit 1; }
-done
-[[ -f $data/MNIST/raw/train-images-idx3-ubyte ]] || {
-  echo "no MNIST under $data: run scripts/prepare-mnist" >&2; exit 1; }
-$python -c 'import torch.distributed' 2>/dev/null || {
-  echo "$python has no torch: scripts/install-deps" >&2; exit 1; }
+. "$(dirname "$0")/checks.sh"
+need_built "$build" distrun distrun-train
+need_mnist "$data"
+need_torch "$python"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
