@@ -47,7 +47,7 @@
 #include "distrun/train/ddp.h"
 #include "distrun/train/freed_memory.h"
 #include "distrun/train/metrics.h"
-#include "distrun/train/workloads.h"
+#include "distrun/train_app/workloads.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "distrun/bench/bench_cli.h"
+#include "distrun/comm_bench/bench_cli.h"
 #include "distrun/cli/cli.h"
 #include "distrun/common/environment.h"
 
@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
   const std::string executable = n > 0 ? std::string(path, static_cast<size_t>(n)) : argv[0];
   distrun::ProcessEnvironment env;
-  distrun::bench::BenchContext ctx{
+  distrun::comm_bench::BenchContext ctx{
       .env = env,
       .out = std::cout,
       .err = std::cerr,
@@ -24,5 +24,5 @@ int main(int argc, char** argv) {
       .executable = executable,
       .builtinSiteDir = distrun::cli::builtinSiteDirFor(executable),
   };
-  return distrun::bench::runBenchCli(std::vector<std::string>(argv + 1, argv + argc), ctx);
+  return distrun::comm_bench::runBenchCli(std::vector<std::string>(argv + 1, argv + argc), ctx);
 }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "distrun/common/environment.h"
-#include "distrun/train/train_cli.h"
+#include "distrun/train_app/train_cli.h"
 
 int main(int argc, char** argv) {
   distrun::ProcessEnvironment env;

@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/comm/connect.h"
-#include "distrun/comm/shm/shared_segment.h"
+#include "distrun/comm/gloo/shm/shared_segment.h"
 #include "distrun/comm/testing/contract.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"

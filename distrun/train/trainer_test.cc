@@ -15,7 +15,7 @@
 #include "distrun/common/error.h"
 #include "distrun/data/test_files.h"
 #include "distrun/train/snapshot_file.h"
-#include "distrun/train/workloads.h"
+#include "distrun/train_app/workloads.h"
 
 namespace distrun::train {
 namespace {

@@ -12,7 +12,7 @@
 #include "distrun/comm/communicator.h"
 #include "distrun/comm/gloo/peer_directory.h"
 #include "distrun/comm/idle_spinner.h"
-#include "distrun/comm/shm/shared_memory_allreduce.h"
+#include "distrun/comm/gloo/shm/shared_memory_allreduce.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
 

@@ -1,11 +1,11 @@
-#include "distrun/bench/bench_cli.h"
+#include "distrun/comm_bench/bench_cli.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "distrun/bench/collectives.h"
-#include "distrun/bench/options.h"
-#include "distrun/bench/runner.h"
+#include "distrun/comm_bench/collectives.h"
+#include "distrun/comm_bench/options.h"
+#include "distrun/comm_bench/runner.h"
 #include "distrun/cluster/job_layout.h"
 #include "distrun/cluster/rank_env.h"
 #include "distrun/comm/connect.h"
@@ -15,7 +15,7 @@
 #include "distrun/launch/agent.h"
 #include "distrun/launch/run_options.h"
 
-namespace distrun::bench {
+namespace distrun::comm_bench {
 
 namespace {
 
@@ -154,4 +154,4 @@ int runBenchCli(const std::vector<std::string>& args, BenchContext& ctx) {
   });
 }
 
-}  // namespace distrun::bench
+}  // namespace distrun::comm_bench

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "distrun/comm/dtype.h"
-#include "distrun/comm/shm/shared_regions.h"
-#include "distrun/comm/shm/shared_segment.h"
+#include "distrun/comm/gloo/shm/shared_regions.h"
+#include "distrun/comm/gloo/shm/shared_segment.h"
 
 namespace distrun::comm {
 

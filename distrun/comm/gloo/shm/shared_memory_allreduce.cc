@@ -1,4 +1,4 @@
-#include "distrun/comm/shm/shared_memory_allreduce.h"
+#include "distrun/comm/gloo/shm/shared_memory_allreduce.h"
 
 #include <linux/futex.h>
 #include <sys/stat.h>

@@ -2,11 +2,11 @@
 
 #include <string>
 
-#include "distrun/bench/options.h"
-#include "distrun/bench/report.h"
+#include "distrun/comm_bench/options.h"
+#include "distrun/comm_bench/report.h"
 #include "distrun/comm/communicator.h"
 
-namespace distrun::bench {
+namespace distrun::comm_bench {
 
 // Runs the sweep of options.collective on every rank of `comm` (all ranks
 // call it together) and returns the report, the same on every rank. For
@@ -31,4 +31,4 @@ PiResult computePi(comm::Communicator& comm, long long intervals);
 void writePi(std::ostream& out, const PiResult& pi, const std::string& format,
              const std::string& backend);
 
-}  // namespace distrun::bench
+}  // namespace distrun::comm_bench

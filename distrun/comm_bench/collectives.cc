@@ -1,4 +1,4 @@
-#include "distrun/bench/collectives.h"
+#include "distrun/comm_bench/collectives.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 
-namespace distrun::bench {
+namespace distrun::comm_bench {
 
 using comm::DataType;
 using comm::ReduceOp;
@@ -185,4 +185,4 @@ long long CollectiveRun::check(bool inPlace) {
   return countWrong(inPlace);
 }
 
-}  // namespace distrun::bench
+}  // namespace distrun::comm_bench

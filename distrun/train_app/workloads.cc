@@ -1,4 +1,4 @@
-#include "distrun/train/workloads.h"
+#include "distrun/train_app/workloads.h"
 
 #include <fmt/format.h>
 #include <torch/nn/functional/loss.h>

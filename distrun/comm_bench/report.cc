@@ -1,9 +1,9 @@
-#include "distrun/bench/report.h"
+#include "distrun/comm_bench/report.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-namespace distrun::bench {
+namespace distrun::comm_bench {
 
 double BenchReport::averageBusBandwidth() const {
   if (rows.empty()) return 0;
@@ -146,4 +146,4 @@ void writeCsv(std::ostream& out, const BenchReport& r) {
   }
 }
 
-}  // namespace distrun::bench
+}  // namespace distrun::comm_bench

@@ -7,7 +7,7 @@
 
 #include "distrun/comm/communicator.h"
 
-namespace distrun::bench {
+namespace distrun::comm_bench {
 
 enum class Collective { kAllreduce, kBroadcast, kAllgather, kReduceScatter, kAlltoall, kSendRecv };
 
@@ -61,4 +61,4 @@ class CollectiveRun {
   std::vector<char> output_;
 };
 
-}  // namespace distrun::bench
+}  // namespace distrun::comm_bench

@@ -6,7 +6,7 @@
 
 #include "distrun/comm/dtype.h"
 
-namespace distrun::bench {
+namespace distrun::comm_bench {
 
 // `distrun bench`'s settings, named after nccl-tests' flags
 // (docs/commands.md#distrun-bench).
@@ -41,4 +41,4 @@ std::vector<size_t> sweepSizes(const BenchOptions& options);
 // Checks the options against each other; throws UsageError naming the flag.
 void validate(const BenchOptions& options);
 
-}  // namespace distrun::bench
+}  // namespace distrun::comm_bench

@@ -1,4 +1,4 @@
-#include "distrun/bench/options.h"
+#include "distrun/comm_bench/options.h"
 
 #include <cctype>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "distrun/common/error.h"
 
-namespace distrun::bench {
+namespace distrun::comm_bench {
 
 size_t parseBytes(const std::string& text, const std::string& what) {
   size_t digits = 0;
@@ -64,4 +64,4 @@ void validate(const BenchOptions& o) {
   }
 }
 
-}  // namespace distrun::bench
+}  // namespace distrun::comm_bench

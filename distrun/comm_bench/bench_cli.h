@@ -8,7 +8,7 @@
 #include "distrun/common/environment.h"
 #include "distrun/common/system.h"
 
-namespace distrun::bench {
+namespace distrun::comm_bench {
 
 struct BenchContext {
   const Environment& env;
@@ -32,4 +32,4 @@ struct BenchContext {
 // code (printed as one line).
 int runBenchCli(const std::vector<std::string>& args, BenchContext& ctx);
 
-}  // namespace distrun::bench
+}  // namespace distrun::comm_bench

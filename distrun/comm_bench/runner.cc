@@ -1,4 +1,4 @@
-#include "distrun/bench/runner.h"
+#include "distrun/comm_bench/runner.h"
 
 #include <unistd.h>
 
@@ -11,11 +11,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "distrun/bench/collectives.h"
+#include "distrun/comm_bench/collectives.h"
 #include "distrun/common/system.h"
 #include "distrun/config.h"
 
-namespace distrun::bench {
+namespace distrun::comm_bench {
 
 using comm::DataType;
 using comm::ReduceOp;
@@ -156,4 +156,4 @@ void writePi(std::ostream& out, const PiResult& pi, const std::string& format,
   }
 }
 
-}  // namespace distrun::bench
+}  // namespace distrun::comm_bench

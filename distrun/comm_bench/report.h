@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace distrun::bench {
+namespace distrun::comm_bench {
 
 // One half of a result row: out-of-place or in-place.
 struct Measurement {
@@ -64,4 +64,4 @@ void writeCsv(std::ostream& out, const BenchReport& report);
 // decimals below 100 us, one below 10^6, none above.
 std::string formatTime(double us);
 
-}  // namespace distrun::bench
+}  // namespace distrun::comm_bench

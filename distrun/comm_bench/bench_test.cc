@@ -7,14 +7,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "distrun/bench/collectives.h"
-#include "distrun/bench/options.h"
-#include "distrun/bench/report.h"
-#include "distrun/bench/runner.h"
+#include "distrun/comm_bench/collectives.h"
+#include "distrun/comm_bench/options.h"
+#include "distrun/comm_bench/report.h"
+#include "distrun/comm_bench/runner.h"
 #include "distrun/comm/testing/contract.h"
 #include "distrun/common/error.h"
 
-namespace distrun::bench {
+namespace distrun::comm_bench {
 namespace {
 
 using ::testing::HasSubstr;
@@ -40,10 +40,10 @@ BenchReport goldenReport() {
   return r;
 }
 
-// Compares with distrun/bench/testdata/NAME; DISTRUN_UPDATE_GOLDEN=1
+// Compares with distrun/comm_bench/testdata/NAME; DISTRUN_UPDATE_GOLDEN=1
 // rewrites the file instead (then review the diff).
 void expectGolden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(DISTRUN_SOURCE_DIR) + "/distrun/bench/testdata/" + name;
+  const std::string path = std::string(DISTRUN_SOURCE_DIR) + "/distrun/comm_bench/testdata/" + name;
   if (std::getenv("DISTRUN_UPDATE_GOLDEN")) {
     std::ofstream(path) << actual;
     return;
@@ -243,4 +243,4 @@ TEST(PiTest, TrapezoidRuleAcrossRanks) {
 }
 
 }  // namespace
-}  // namespace distrun::bench
+}  // namespace distrun::comm_bench

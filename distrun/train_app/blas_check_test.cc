@@ -1,4 +1,4 @@
-#include "distrun/train/blas_check.h"
+#include "distrun/train_app/blas_check.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "distrun/train/train_cli.h"
+#include "distrun/train_app/train_cli.h"
 
 #include <sched.h>
 
@@ -16,9 +16,9 @@
 #include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
-#include "distrun/train/blas_check.h"
+#include "distrun/train_app/blas_check.h"
 #include "distrun/train/freed_memory.h"
-#include "distrun/train/workloads.h"
+#include "distrun/train_app/workloads.h"
 
 namespace distrun::train {
 
