@@ -19,12 +19,15 @@ class Environment {
   bool has(const std::string& name) const { return get(name).has_value(); }
   // The value of `name`, or `fallback` when unset.
   std::string getOr(const std::string& name, const std::string& fallback) const;
+  // Every variable, by name: the base of a child's environment.
+  virtual std::map<std::string, std::string> all() const = 0;
 };
 
 // The environment of this process, read at each call.
 class ProcessEnvironment : public Environment {
  public:
   std::optional<std::string> get(const std::string& name) const override;
+  std::map<std::string, std::string> all() const override;
 };
 
 // An environment held in a map, for tests and for building a child's
@@ -38,6 +41,7 @@ class MapEnvironment : public Environment {
       std::initializer_list<std::pair<const std::string, std::string>> vars)
       : vars_(vars) {}
   std::optional<std::string> get(const std::string& name) const override;
+  std::map<std::string, std::string> all() const override { return vars_; }
   void set(const std::string& name, const std::string& value) {
     vars_[name] = value;
   }
@@ -57,6 +61,11 @@ class OverlayEnvironment : public Environment {
   std::optional<std::string> get(const std::string& name) const override {
     if (auto value = top_.get(name)) return value;
     return base_.get(name);
+  }
+  std::map<std::string, std::string> all() const override {
+    std::map<std::string, std::string> vars = top_.all();
+    vars.merge(base_.all());  // keeps top's value where both have a name
+    return vars;
   }
 
  private:

@@ -3,453 +3,296 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/eventfd.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
 
 #include <cerrno>
+#include <deque>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include <fmt/format.h>
 
-#include "distrun/cluster/rank_env.h"
+#include "distrun/common/atomic_file.h"
+#include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
 #include "distrun/launch/job_events.h"
+#include "distrun/launch/poll_sources.h"
+#include "distrun/launch/supervisor.h"
 #include "distrun/launch/worker_group.h"
+#include "distrun/launch/worker_setup.h"
 #include "distrun/rdzv/rendezvous.h"
 #include "distrun/rdzv/store_server.h"
-
-extern char** environ;
 
 namespace distrun::launch {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using Kind = JobEvent::Kind;
-
-constexpr int kHandledSignals[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP,
-                                   SIGQUIT, SIGUSR1, SIGUSR2};
 // How long node 0 keeps the store up for the other agents to read the end.
 constexpr auto kExitBarrier = std::chrono::seconds(10);
 
-bool isTerminal(int signal) {
-  return signal != SIGUSR1 && signal != SIGUSR2 && signal != SIGCHLD;
-}
-
-// The agent's handled signals, blocked and read from a descriptor so the
-// loop sees them as events. Blocked before any thread starts, so every
-// thread inherits the mask; workers unblock them before exec.
-class SignalReader {
+// A rendezvous round joined on another thread, so that the loop keeps
+// reading the agent's signals meanwhile. The thread wakes the loop through
+// fd() when it is done. Destroying it waits for the thread.
+class Join {
  public:
-  SignalReader() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int s : kHandledSignals) sigaddset(&set, s);
-    if (::pthread_sigmask(SIG_BLOCK, &set, &previous_) != 0) {
-      throw SystemError("pthread_sigmask", "SIG_BLOCK", errno);
-    }
-    fd_ = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (fd_ < 0) throw SystemError("signalfd", "agent signals", errno);
+  Join(rdzv::StoreClient& store, int round, rdzv::RendezvousConfig config) {
+    world_ = std::async(std::launch::async, [this, &store, round, config] {
+      struct Notify {
+        EventFd& fd;
+        ~Notify() { fd.notify(); }
+      } notify{done_};
+      return rdzv::joinRound(store, round, config);
+    });
   }
-  ~SignalReader() {
-    ::close(fd_);
-    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  int fd() const { return done_.fd(); }
+  bool ready() const {
+    return world_.wait_for(std::chrono::seconds(0)) ==
+           std::future_status::ready;
   }
-  int fd() const { return fd_; }
-  std::vector<int> read() {
-    std::vector<int> out;
-    signalfd_siginfo info;
-    while (::read(fd_, &info, sizeof(info)) == sizeof(info)) {
-      out.push_back(static_cast<int>(info.ssi_signo));
-    }
-    return out;
-  }
+  // The world agreed on; rethrows what the join threw.
+  rdzv::World take() { return world_.get(); }
 
  private:
-  int fd_ = -1;
-  sigset_t previous_;
+  EventFd done_;
+  std::future<rdzv::World> world_;
 };
 
-class EventFd {
- public:
-  EventFd() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-    if (fd_ < 0) throw SystemError("eventfd", "agent events", errno);
-  }
-  ~EventFd() { ::close(fd_); }
-  int fd() const { return fd_; }
-  void notify() {
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(fd_, &one, sizeof(one));
-  }
-  void drain() {
-    uint64_t n;
-    [[maybe_unused]] ssize_t r = ::read(fd_, &n, sizeof(n));
-  }
-
- private:
-  int fd_;
-};
-
-std::map<std::string, std::string> processEnvironment() {
-  std::map<std::string, std::string> vars;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry(*e);
-    size_t eq = entry.find('=');
-    if (eq != std::string::npos) vars[entry.substr(0, eq)] = entry.substr(eq + 1);
-  }
-  return vars;
-}
-
-// Joins a round on another thread while this one watches the agent's
-// signals: a SIGTERM during a long rendezvous ends the agent at once rather
-// than after the join timeout. Returns nullopt and sets *signal then.
-std::optional<rdzv::World> joinOrSignal(rdzv::StoreClient& store, int round,
-                                        const rdzv::RendezvousConfig& config,
-                                        SignalReader& signals, int* signal) {
-  EventFd done;
-  auto world = std::async(std::launch::async, [&] {
-    struct Notify {
-      EventFd& fd;
-      ~Notify() { fd.notify(); }
-    } notify{done};
-    return rdzv::joinRound(store, round, config);
-  });
-  while (true) {
-    std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}, {done.fd(), POLLIN, 0}};
-    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
-      throw SystemError("poll", "rendezvous", errno);
-    }
-    if (fds[1].revents) return world.get();
-    for (int s : signals.read()) {
-      if (!isTerminal(s)) continue;
-      store.interrupt();
-      try {
-        world.get();
-      } catch (const Error&) {
-        // Interrupted on purpose.
-      }
-      *signal = s;
-      return std::nullopt;
-    }
-  }
-}
-
-enum class Outcome { kSucceeded, kFailed, kSignalled, kStoreLost };
-
-struct AttemptResult {
-  Outcome outcome;
-  WorkerFailure failure;
-  int signal = 0;
-  std::string why;
-};
-
-}  // namespace
-
-// One attempt: this node's workers for one round, supervised until the
-// whole job has succeeded, failed, been signalled or lost its store.
-struct Agent::Round {
-  Round(const AgentConfig& cfg, const Environment& environment,
-        rdzv::StoreClient& client, int port, const rdzv::World& w,
-        SignalReader& signalReader)
-      : config(cfg), env(environment), store(client), storePort(port),
-        world(w), signals(signalReader),
-        watcher(cfg.storeHost, port, cfg.token, w.round, events.fd()) {}
-
-  AttemptResult run() {
-    startWorkers();
-    while (!finished()) {
-      std::vector<pollfd> fds = {{signals.fd(), POLLIN, 0}, {events.fd(), POLLIN, 0}};
-      group.addPollFds(fds);
-      int rc = ::poll(fds.data(), fds.size(), pollTimeout());
-      if (rc < 0 && errno != EINTR) throw SystemError("poll", "agent loop", errno);
-      group.pumpOutput(fds);
-      if (fds[0].revents) onSignals(signals.read());
-      if (fds[1].revents) {
-        events.drain();
-        for (const JobEvent& e : watcher.take()) onEvent(e);
-      }
-      for (WorkerGroup::Member* m : group.reap()) onExit(*m);
-      if (killAt && Clock::now() >= *killAt) {
-        group.signalAll(SIGKILL);
-        killAt.reset();
-      }
-      publishDoneOnce();
-    }
-    return result();
-  }
-
-  void startWorkers() {
-    std::vector<std::vector<int>> shares = splitCpus(config.cpus, config.nproc);
-    for (int local = 0; local < config.nproc; ++local) {
-      int rank = world.firstRank + local;
-      const std::vector<int>& cpus = shares[static_cast<size_t>(local)];
-      WorkerSpec spec{config.program, environmentFor(rank, local, cpus),
-                      config.bindCpus ? cpus : std::vector<int>{}};
-      group.add(rank, local, spec, outputFor(rank, local));
-    }
-  }
-
-  std::vector<std::string> environmentFor(int rank, int local,
-                                          const std::vector<int>& cpus) {
-    cluster::JobLayout layout = config.layout;
-    layout.rank = rank;
-    layout.worldSize = world.worldSize;
-    layout.localRank = local;
-    layout.localWorldSize = config.nproc;
-    layout.nodeRank = config.nodeRank;
-    layout.numNodes = config.numNodes;
-    layout.masterHost = world.masterAddr;
-    int share = static_cast<int>(config.cpus.size()) / std::max(config.nproc, 1);
-    layout.cpusPerTask = cpus.empty() ? std::max(share, 1) : static_cast<int>(cpus.size());
-    cluster::RankEnvironmentOptions o;
-    o.site = config.site;
-    o.restartCount = world.round;
-    o.maxRestarts = config.maxRestarts;
-    o.masterAddr = world.masterAddr;
-    o.masterPort = world.masterPort;
-    o.runId = config.runId;
-    o.roleName = config.role;
-    o.usableCpus = static_cast<int>(config.cpus.size());
-    o.launcherVariables = {
-        {"DISTRUN_STORE", fmt::format("{}:{}", config.storeHost, storePort)},
-        {"DISTRUN_TOKEN", config.token},
-        {"DISTRUN_RUN_ID", config.runId}};
-    if (!config.logDir.empty()) {
-      o.launcherVariables.push_back(
-          {"TORCHELASTIC_ERROR_FILE", workerDir(local) + "/error.json"});
-    }
-    std::map<std::string, std::string> vars = processEnvironment();
-    for (const auto& v : cluster::buildRankEnvironment(layout, env, o).variables) {
-      vars[v.name] = v.value;
-    }
-    std::vector<std::string> out;
-    for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
-    return out;
-  }
-
-  std::string workerDir(int local) const {
-    return fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId,
-                       world.round, local);
-  }
-
-  std::unique_ptr<WorkerOutput> outputFor(int rank, int local) {
-    int redirect = streamBits(config.redirects, local);
-    int tee = streamBits(config.tee, local);
-    bool files = !config.logDir.empty();
-    bool shown = !config.consoleRanks || config.consoleRanks->count(local);
-    StreamRoute route;
-    route.stdoutToFile = files || ((redirect | tee) & 1);
-    route.stderrToFile = files || ((redirect | tee) & 2);
-    route.stdoutToConsole = shown && !(redirect & 1);
-    route.stderrToConsole = shown && !(redirect & 2);
-    std::string prefix = expandPrefix(config.logPrefix, config.nodeRank, rank,
-                                      local, config.role, config.host);
-    return std::make_unique<WorkerOutput>(prefix, route, workerDir(local));
-  }
-
-  void onSignals(const std::vector<int>& received) {
-    for (int s : received) {
-      if (s == SIGCHLD) continue;  // reaped below
-      if (isTerminal(s)) {
-        if (signal) group.signalAll(SIGKILL);  // a second one: no grace
-        takeSignal(s);
-      }
-      publish(JobEvent{Kind::kSignal, std::to_string(s)});
-    }
-  }
-
-  void takeSignal(int s) {
-    if (signal) return;
-    signal = s;
-    group.signalAll(s);
-    stopping = true;
-    killAt = Clock::now() + config.termTimeout;
-  }
-
-  void onEvent(const JobEvent& e) {
-    switch (e.kind) {
-      case Kind::kFailure:
-        if (!rootCause) rootCause = WorkerFailure::fromJson(e.payload);
-        stopWorkers();
-        break;
-      case Kind::kSignal: {
-        int s = std::stoi(e.payload);
-        if (isTerminal(s)) {
-          takeSignal(s);
-        } else {
-          group.signalAll(s);
-        }
-        break;
-      }
-      case Kind::kComplete:
-        complete = true;
-        break;
-      case Kind::kStoreLost:
-        if (complete || rootCause || signal) break;  // the end is known
-        lost = e.payload;
-        stopWorkers();
-        break;
-    }
-  }
-
-  void onExit(WorkerGroup::Member& m) {
-    if (m.exitCode == 0 && m.signal == 0) return;
-    if (stopping) return;  // we stopped it, or the job already failed
-    WorkerFailure f = group.failureOf(m, config.nodeRank, config.host);
-    stopWorkers();  // fail fast here; the event stops the other nodes
-    publish(JobEvent{Kind::kFailure, f.toJson()});
-  }
-
-  void stopWorkers() {
-    if (stopping) return;
-    stopping = true;
-    group.signalAll(SIGTERM);
-    killAt = Clock::now() + config.termTimeout;
-  }
-
-  void publish(const JobEvent& e) {
-    try {
-      publishEvent(store, world.round, e);
-    } catch (const Error& error) {
-      if (lost.empty()) lost = error.what();
-      stopWorkers();
-    }
-  }
-
-  void publishDoneOnce() {
-    if (doneSent || stopping || !group.allExited() || !group.allSucceeded()) return;
-    doneSent = true;
-    try {
-      long long done = store.add(rdzv::roundKey(world.round, "done"), 1);
-      if (done == config.numNodes) publish(JobEvent{Kind::kComplete, ""});
-    } catch (const Error& error) {
-      lost = error.what();
-    }
-  }
-
-  bool finished() const {
-    if (!group.allExited()) return false;
-    return complete || rootCause || signal || !lost.empty();
-  }
-
-  int pollTimeout() const {
-    if (!killAt) return -1;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*killAt - Clock::now());
-    return static_cast<int>(std::max<long long>(left.count(), 0)) + 1;
-  }
-
-  AttemptResult result() const {
-    if (rootCause) return {Outcome::kFailed, *rootCause, 0, ""};
-    if (signal) return {Outcome::kSignalled, {}, signal, ""};
-    if (complete) return {Outcome::kSucceeded, {}, 0, ""};
-    return {Outcome::kStoreLost, {}, 0, lost};
-  }
-
-  const AgentConfig& config;
-  const Environment& env;
-  rdzv::StoreClient& store;
-  int storePort;
-  rdzv::World world;
-  SignalReader& signals;
+// One round's mechanics: the watcher of its event sequence and this node's
+// workers. Destroying it kills the workers still running, then stops the
+// watcher.
+struct RoundIo {
+  RoundIo(const AgentConfig& config, int storePort, int round,
+          ProcessLauncher& launcher)
+      : number(round),
+        watcher(config.storeHost, storePort, config.token, round, events.fd()),
+        group(launcher, config.layout.nodeRank, config.host) {}
+  int number;
   EventFd events;
   EventWatcher watcher;
   WorkerGroup group;
-  std::optional<WorkerFailure> rootCause;
-  int signal = 0;
-  bool complete = false;
-  bool stopping = false;
-  bool doneSent = false;
-  std::string lost;
-  std::optional<Clock::time_point> killAt;
 };
 
-Agent::Agent(AgentConfig config, const Environment& env, std::ostream& err)
-    : config_(std::move(config)), env_(env), err_(err) {}
+std::unique_ptr<rdzv::StoreServer> startStoreServer(const AgentConfig& config) {
+  if (config.layout.nodeRank != 0) return nullptr;
+  raiseOpenFileLimit();
+  std::string bind = config.layout.numNodes == 1 ? "127.0.0.1" : "0.0.0.0";
+  return std::make_unique<rdzv::StoreServer>(bind, config.storePort,
+                                             config.token);
+}
+
+}  // namespace
+
+// The agent's mechanics: what it polls, and one operator() per Supervisor
+// action saying how it is carried out. No decision is taken here.
+class Agent::Loop {
+ public:
+  explicit Loop(Agent& agent)
+      : agent_(agent),
+        config_(agent.config_),
+        server_(startStoreServer(config_)),
+        port_(server_ ? server_->port() : config_.storePort),
+        store_(config_.storeHost, port_, config_.token, config_.joinTimeout),
+        supervisor_(config_, port_) {}
+
+  int run() {
+    feed(supervisor_.start(now()));
+    while (!exitCode_) waitForEvents();
+    return *exitCode_;
+  }
+
+  void operator()(const JoinRendezvous& a) {
+    rdzv::RendezvousConfig rc{
+        config_.layout.nodeRank,       config_.layout.numNodes,
+        config_.layout.localWorldSize, config_.host,
+        config_.joinTimeout,           pickFreeTcpPort};
+    join_ = std::make_unique<Join>(store_, a.round, rc);
+  }
+  void operator()(const InterruptRendezvous&) {
+    store_.interrupt();
+    try {
+      join_->take();
+    } catch (const Error&) {
+      // Interrupted on purpose.
+    }
+    join_.reset();
+  }
+  void operator()(const StartWorkers& a) {
+    round_ = std::make_unique<RoundIo>(config_, port_, a.world.round,
+                                       agent_.launcher_);
+    for (int local = 0; local < config_.layout.localWorldSize; ++local) {
+      int rank = workerRank(a.world, local);
+      round_->group.add(rank, local,
+                        workerSpec(config_, a.world, port_, local, agent_.env_),
+                        workerOutput(config_, a.world.round, rank, local));
+      feed(supervisor_.workerStarted(local, now()));
+    }
+  }
+  void operator()(const SignalWorkers& a) { round().group.signalAll(a.signal); }
+  void operator()(const KillWorkers&) { round().group.signalAll(SIGKILL); }
+  void operator()(const WakeAt& a) { wakeAt_ = a.time; }
+  void operator()(const PublishEvent& a) {
+    try {
+      publishEvent(store_, round().number, a.event);
+    } catch (const Error& e) {
+      feed(supervisor_.storeLost(e.what(), now()));
+    }
+  }
+  void operator()(const MarkNodeDone&) {
+    try {
+      long long done = store_.add(rdzv::roundKey(round().number, "done"), 1);
+      feed(supervisor_.nodesDone(done, now()));
+    } catch (const Error& e) {
+      feed(supervisor_.storeLost(e.what(), now()));
+    }
+  }
+  void operator()(const Print& a) { agent_.err_ << a.text; }
+  void operator()(const EndRound&) {
+    round_.reset();
+    wakeAt_.reset();
+    killAdoptedOrphans();
+  }
+  void operator()(const LeaveJob&);
+  void operator()(const WriteFailureReport& a);
+  void operator()(const Exit& a) { exitCode_ = a.code; }
+  void operator()(const EndWithError& a) { throw RendezvousError(a.message); }
+
+ private:
+  TimePoint now() const { return agent_.clock_.now(); }
+
+  RoundIo& round() {
+    DISTRUN_ENFORCE(round_ != nullptr, "a round's action outside a round");
+    return *round_;
+  }
+
+  // Carries out `actions` in order; the actions that the events they cause
+  // bring (a failed publish, the done count) follow them.
+  void feed(Actions actions) {
+    for (Action& a : actions) pending_.push_back(std::move(a));
+    if (feeding_) return;
+    feeding_ = true;
+    while (!pending_.empty()) {
+      Action a = std::move(pending_.front());
+      pending_.pop_front();
+      std::visit(*this, a);
+    }
+    feeding_ = false;
+  }
+
+  void waitForEvents() {
+    std::vector<pollfd> fds = {{signals_.fd(), POLLIN, 0}};
+    if (join_) fds.push_back({join_->fd(), POLLIN, 0});
+    if (round_) {
+      fds.push_back({round_->events.fd(), POLLIN, 0});
+      round_->group.addPollFds(fds);
+    }
+    if (::poll(fds.data(), fds.size(), pollTimeout()) < 0 && errno != EINTR) {
+      throw SystemError("poll", "agent loop", errno);
+    }
+    if (round_) round_->group.pumpOutput(fds);
+    takeSignals();
+    takeRendezvous();
+    takeStoreEvents();
+    reapWorkers();
+    takeDeadline();
+  }
+
+  void takeSignals() {
+    for (int s : signals_.read()) feed(supervisor_.signalReceived(s, now()));
+  }
+  void takeRendezvous() {
+    if (!join_ || !join_->ready()) return;
+    rdzv::World world = join_->take();
+    join_.reset();
+    feed(supervisor_.rendezvousCompleted(world, now()));
+  }
+  void takeStoreEvents() {
+    if (!round_) return;
+    round_->events.drain();
+    for (const JobEvent& e : round_->watcher.take()) {
+      feed(supervisor_.storeEvent(e, now()));
+    }
+  }
+  void reapWorkers() {
+    if (!round_) return;
+    for (const WorkerFailure& exit : round_->group.reap()) {
+      feed(supervisor_.workerExited(exit, now()));
+    }
+  }
+  void takeDeadline() {
+    TimePoint t = now();
+    if (!wakeAt_ || t < *wakeAt_) return;
+    wakeAt_.reset();
+    feed(supervisor_.deadlinePassed(t));
+  }
+  int pollTimeout() const {
+    if (!wakeAt_) return -1;
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*wakeAt_ - now());
+    return static_cast<int>(std::max<long long>(left.count(), 0)) + 1;
+  }
+
+  Agent& agent_;
+  const AgentConfig& config_;
+  SignalReader signals_;  // first: blocks the signals before any thread starts
+  std::unique_ptr<rdzv::StoreServer> server_;
+  int port_;
+  rdzv::StoreClient store_;
+  Supervisor supervisor_;
+  std::unique_ptr<Join> join_;
+  std::unique_ptr<RoundIo> round_;
+  std::optional<TimePoint> wakeAt_;
+  std::optional<int> exitCode_;
+  std::deque<Action> pending_;
+  bool feeding_ = false;
+};
+
+// The failure report's folder is created here; an error in either step is
+// an IoError naming the report.
+void Agent::Loop::operator()(const WriteFailureReport& a) {
+  std::filesystem::path folder = std::filesystem::path(a.path).parent_path();
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error) {
+    throw IoError(
+        fmt::format("failure report {}: cannot create its folder {}: {}",
+                    a.path, folder.string(), error.message()));
+  }
+  writeFileAtomically(a.path, a.json, "failure report");
+}
+
+Agent::Agent(AgentConfig config, const Environment& env, std::ostream& err,
+             const Clock& clock, ProcessLauncher& launcher)
+    : config_(std::move(config)),
+      env_(env),
+      err_(err),
+      clock_(clock),
+      launcher_(launcher) {}
+
+const Clock& Agent::steadyClock() {
+  static const SteadyClock clock;
+  return clock;
+}
 
 int Agent::run() {
   becomeSubreaper();
-  return runAttempts();
-}
-
-int Agent::runAttempts() {
-  SignalReader signals;
-  std::unique_ptr<rdzv::StoreServer> server;
-  int port = config_.storePort;
-  if (config_.nodeRank == 0) {
-    raiseOpenFileLimit();
-    std::string bind = config_.numNodes == 1 ? "127.0.0.1" : "0.0.0.0";
-    server = std::make_unique<rdzv::StoreServer>(bind, port, config_.token);
-    port = server->port();
-  }
-  rdzv::StoreClient store(config_.storeHost, port, config_.token, config_.joinTimeout);
-  rdzv::RendezvousConfig rc{config_.nodeRank, config_.numNodes, config_.nproc,
-                            config_.host, config_.joinTimeout, pickFreeTcpPort};
-  for (int round = 0;; ++round) {
-    int signal = 0;
-    std::optional<rdzv::World> joined = joinOrSignal(store, round, rc, signals, &signal);
-    if (!joined) return 128 + signal;
-    const rdzv::World& world = *joined;
-    AttemptResult r;
-    {
-      Round attempt(config_, env_, store, port, world, signals);
-      r = attempt.run();
-    }
-    killAdoptedOrphans();
-    if (r.outcome == Outcome::kFailed && round < config_.maxRestarts) {
-      err_ << fmt::format(
-          "distrun: node {}: rank {} failed ({}); restarting all workers "
-          "(restart {} of {})\n",
-          config_.nodeRank, r.failure.rank,
-          r.failure.signal ? fmt::format("signal {}", r.failure.signal)
-                           : fmt::format("exit code {}", r.failure.exitCode),
-          round + 1, config_.maxRestarts);
-      continue;
-    }
-    int code = 0;
-    if (r.outcome == Outcome::kFailed) code = reportFailure(r.failure, round);
-    if (r.outcome == Outcome::kSignalled) code = 128 + r.signal;
-    if (r.outcome == Outcome::kStoreLost) {
-      throw RendezvousError(fmt::format(
-          "node {} lost the rendezvous store at {}:{} (did node 0's agent "
-          "die?): {}",
-          config_.nodeRank, config_.storeHost, port, r.why));
-    }
-    return finish(store, round, code);
-  }
-}
-
-int Agent::reportFailure(const WorkerFailure& f, int round) {
-  if (config_.nodeRank == 0) {
-    printFailureReport(f, config_.runId, round + 1, err_);
-  } else {
-    err_ << fmt::format("distrun: node {}: stopped: rank {} on node {} failed\n",
-                        config_.nodeRank, f.rank, f.nodeRank);
-  }
-  if (!config_.logDir.empty()) {
-    std::string dir = config_.logDir + "/" + config_.runId;
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir + "/failure.json") << f.toJson() << "\n";
-  }
-  return f.agentExitCode();
+  return Loop(*this).run();
 }
 
 // Every agent says it is leaving; node 0 keeps the store up until all have
 // read the end of the job (or kExitBarrier passes).
-int Agent::finish(rdzv::StoreClient& store, int round, int code) {
+void Agent::Loop::operator()(const LeaveJob&) {
+  int round = supervisor_.round();
   try {
-    long long exited = store.add(rdzv::roundKey(round, "exited"), 1);
-    if (exited == config_.numNodes) store.set(rdzv::roundKey(round, "all_exited"), "1");
-    if (config_.nodeRank == 0) store.get(rdzv::roundKey(round, "all_exited"), kExitBarrier);
+    long long exited = store_.add(rdzv::roundKey(round, "exited"), 1);
+    std::string allExited = rdzv::roundKey(round, "all_exited");
+    if (exited == config_.layout.numNodes) store_.set(allExited, "1");
+    if (config_.layout.nodeRank == 0) store_.get(allExited, kExitBarrier);
   } catch (const Error&) {
     // The store is gone: nobody is left to wait for.
   }
-  return code;
 }
 
 std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus,

@@ -1,67 +1,46 @@
 #pragma once
 
-#include <chrono>
 #include <iosfwd>
-#include <map>
-#include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "distrun/cluster/job_layout.h"
-#include "distrun/cluster/site_profile.h"
 #include "distrun/common/environment.h"
-#include "distrun/launch/failure_report.h"
-#include "distrun/rdzv/store_client.h"
+#include "distrun/launch/agent_config.h"
+#include "distrun/launch/clock.h"
+#include "distrun/launch/process_launcher.h"
 
 namespace distrun::launch {
 
-// Everything one node's agent needs, resolved from flags and scheduler.
-struct AgentConfig {
-  int numNodes = 1;
-  int nodeRank = 0;
-  int nproc = 1;
-  std::string storeHost = "127.0.0.1";  // node 0's store, as agents reach it
-  int storePort = 0;                    // 0: node 0 picks (one node only)
-  std::string token;
-  std::string host;  // this node, as other nodes and workers reach it
-  std::string runId;
-  std::vector<std::string> program;  // full argv of each worker
-  int maxRestarts = 0;
-  std::chrono::milliseconds joinTimeout{std::chrono::seconds(300)};
-  std::chrono::milliseconds termTimeout{std::chrono::seconds(25)};
-  std::string role = "default";
-  std::string logPrefix = "[{node}:{rank}] ";
-  std::string logDir;                // empty: no per-rank files
-  std::map<int, int> redirects;      // parseStreamSpec
-  std::map<int, int> tee;
-  std::optional<std::set<int>> consoleRanks;  // --local-ranks-filter
-  bool bindCpus = true;
-  std::vector<int> cpus;             // this node's usable CPUs
-  cluster::JobLayout layout;         // scheduler, job id, devices
-  std::optional<cluster::SiteProfile> site;
-};
-
 // The node agent of `distrun run`: hosts the store on node 0, joins the
 // rendezvous, starts this node's workers, supervises them with every other
-// node (fail-fast, restarts, signals), and reports the first failure of the
-// whole job. run() returns the exit code: 0, the first failing worker's
-// code (128+signal for a signal), or 128+N when the agent got signal N.
-// Throws RendezvousError/TimeoutError when the job cannot form.
+// node, and reports the first failure of the whole job. The decisions are
+// a Supervisor's (supervisor.h); the Agent is its driver: it polls the
+// agent's signals, the store's event sequence and the workers' pipes,
+// feeds what happened to the Supervisor and carries out its actions.
+// run() returns the exit code: 0, the first failing worker's code
+// (128+signal for a signal), or 128+N when the agent got signal N. Throws
+// RendezvousError/TimeoutError when the job cannot form or loses its
+// store, IoError when the failure report cannot be written.
 class Agent {
  public:
-  Agent(AgentConfig config, const Environment& env, std::ostream& err);
+  // `env` is the environment the workers inherit; `clock` and `launcher`
+  // must outlive the agent.
+  Agent(AgentConfig config, const Environment& env, std::ostream& err,
+        const Clock& clock = steadyClock(),
+        ProcessLauncher& launcher = systemProcessLauncher());
   int run();
 
+  // One SteadyClock for the whole process.
+  static const Clock& steadyClock();
+
  private:
-  struct Round;
-  int runAttempts();
-  int reportFailure(const WorkerFailure& failure, int round);
-  int finish(rdzv::StoreClient& store, int round, int code);
+  class Loop;
 
   AgentConfig config_;
   const Environment& env_;
   std::ostream& err_;
+  const Clock& clock_;
+  ProcessLauncher& launcher_;
 };
 
 // Splits `cpus` evenly over `workers`: worker i gets a contiguous share (the

@@ -35,7 +35,7 @@ class AgentTest : public ::testing::Test {
 
   AgentConfig config(int nproc, const std::string& script) {
     AgentConfig c;
-    c.nproc = nproc;
+    c.layout.localWorldSize = nproc;
     c.token = "t";
     c.host = "127.0.0.1";
     c.runId = "test";
@@ -47,7 +47,7 @@ class AgentTest : public ::testing::Test {
     return c;
   }
   int run(const AgentConfig& c) {
-    MapEnvironment env;
+    ProcessEnvironment env;  // the workers' base environment
     return Agent(c, env, err_).run();
   }
   std::string file(const std::string& relative) {

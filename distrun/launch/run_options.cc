@@ -94,8 +94,8 @@ std::string slurmToken(const cluster::JobLayout& l, const Environment& env) {
 }
 
 void placeStandalone(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
-  c.numNodes = 1;
-  c.nodeRank = 0;
+  c.layout.numNodes = 1;
+  c.layout.nodeRank = 0;
   c.storeHost = "127.0.0.1";
   c.storePort = 0;
   c.host = o.localAddr.value_or("127.0.0.1");
@@ -112,8 +112,6 @@ void placeFromSlurm(const RunOptions& o, const RunContext& ctx, AgentConfig& c) 
         "--nproc-per-node for the workers",
         l.localWorldSize, l.hosts.at(static_cast<size_t>(l.nodeRank))));
   }
-  c.numNodes = l.numNodes;
-  c.nodeRank = l.nodeRank;
   auto [host, port] = splitEndpoint(o.rdzvEndpoint.value_or(l.hosts.front()),
                                     cluster::derivedMasterPort(l.jobId, l.stepId));
   c.storeHost = host;
@@ -125,15 +123,16 @@ void placeFromSlurm(const RunOptions& o, const RunContext& ctx, AgentConfig& c) 
 
 void placeExplicit(const RunOptions& o, const RunContext& ctx, int nodes,
                    AgentConfig& c) {
-  c.numNodes = nodes;
   if (!o.nodeRank && !inSlurmStep(c.layout)) {
     throw UsageError(fmt::format("--nnodes {} needs --node-rank on every node", nodes));
   }
-  c.nodeRank = o.nodeRank.value_or(c.layout.nodeRank);
-  if (c.nodeRank < 0 || c.nodeRank >= nodes) {
-    throw UsageError(fmt::format("--node-rank {} contradicts --nnodes {}: expected "
-                                 "0 <= node rank < nodes",
-                                 c.nodeRank, nodes));
+  c.layout.numNodes = nodes;
+  c.layout.nodeRank = o.nodeRank.value_or(c.layout.nodeRank);
+  if (c.layout.nodeRank < 0 || c.layout.nodeRank >= nodes) {
+    throw UsageError(
+        fmt::format("--node-rank {} contradicts --nnodes {}: expected "
+                    "0 <= node rank < nodes",
+                    c.layout.nodeRank, nodes));
   }
   if (o.rdzvEndpoint) {
     std::tie(c.storeHost, c.storePort) = splitEndpoint(*o.rdzvEndpoint, kDefaultRdzvPort);
@@ -183,7 +182,7 @@ void placeLogs(const RunOptions& o, AgentConfig& c) {
   c.tee = parseStreamSpec(o.tee, "--tee");
   c.logDir = o.logDir.value_or("");
   bool wantsFiles = false;
-  for (int r = 0; r < c.nproc; ++r) {
+  for (int r = 0; r < c.layout.localWorldSize; ++r) {
     wantsFiles |= (streamBits(c.redirects, r) | streamBits(c.tee, r)) != 0;
   }
   if (c.logDir.empty() && wantsFiles) c.logDir = "/tmp/distrun-logs";
@@ -229,8 +228,9 @@ std::vector<std::string> workerCommand(const RunOptions& o, const Environment& e
 AgentConfig resolveAgentConfig(const RunOptions& o, const RunContext& ctx) {
   AgentConfig c;
   c.layout = cluster::detectJobLayout(ctx.env, ctx.host);
-  c.nproc = parseNproc(o.nprocPerNode, ctx);
-  placeNode(o, ctx, c);
+  int nproc = parseNproc(o.nprocPerNode, ctx);
+  placeNode(o, ctx, c);  // reads the scheduler's tasks per node: the agent's
+  c.layout.localWorldSize = nproc;
   c.program = workerCommand(o, ctx.env);
   c.maxRestarts = o.maxRestarts;
   c.termTimeout = seconds(o.termTimeout);

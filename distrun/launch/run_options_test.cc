@@ -53,8 +53,8 @@ TEST(ResolveTest, StandaloneByDefault) {
   RunOptions o = withProgram({"true"});
   o.nprocPerNode = "3";
   AgentConfig c = resolve(o);
-  EXPECT_EQ(c.numNodes, 1);
-  EXPECT_EQ(c.nproc, 3);
+  EXPECT_EQ(c.layout.numNodes, 1);
+  EXPECT_EQ(c.layout.localWorldSize, 3);
   EXPECT_EQ(c.storeHost, "127.0.0.1");
   EXPECT_EQ(c.storePort, 0);
   EXPECT_EQ(c.token.size(), 32u);
@@ -64,9 +64,9 @@ TEST(ResolveTest, StandaloneByDefault) {
 TEST(ResolveTest, NprocForms) {
   RunOptions o = withProgram({"true"});
   o.nprocPerNode = "cpu";
-  EXPECT_EQ(resolve(o).nproc, 4);
+  EXPECT_EQ(resolve(o).layout.localWorldSize, 4);
   o.nprocPerNode = "auto";
-  EXPECT_EQ(resolve(o, {}, 2).nproc, 2);
+  EXPECT_EQ(resolve(o, {}, 2).layout.localWorldSize, 2);
   o.nprocPerNode = "gpu";
   EXPECT_EQ(usageError(o), "--nproc-per-node gpu: this node has no visible GPU");
   o.nprocPerNode = "0";
@@ -84,14 +84,36 @@ Vars slurmAgent(int node) {
 
 TEST(ResolveTest, SlurmNeedsNoFlags) {
   AgentConfig c = resolve(withProgram({"true"}), slurmAgent(1));
-  EXPECT_EQ(c.numNodes, 2);
-  EXPECT_EQ(c.nodeRank, 1);
+  EXPECT_EQ(c.layout.numNodes, 2);
+  EXPECT_EQ(c.layout.nodeRank, 1);
   EXPECT_EQ(c.storeHost, "gpu01");
   EXPECT_EQ(c.storePort, cluster::derivedMasterPort("77", "2"));
   EXPECT_EQ(c.host, "gpu02");
   EXPECT_EQ(c.runId, "77.2");
   AgentConfig other = resolve(withProgram({"true"}), slurmAgent(0));
   EXPECT_EQ(other.token, c.token) << "every node derives the same token";
+}
+
+TEST(ResolveTest, TheLayoutIsTheNodesPlaceAndWorkersPerNode) {
+  // Slurm's layout is the agent's (one task here); --nproc-per-node sets
+  // the workers per node in the same layout, which keeps the job's ids.
+  RunOptions o = withProgram({"true"});
+  o.nprocPerNode = "3";
+  AgentConfig c = resolve(o, slurmAgent(1));
+  EXPECT_EQ(c.layout.scheduler, cluster::Scheduler::kSlurm);
+  EXPECT_EQ(c.layout.jobId, "77");
+  EXPECT_EQ(c.layout.numNodes, 2);
+  EXPECT_EQ(c.layout.nodeRank, 1);
+  EXPECT_EQ(c.layout.localWorldSize, 3);
+  // By hand, the flags are the layout's numbers.
+  o.nnodes = "4";
+  o.nodeRank = 3;
+  o.rdzvEndpoint = "head";
+  AgentConfig byHand = resolve(o, {{"DISTRUN_TOKEN", "s"}});
+  EXPECT_EQ(byHand.layout.numNodes, 4);
+  EXPECT_EQ(byHand.layout.nodeRank, 3);
+  EXPECT_EQ(byHand.layout.localWorldSize, 3);
+  EXPECT_EQ(byHand.storePort, 29400);
 }
 
 TEST(ResolveTest, SlurmWithSeveralTasksPerNodeIsRefused) {
@@ -116,7 +138,7 @@ TEST(ResolveTest, ExplicitNodesNeedEndpointRankAndToken) {
   AgentConfig c = resolve(o, {{"DISTRUN_TOKEN", "s3cret"}});
   EXPECT_EQ(c.storeHost, "head");
   EXPECT_EQ(c.storePort, 1234);
-  EXPECT_EQ(c.nodeRank, 1);
+  EXPECT_EQ(c.layout.nodeRank, 1);
   EXPECT_EQ(c.token, "s3cret");
   o.nodeRank = 2;
   EXPECT_EQ(usageError(o, {{"DISTRUN_TOKEN", "s"}}),
@@ -130,7 +152,7 @@ TEST(ResolveTest, ElasticRangesAreRefused) {
             "--nnodes 1:4: expected a node count N (or N:N); distrun starts a "
             "fixed set of nodes, elastic MIN:MAX ranges are not supported");
   o.nnodes = "1:1";
-  EXPECT_EQ(resolve(o).numNodes, 1);
+  EXPECT_EQ(resolve(o).layout.numNodes, 1);
 }
 
 TEST(ResolveTest, RdzvConfJoinTimeoutAndLogs) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
@@ -21,14 +22,14 @@ namespace distrun::launch {
 namespace {
 
 struct Pipe {
-  int read = -1;
-  int write = -1;
+  UniqueFd read;
+  UniqueFd write;
 };
 
 Pipe makePipe() {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", "worker output", errno);
-  return Pipe{fds[0], fds[1]};
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
 std::vector<char*> cStrings(const std::vector<std::string>& strings) {
@@ -49,8 +50,8 @@ std::vector<char*> cStrings(const std::vector<std::string>& strings) {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   if (cpus != nullptr) ::sched_setaffinity(0, sizeof(cpu_set_t), cpus);
-  ::dup2(out.write, STDOUT_FILENO);
-  ::dup2(err.write, STDERR_FILENO);
+  ::dup2(out.write.get(), STDOUT_FILENO);
+  ::dup2(err.write.get(), STDERR_FILENO);
   ::execvpe(argv[0], argv, envp);
   int e = errno;
   const char* reason = std::strerror(e);
@@ -77,12 +78,12 @@ WorkerProcess spawnWorker(const WorkerSpec& spec) {
   if (pid < 0) throw SystemError("fork", spec.argv.at(0), errno);
   if (pid == 0) becomeWorker(agent, out, err, cpus, argv.data(), envp.data());
   ::setpgid(pid, pid);  // also here, so killpg works before the child runs
-  ::close(out.write);
-  ::close(err.write);
-  for (int fd : {out.read, err.read}) {
+  out.write.reset();    // the child holds them now
+  err.write.reset();
+  for (int fd : {out.read.get(), err.read.get()}) {
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   }
-  return WorkerProcess{pid, out.read, err.read};
+  return WorkerProcess{pid, std::move(out.read), std::move(err.read)};
 }
 
 void signalWorker(pid_t pid, int signal) {

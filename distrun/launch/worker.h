@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "distrun/common/unique_fd.h"
+
 namespace distrun::launch {
 
 // What to start for one worker.
@@ -14,11 +16,12 @@ struct WorkerSpec {
   std::vector<int> cpus;                 // affinity; empty: inherit
 };
 
-// A started worker. The agent owns the pipes and must close them.
+// A started worker and the read ends of its output pipes (non-blocking),
+// which close with it. Move-only.
 struct WorkerProcess {
   pid_t pid = -1;  // also its process group id
-  int stdoutFd = -1;
-  int stderrFd = -1;
+  UniqueFd stdoutFd;
+  UniqueFd stderrFd;
 };
 
 // Forks and execs `spec`. The child leads its own process group (so the

@@ -1,23 +1,50 @@
 #pragma once
 
 #include <poll.h>
-#include <sys/types.h>
 
-#include <chrono>
 #include <memory>
-#include <optional>
+#include <string>
 #include <vector>
 
 #include "distrun/launch/failure_report.h"
+#include "distrun/launch/process_launcher.h"
 #include "distrun/launch/worker.h"
 #include "distrun/launch/worker_output.h"
 
 namespace distrun::launch {
 
-// The workers of one node for one attempt, with their output. Owned and
-// driven by the agent's loop on one thread.
+// The workers of one node for one round, with their output: the mechanics
+// the agent's loop drives (start, pipes, signals, reaping); what to do
+// about an exit is the Supervisor's. Owned and driven by the agent's loop
+// on one thread. Destroying it SIGKILLs the workers still running and
+// waits for them. `launcher` must outlive it.
 class WorkerGroup {
  public:
+  // `nodeRank` and `host` go into the exit records.
+  WorkerGroup(ProcessLauncher& launcher, int nodeRank, std::string host);
+  WorkerGroup(const WorkerGroup&) = delete;
+  WorkerGroup& operator=(const WorkerGroup&) = delete;
+  ~WorkerGroup();
+
+  // Starts a worker; throws SystemError when it cannot be started.
+  void add(int rank, int localRank, const WorkerSpec& spec,
+           std::unique_ptr<WorkerOutput> output);
+
+  // Poll entries for every open output pipe, appended to `fds`.
+  void addPollFds(std::vector<pollfd>& fds) const;
+  // Drains the pipes that `fds` reports readable or closed.
+  void pumpOutput(const std::vector<pollfd>& fds);
+
+  // Reaps every exited child (workers and adopted orphans) without blocking.
+  // A worker's pipes are drained and closed when it exits. Returns the exit
+  // record of each worker that exited in this call (its stderr tail is
+  // complete then); exitCode and signal are 0 for a clean exit.
+  std::vector<WorkerFailure> reap();
+
+  // Signals every running worker's process group.
+  void signalAll(int signal);
+
+ private:
   struct Member {
     int rank;
     int localRank;
@@ -28,36 +55,14 @@ class WorkerGroup {
     int signal = 0;
   };
 
-  WorkerGroup() = default;
-  WorkerGroup(const WorkerGroup&) = delete;
-  WorkerGroup& operator=(const WorkerGroup&) = delete;
-  ~WorkerGroup();
-
-  void add(int rank, int localRank, const WorkerSpec& spec,
-           std::unique_ptr<WorkerOutput> output);
-
-  // Poll entries for every open output pipe, appended to `fds`.
-  void addPollFds(std::vector<pollfd>& fds) const;
-  // Drains the pipes that `fds` reports readable or closed.
-  void pumpOutput(const std::vector<pollfd>& fds);
-
-  // Reaps every exited child (workers and adopted orphans) without blocking.
-  // A worker's pipes are drained and closed when it exits. Returns the
-  // workers that exited in this call.
-  std::vector<Member*> reap();
-
-  // Signals every running worker's process group.
-  void signalAll(int signal);
-  bool allExited() const;
-  bool allSucceeded() const;
-  // The failure record of a worker that exited badly (reaped, so its
-  // stderr tail is complete).
-  WorkerFailure failureOf(const Member& m, int nodeRank,
-                          const std::string& host) const;
-
- private:
+  Member* memberWithPid(pid_t pid);
+  void finishExit(Member& m, const ProcessLauncher::Exit& exit);
+  WorkerFailure recordOf(const Member& m) const;
   void drain(Member& m);
-  void closePipes(Member& m);
+
+  ProcessLauncher& launcher_;
+  int nodeRank_;
+  std::string host_;
   std::vector<Member> members_;
 };
 

@@ -35,24 +35,22 @@ TEST(WorkerTest, RunsWithEnvironmentOwnGroupAndAffinity) {
                   {"GREETING=hi", "PATH=/usr/bin:/bin"},
                   {0}};
   WorkerProcess w = spawnWorker(spec);
-  std::string out = readAll(w.stdoutFd);
-  std::string err = readAll(w.stderrFd);
+  std::string out = readAll(w.stdoutFd.get());
+  std::string err = readAll(w.stderrFd.get());
   EXPECT_EQ(waitFor(w.pid), 3);
   EXPECT_THAT(out, ::testing::StartsWith("hi\n"));
   EXPECT_THAT(out, ::testing::HasSubstr(std::to_string(w.pid) + "\n"));
   EXPECT_THAT(out, ::testing::HasSubstr("Cpus_allowed_list:\t0\n"));
   EXPECT_EQ(err, "err\n");
-  ::close(w.stdoutFd);
-  ::close(w.stderrFd);
 }
 
 TEST(WorkerTest, MissingProgramExits127WithAMessage) {
   WorkerProcess w = spawnWorker({{"/nonexistent/prog"}, {}, {}});
-  std::string err = readAll(w.stderrFd);
+  std::string err = readAll(w.stderrFd.get());
   EXPECT_EQ(waitFor(w.pid), 127);
-  EXPECT_EQ(err, "distrun: error: cannot run '/nonexistent/prog': No such file or directory\n");
-  ::close(w.stdoutFd);
-  ::close(w.stderrFd);
+  EXPECT_EQ(err,
+            "distrun: error: cannot run '/nonexistent/prog': No such file or "
+            "directory\n");
 }
 
 TEST(WorkerTest, SignalReachesTheWholeGroup) {
@@ -60,14 +58,13 @@ TEST(WorkerTest, SignalReachesTheWholeGroup) {
   WorkerProcess w = spawnWorker(
       {{"sh", "-c", "sleep 60 & echo started; wait"}, {"PATH=/usr/bin:/bin"}, {}});
   char c;
-  pollfd p{w.stdoutFd, POLLIN, 0};
+  pollfd p{w.stdoutFd.get(), POLLIN, 0};
   ::poll(&p, 1, 30000);
-  ASSERT_EQ(::read(w.stdoutFd, &c, 1), 1);
+  ASSERT_EQ(::read(w.stdoutFd.get(), &c, 1), 1);
   signalWorker(w.pid, SIGTERM);
   EXPECT_EQ(waitFor(w.pid), 128 + SIGTERM);
-  EXPECT_EQ(readAll(w.stdoutFd), "tarted\n");  // pipe closes: sleep is gone too
-  ::close(w.stdoutFd);
-  ::close(w.stderrFd);
+  // The pipe closes: sleep is gone too.
+  EXPECT_EQ(readAll(w.stdoutFd.get()), "tarted\n");
 }
 
 }  // namespace

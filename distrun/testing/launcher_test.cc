@@ -70,6 +70,34 @@ TEST_F(LauncherTest, WorkerExitCodeSevenStopsTheOthersAndIsReported) {
   expectAllGone("pids");
 }
 
+TEST_F(LauncherTest,
+       FailureReportThatCannotBeWrittenIsAnIoErrorAfterTheReport) {
+  // A folder where failure.json should go: the report cannot replace it.
+  std::filesystem::create_directories(path("job3/failure.json/in-the-way"));
+  CommandResult r =
+      runCommand("timeout 120 " + distrun() + " run --log-dir " + quote(dir_) +
+                 " --rdzv-id job3 " + worker("echo 'bad input' >&2; exit 3"));
+  EXPECT_EQ(r.exitCode, 74) << r.err;
+  std::vector<std::string> err = lines(r.err);
+  ASSERT_GE(err.size(), 3u) << r.err;
+  EXPECT_THAT(err[0], ::testing::StartsWith("[0:0] bad input"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr(
+          "distrun: job job3 failed (attempt 1): first failure was rank 0 "
+          "(local rank 0) on node 0 (127.0.0.1)"));
+  EXPECT_THAT(r.err, HasSubstr("exit code 3, at "));
+  EXPECT_THAT(r.err, HasSubstr("  | bad input\n"));
+  EXPECT_THAT(
+      err.back(),
+      ::testing::MatchesRegex(
+          "distrun: error: failure report .*/job3/failure.json: cannot "
+          "rename .*/job3/failure.json.tmp.[0-9]+ to it: Is a directory"));
+  EXPECT_TRUE(
+      std::filesystem::is_directory(path("job3/failure.json/in-the-way")));
+  expectAllGone("pids");
+}
+
 TEST_F(LauncherTest, WorkerKilledBySignalGives128PlusSignal) {
   CommandResult r = runCommand("timeout 120 " + distrun() + " run --nproc-per-node 2 " +
                                worker("[ $RANK = 0 ] && kill -SEGV $$; sleep 300"));

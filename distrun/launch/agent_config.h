@@ -1,0 +1,48 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "distrun/cluster/job_layout.h"
+#include "distrun/cluster/site_profile.h"
+
+namespace distrun::launch {
+
+// Everything one node's agent needs, resolved from flags and scheduler by
+// resolveAgentConfig (run_options.h). A plain value.
+struct AgentConfig {
+  // This node's place in the job, the one home of these numbers:
+  // numNodes, nodeRank, localWorldSize (workers on this node), the
+  // scheduler, job and step ids, hosts, visible devices. The worker
+  // fields (rank, worldSize, localRank, masterHost, cpusPerTask) are
+  // filled per worker by workerLayout (worker_setup.h) from the
+  // rendezvous.
+  cluster::JobLayout layout;
+  // This node's address as other nodes and workers reach it: --local-addr,
+  // else the scheduler's name for it, else the hostname. The layout only
+  // has the scheduler's names, which --local-addr overrides.
+  std::string host;
+  std::string storeHost = "127.0.0.1";  // node 0's store, as agents reach it
+  int storePort = 0;                    // 0: node 0 picks (one node only)
+  std::string token;
+  std::string runId;
+  std::vector<std::string> program;  // full argv of each worker
+  int maxRestarts = 0;
+  std::chrono::milliseconds joinTimeout{std::chrono::seconds(300)};
+  std::chrono::milliseconds termTimeout{std::chrono::seconds(25)};
+  std::string role = "default";
+  std::string logPrefix = "[{node}:{rank}] ";
+  std::string logDir;            // empty: no per-rank files
+  std::map<int, int> redirects;  // parseStreamSpec
+  std::map<int, int> tee;
+  std::optional<std::set<int>> consoleRanks;  // --local-ranks-filter
+  bool bindCpus = true;
+  std::vector<int> cpus;  // this node's usable CPUs
+  std::optional<cluster::SiteProfile> site;
+};
+
+}  // namespace distrun::launch

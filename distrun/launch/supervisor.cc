@@ -1,0 +1,299 @@
+#include "distrun/launch/supervisor.h"
+
+#include <csignal>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "distrun/common/enforce.h"
+
+namespace distrun::launch {
+
+namespace {
+
+using Kind = JobEvent::Kind;
+
+// TERM, INT, HUP, QUIT end the job; USR1 and USR2 are messages to the
+// workers; CHLD only says that a child is ready to be reaped.
+bool isTerminal(int signal) {
+  return signal != SIGUSR1 && signal != SIGUSR2 && signal != SIGCHLD;
+}
+
+void append(Actions& to, Actions more) {
+  for (Action& a : more) to.push_back(std::move(a));
+}
+
+std::string describeEvent(const JobEvent& e) {
+  switch (e.kind) {
+    case Kind::kFailure:
+      return fmt::format("failure of rank {}",
+                         WorkerFailure::fromJson(e.payload).rank);
+    case Kind::kSignal:
+      return "signal " + e.payload;
+    case Kind::kComplete:
+      return "complete";
+    case Kind::kStoreLost:
+      return "store lost: " + e.payload;
+  }
+  return "?";
+}
+
+// One describe() overload per action, chosen by std::visit.
+struct Describe {
+  std::string operator()(const JoinRendezvous& a) const {
+    return fmt::format("join round {}", a.round);
+  }
+  std::string operator()(const InterruptRendezvous&) const {
+    return "interrupt rendezvous";
+  }
+  std::string operator()(const StartWorkers& a) const {
+    return fmt::format("start round {}", a.world.round);
+  }
+  std::string operator()(const SignalWorkers& a) const {
+    return fmt::format("signal {}", a.signal);
+  }
+  std::string operator()(const KillWorkers&) const { return "kill"; }
+  std::string operator()(const WakeAt& a) const {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+        a.time.time_since_epoch());
+    return fmt::format("wake at {} ms", ms.count());
+  }
+  std::string operator()(const PublishEvent& a) const {
+    return "publish " + describeEvent(a.event);
+  }
+  std::string operator()(const MarkNodeDone&) const { return "mark node done"; }
+  std::string operator()(const Print& a) const { return "print " + a.text; }
+  std::string operator()(const EndRound&) const { return "end round"; }
+  std::string operator()(const LeaveJob&) const { return "leave job"; }
+  std::string operator()(const WriteFailureReport& a) const {
+    return "write failure report " + a.path;
+  }
+  std::string operator()(const Exit& a) const {
+    return fmt::format("exit {}", a.code);
+  }
+  std::string operator()(const EndWithError& a) const {
+    return "error " + a.message;
+  }
+};
+
+}  // namespace
+
+std::string describe(const Action& action) {
+  return std::visit(Describe{}, action);
+}
+
+Supervisor::Supervisor(AgentConfig config, int storePort)
+    : config_(std::move(config)), storePort_(storePort) {}
+
+Actions Supervisor::start(TimePoint) {
+  DISTRUN_ENFORCE(phase_ == Phase::kIdle, "the supervisor was started twice");
+  return join(0);
+}
+
+Actions Supervisor::rendezvousCompleted(const rdzv::World& world, TimePoint) {
+  DISTRUN_ENFORCE(phase_ == Phase::kJoining,
+                  "a rendezvous completed that was not under way");
+  DISTRUN_ENFORCE_EQ(world.round, round_);
+  phase_ = Phase::kRunning;
+  return {StartWorkers{world}};
+}
+
+Actions Supervisor::workerStarted(int localRank, TimePoint) {
+  DISTRUN_ENFORCE(inRound(), "a worker started outside a round");
+  DISTRUN_ENFORCE_LT(state_.started, config_.layout.localWorldSize);
+  ++state_.started;
+  state_.running.insert(localRank);
+  return {};
+}
+
+Actions Supervisor::workerExited(const WorkerFailure& exit, TimePoint now) {
+  DISTRUN_ENFORCE(inRound(), "a worker exited outside a round");
+  DISTRUN_ENFORCE_EQ(state_.running.erase(exit.localRank), 1u, "local rank ",
+                     exit.localRank);
+  Actions out;
+  if (exit.exitCode == 0 && exit.signal == 0) {
+    out = workerSucceeded();
+  } else if (phase_ == Phase::kRunning) {
+    // Fail fast here; the published event stops the other nodes and, in
+    // the store's order, decides the root cause.
+    out = stopWorkers(now);
+    out.push_back(PublishEvent{JobEvent{Kind::kFailure, exit.toJson()}});
+  }  // else: stopped on purpose, or the job failed already
+  return endRoundIfOver(std::move(out));
+}
+
+Actions Supervisor::workerSucceeded() {
+  if (phase_ != Phase::kRunning || !allExited() || state_.doneMarked) return {};
+  state_.doneMarked = true;
+  return {MarkNodeDone{}};
+}
+
+Actions Supervisor::signalReceived(int signal, TimePoint now) {
+  if (signal == SIGCHLD) return {};  // the agent reaps after every event
+  if (phase_ == Phase::kJoining) {
+    if (!isTerminal(signal)) return {};
+    phase_ = Phase::kEnded;
+    return {InterruptRendezvous{}, Exit{128 + signal}};
+  }
+  if (!inRound()) return {};
+  Actions out;
+  if (isTerminal(signal)) {
+    if (state_.signal != 0)
+      out.push_back(KillWorkers{});  // a second one: no grace
+    append(out, takeSignal(signal, now));
+  }
+  // Every node forwards it when it comes back from the store.
+  out.push_back(PublishEvent{JobEvent{Kind::kSignal, std::to_string(signal)}});
+  return endRoundIfOver(std::move(out));
+}
+
+Actions Supervisor::deadlinePassed(TimePoint now) {
+  if (!inRound() || !state_.killAt || now < *state_.killAt) return {};
+  state_.killAt.reset();
+  return {KillWorkers{}};
+}
+
+Actions Supervisor::storeLost(const std::string& why, TimePoint now) {
+  if (!inRound()) return {};
+  if (state_.complete || state_.rootCause || state_.signal != 0)
+    return {};  // the end is known
+  if (state_.lost.empty()) state_.lost = why;
+  return endRoundIfOver(stopWorkers(now));
+}
+
+Actions Supervisor::nodesDone(long long count, TimePoint) {
+  if (!inRound() || count != config_.layout.numNodes) return {};
+  return {PublishEvent{JobEvent{Kind::kComplete, ""}}};
+}
+
+Actions Supervisor::storeEvent(const JobEvent& event, TimePoint now) {
+  switch (event.kind) {
+    case Kind::kFailure:
+      return failurePublished(WorkerFailure::fromJson(event.payload), now);
+    case Kind::kSignal:
+      return signalPublished(std::stoi(event.payload), now);
+    case Kind::kComplete:
+      return jobCompleted(now);
+    case Kind::kStoreLost:
+      return storeLost(event.payload, now);
+  }
+  return {};
+}
+
+Actions Supervisor::failurePublished(const WorkerFailure& failure,
+                                     TimePoint now) {
+  if (!inRound()) return {};  // an event of a round already over
+  if (!state_.rootCause) state_.rootCause = failure;
+  return endRoundIfOver(stopWorkers(now));
+}
+
+Actions Supervisor::signalPublished(int signal, TimePoint now) {
+  if (!inRound()) return {};
+  if (!isTerminal(signal)) return {SignalWorkers{signal}};
+  return endRoundIfOver(takeSignal(signal, now));
+}
+
+Actions Supervisor::jobCompleted(TimePoint) {
+  if (!inRound()) return {};
+  state_.complete = true;
+  return endRoundIfOver({});
+}
+
+bool Supervisor::inRound() const {
+  return phase_ == Phase::kRunning || phase_ == Phase::kStopping;
+}
+
+bool Supervisor::allExited() const {
+  return state_.started == config_.layout.localWorldSize &&
+         state_.running.empty();
+}
+
+Actions Supervisor::join(int round) {
+  phase_ = Phase::kJoining;
+  round_ = round;
+  state_ = RoundState{};
+  return {JoinRendezvous{round}};
+}
+
+Actions Supervisor::stopWorkers(TimePoint now) {
+  if (phase_ != Phase::kRunning) return {};
+  phase_ = Phase::kStopping;
+  state_.killAt = now + config_.termTimeout;
+  return {SignalWorkers{SIGTERM}, WakeAt{*state_.killAt}};
+}
+
+Actions Supervisor::takeSignal(int signal, TimePoint now) {
+  if (state_.signal != 0) return {};
+  state_.signal = signal;
+  phase_ = Phase::kStopping;
+  state_.killAt = now + config_.termTimeout;
+  return {SignalWorkers{signal}, WakeAt{*state_.killAt}};
+}
+
+Actions Supervisor::endRoundIfOver(Actions actions) {
+  const RoundState& s = state_;
+  bool endKnown = s.complete || s.rootCause || s.signal != 0 || !s.lost.empty();
+  if (inRound() && allExited() && endKnown) append(actions, endRound());
+  return actions;
+}
+
+Actions Supervisor::endRound() {
+  Actions out{EndRound{}};
+  if (state_.rootCause && round_ < config_.maxRestarts) {
+    out.push_back(Print{restartLine(*state_.rootCause)});
+    append(out, join(round_ + 1));
+    return out;
+  }
+  append(out, endJob());
+  return out;
+}
+
+// The job's end, in order of precedence: a failure, a signal, success,
+// the lost store.
+Actions Supervisor::endJob() {
+  phase_ = Phase::kEnded;
+  if (state_.rootCause) return endWithFailure(*state_.rootCause);
+  if (state_.signal != 0) return {LeaveJob{}, Exit{128 + state_.signal}};
+  if (state_.complete) return {LeaveJob{}, Exit{0}};
+  return {EndWithError{fmt::format(
+      "node {} lost the rendezvous store at {}:{} (did node 0's agent die?): "
+      "{}",
+      config_.layout.nodeRank, config_.storeHost, storePort_, state_.lost)}};
+}
+
+// The report goes to stderr before anything can fail; the file is written
+// after the exit barrier, so a write error (IoError, exit 74) cannot keep
+// node 0's store from the other agents.
+Actions Supervisor::endWithFailure(const WorkerFailure& failure) {
+  Actions out{Print{failureText(failure)}, LeaveJob{}};
+  if (!config_.logDir.empty()) {
+    out.push_back(WriteFailureReport{
+        fmt::format("{}/{}/failure.json", config_.logDir, config_.runId),
+        failure.toJson() + "\n"});
+  }
+  out.push_back(Exit{failure.agentExitCode()});
+  return out;
+}
+
+std::string Supervisor::restartLine(const WorkerFailure& f) const {
+  return fmt::format(
+      "distrun: node {}: rank {} failed ({}); restarting all workers "
+      "(restart {} of {})\n",
+      config_.layout.nodeRank, f.rank,
+      f.signal ? fmt::format("signal {}", f.signal)
+               : fmt::format("exit code {}", f.exitCode),
+      round_ + 1, config_.maxRestarts);
+}
+
+// Node 0 prints the whole report; the other agents one line naming it.
+std::string Supervisor::failureText(const WorkerFailure& f) const {
+  if (config_.layout.nodeRank != 0) {
+    return fmt::format("distrun: node {}: stopped: rank {} on node {} failed\n",
+                       config_.layout.nodeRank, f.rank, f.nodeRank);
+  }
+  std::ostringstream report;
+  printFailureReport(f, config_.runId, round_ + 1, report);
+  return report.str();
+}
+
+}  // namespace distrun::launch

@@ -1,0 +1,167 @@
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "distrun/launch/agent_config.h"
+#include "distrun/launch/clock.h"
+#include "distrun/launch/failure_report.h"
+#include "distrun/launch/job_events.h"
+#include "distrun/rdzv/rendezvous.h"
+
+namespace distrun::launch {
+
+// What the Supervisor asks its agent to do, in the order given.
+
+// Join rendezvous round `round`; answer with rendezvousCompleted.
+struct JoinRendezvous {
+  int round;
+};
+// Abandon the join under way.
+struct InterruptRendezvous {};
+// Start this node's workers in `world`; world.round is the restart count.
+// Answer with workerStarted for each.
+struct StartWorkers {
+  rdzv::World world;
+};
+// Send `signal` to every running worker's process group.
+struct SignalWorkers {
+  int signal;
+};
+// SIGKILL every running worker's process group.
+struct KillWorkers {};
+// Call deadlinePassed once the clock reads `time` (replaces an earlier one).
+struct WakeAt {
+  TimePoint time;
+};
+// Append `event` to the round's event sequence in the store; a store error
+// is answered with storeLost.
+struct PublishEvent {
+  JobEvent event;
+};
+// Count this node done in the store; answer with nodesDone (or storeLost).
+struct MarkNodeDone {};
+// Write `text` to the agent's stderr as it is (its lines end in '\n').
+struct Print {
+  std::string text;
+};
+// The round's workers are gone: drop them and kill the orphans they left.
+struct EndRound {};
+// The exit barrier: tell the other agents this one leaves.
+struct LeaveJob {};
+// Write the failure report atomically (IoError, exit 74, when it fails).
+struct WriteFailureReport {
+  std::string path;  // <log-dir>/<run-id>/failure.json
+  std::string json;
+};
+// Return `code` from Agent::run.
+struct Exit {
+  int code;
+};
+// End the agent with a RendezvousError (exit 76) saying `message`.
+struct EndWithError {
+  std::string message;
+};
+
+using Action = std::variant<JoinRendezvous, InterruptRendezvous, StartWorkers,
+                            SignalWorkers, KillWorkers, WakeAt, PublishEvent,
+                            MarkNodeDone, Print, EndRound, LeaveJob,
+                            WriteFailureReport, Exit, EndWithError>;
+using Actions = std::vector<Action>;
+
+// One line naming an action ("signal 15", "exit 7"), for tests and logs.
+std::string describe(const Action& action);
+
+// The policy of one node's agent as a state machine: events in, actions
+// out. It never reads a clock (each event carries the time), makes no
+// system call and holds no store: the Agent feeds it and carries out what
+// it returns. Not thread-safe; one agent thread drives it.
+//
+// The decisions (docs/launcher.md, "Supervision"):
+// - fail fast: the first bad exit of a worker here stops this node's
+//   workers (SIGTERM, SIGKILL after termTimeout) and is published; a
+//   failure published by any agent stops the workers of every node;
+// - the root cause is the first failure in the store's event order, the
+//   same on every node; later ones are not reported;
+// - restarts: a failed round is followed by a new rendezvous and round
+//   while round < maxRestarts; then the job ends with the root cause's
+//   code (128+signal for a signal-killed worker);
+// - terminal signals (TERM INT HUP QUIT) are forwarded to the workers and
+//   published, SIGKILL follows after termTimeout, and a second one kills
+//   at once; the agent exits 128+N. During a rendezvous the join is
+//   abandoned and the agent exits 128+N at once. USR1/USR2 are published
+//   and forwarded when they come back from the store; the job goes on;
+// - the store lost mid-round stops the workers and ends with a
+//   RendezvousError, unless the job's end was already known.
+class Supervisor {
+ public:
+  enum class Phase {
+    kIdle,      // before start()
+    kJoining,   // a rendezvous is under way
+    kRunning,   // workers run, nothing decided
+    kStopping,  // the workers are being stopped (failure, signal, lost store)
+    kEnded,     // Exit or EndWithError was returned
+  };
+
+  // `config` is copied; `storePort` is where node 0's store listens, for
+  // the lost-store message.
+  Supervisor(AgentConfig config, int storePort);
+
+  Actions start(TimePoint now);
+  Actions rendezvousCompleted(const rdzv::World& world, TimePoint now);
+  Actions workerStarted(int localRank, TimePoint now);
+  // `exit` is the worker's record: exit code or signal, pid, host, time and
+  // stderr tail; exitCode 0 and signal 0 for a clean exit.
+  Actions workerExited(const WorkerFailure& exit, TimePoint now);
+  Actions signalReceived(int signal, TimePoint now);
+  Actions deadlinePassed(TimePoint now);
+  Actions storeLost(const std::string& why, TimePoint now);
+  Actions nodesDone(long long count, TimePoint now);
+  // An event of the round's sequence (from any agent, this one included),
+  // decoded into one of the four below. Throws RendezvousError when a
+  // failure record is malformed.
+  Actions storeEvent(const JobEvent& event, TimePoint now);
+  Actions failurePublished(const WorkerFailure& failure, TimePoint now);
+  Actions signalPublished(int signal, TimePoint now);
+  Actions jobCompleted(TimePoint now);
+
+  Phase phase() const { return phase_; }
+  int round() const { return round_; }
+
+ private:
+  // What is known about the round under way.
+  struct RoundState {
+    int started = 0;
+    std::set<int> running;  // local ranks
+    std::optional<WorkerFailure> rootCause;
+    int signal = 0;  // the first terminal signal, from here or a peer
+    bool complete = false;
+    bool doneMarked = false;
+    std::string lost;  // why the store was lost
+    std::optional<TimePoint> killAt;
+  };
+
+  bool inRound() const;
+  bool allExited() const;
+  Actions join(int round);
+  Actions stopWorkers(TimePoint now);
+  Actions takeSignal(int signal, TimePoint now);
+  Actions workerSucceeded();
+  Actions endRoundIfOver(Actions actions);
+  Actions endRound();
+  Actions endJob();
+  Actions endWithFailure(const WorkerFailure& failure);
+  std::string restartLine(const WorkerFailure& failure) const;
+  std::string failureText(const WorkerFailure& failure) const;
+
+  AgentConfig config_;
+  int storePort_;
+  Phase phase_ = Phase::kIdle;
+  int round_ = 0;
+  RoundState state_;
+};
+
+}  // namespace distrun::launch

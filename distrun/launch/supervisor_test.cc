@@ -1,0 +1,359 @@
+#include "distrun/launch/supervisor.h"
+
+#include <csignal>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/common/error.h"
+
+namespace distrun::launch {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
+using Phase = Supervisor::Phase;
+
+constexpr int kPort = 29400;
+
+AgentConfig config(int workers, int maxRestarts = 0) {
+  AgentConfig c;
+  c.layout.localWorldSize = workers;
+  c.maxRestarts = maxRestarts;
+  c.termTimeout = 25s;
+  c.runId = "job";
+  c.storeHost = "head";
+  return c;
+}
+
+AgentConfig nodeOfTwo(int nodeRank, int workers) {
+  AgentConfig c = config(workers);
+  c.layout.numNodes = 2;
+  c.layout.nodeRank = nodeRank;
+  return c;
+}
+
+std::vector<std::string> names(const Actions& actions) {
+  std::vector<std::string> out;
+  for (const Action& a : actions) out.push_back(describe(a));
+  return out;
+}
+
+// The event of the (only) PublishEvent in `actions`: what the store hands
+// back to every agent.
+JobEvent published(const Actions& actions) {
+  for (const Action& a : actions) {
+    if (const auto* p = std::get_if<PublishEvent>(&a)) return p->event;
+  }
+  ADD_FAILURE() << "nothing published";
+  return JobEvent{JobEvent::Kind::kComplete, ""};
+}
+
+// The text of the Print actions in `actions`.
+std::string printed(const Actions& actions) {
+  std::string text;
+  for (const Action& a : actions) {
+    if (const auto* p = std::get_if<Print>(&a)) text += p->text;
+  }
+  return text;
+}
+
+WorkerFailure exitOf(int rank, int localRank, int code, int signal = 0,
+                     int nodeRank = 0) {
+  WorkerFailure f;
+  f.rank = rank;
+  f.localRank = localRank;
+  f.nodeRank = nodeRank;
+  f.host = "node" + std::to_string(nodeRank);
+  f.pid = 1000 + rank;
+  f.exitCode = code;
+  f.signal = signal;
+  f.time = "2026-01-02T03:04:05Z";
+  if (code != 0 || signal != 0) f.stderrTail = {"boom"};
+  return f;
+}
+
+class SupervisorTest : public ::testing::Test {
+ protected:
+  TimePoint now() const { return clock_.now(); }
+
+  // Takes `s` through a rendezvous of round `round` and starts its workers.
+  void startRound(Supervisor& s, int round, int firstRank = 0,
+                  int worldSize = 2) {
+    rdzv::World world{round, 1, worldSize, firstRank, "head", 29500};
+    EXPECT_THAT(names(s.rendezvousCompleted(world, now())),
+                ElementsAre("start round " + std::to_string(round)));
+    for (int local = 0; local < workers_; ++local) {
+      EXPECT_THAT(s.workerStarted(local, now()), IsEmpty());
+    }
+    EXPECT_EQ(s.phase(), Phase::kRunning);
+  }
+  void startJob(Supervisor& s, int firstRank = 0, int worldSize = 2) {
+    EXPECT_THAT(names(s.start(now())), ElementsAre("join round 0"));
+    startRound(s, 0, firstRank, worldSize);
+  }
+
+  FakeClock clock_;
+  int workers_ = 2;
+};
+
+TEST_F(SupervisorTest, EveryWorkerExitingZeroCompletesTheJob) {
+  Supervisor s(config(2), kPort);
+  startJob(s);
+  EXPECT_THAT(s.workerExited(exitOf(0, 0, 0), now()), IsEmpty());
+  Actions last = s.workerExited(exitOf(1, 1, 0), now());
+  EXPECT_THAT(names(last), ElementsAre("mark node done"));
+  Actions done = s.nodesDone(1, now());
+  EXPECT_THAT(names(done), ElementsAre("publish complete"));
+  EXPECT_THAT(names(s.storeEvent(published(done), now())),
+              ElementsAre("end round", "leave job", "exit 0"));
+  EXPECT_EQ(s.phase(), Phase::kEnded);
+}
+
+TEST_F(SupervisorTest, ANodeDoneFirstWaitsForTheJobCompleteEvent) {
+  Supervisor s(nodeOfTwo(1, 2), kPort);
+  startJob(s, 2, 4);
+  s.workerExited(exitOf(2, 0, 0, 0, 1), now());
+  EXPECT_THAT(names(s.workerExited(exitOf(3, 1, 0, 0, 1), now())),
+              ElementsAre("mark node done"));
+  EXPECT_THAT(s.nodesDone(1, now()), IsEmpty()) << "node 0 has not finished";
+  EXPECT_EQ(s.phase(), Phase::kRunning);
+  // The last node to finish publishes the end; this node reads it.
+  EXPECT_THAT(names(s.jobCompleted(now())),
+              ElementsAre("end round", "leave job", "exit 0"));
+}
+
+// A failure of local rank 1 in round `round`, up to its end: the worker
+// fails, is published and read back, and local rank 0 is stopped by TERM.
+Actions failRound(Supervisor& s, TimePoint now) {
+  Actions failed = s.workerExited(exitOf(1, 1, 5), now);
+  EXPECT_THAT(names(failed), ElementsAre("signal 15", "wake at 25000 ms",
+                                         "publish failure of rank 1"));
+  EXPECT_THAT(s.storeEvent(published(failed), now), IsEmpty());  // rank 0 runs
+  EXPECT_EQ(s.phase(), Phase::kStopping);
+  return s.workerExited(exitOf(0, 0, 0, SIGTERM), now);
+}
+
+class RestartTest : public SupervisorTest,
+                    public ::testing::WithParamInterface<int> {};
+
+TEST_P(RestartTest, RestartsExactlyMaxRestartsTimesThenReportsTheWorkersCode) {
+  const int maxRestarts = GetParam();
+  Supervisor s(config(2, maxRestarts), kPort);
+  EXPECT_THAT(names(s.start(now())), ElementsAre("join round 0"));
+  for (int round = 0; round < maxRestarts; ++round) {
+    startRound(s, round);
+    Actions end = failRound(s, now());
+    EXPECT_THAT(
+        names(end),
+        ElementsAre(
+            "end round",
+            fmt::format("print distrun: node 0: rank 1 failed (exit code 5); "
+                        "restarting all workers (restart {} of {})\n",
+                        round + 1, maxRestarts),
+            fmt::format("join round {}", round + 1)));
+    EXPECT_EQ(s.phase(), Phase::kJoining);
+    EXPECT_EQ(s.round(), round + 1)
+        << "the restart count handed to the next round";
+  }
+  startRound(s, maxRestarts);
+  Actions end = failRound(s, now());
+  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "),
+                                      "leave job", "exit 5"));
+  EXPECT_THAT(printed(end),
+              StartsWith(fmt::format(
+                  "distrun: job job failed (attempt {}): first failure "
+                  "was rank 1 (local rank 1) on node 0 (node0), pid 1001, "
+                  "exit code 5, at 2026-01-02T03:04:05Z\n",
+                  maxRestarts + 1)));
+  EXPECT_THAT(printed(end), HasSubstr("  | boom\n"));
+  EXPECT_EQ(s.phase(), Phase::kEnded);
+}
+
+INSTANTIATE_TEST_SUITE_P(MaxRestarts, RestartTest,
+                         ::testing::Values(0, 1, 2, 3));
+
+TEST_F(SupervisorTest, TerminalSignalDuringTheRestartRendezvousEndsTheAgent) {
+  Supervisor s(config(2, 3), kPort);
+  startJob(s);
+  EXPECT_THAT(names(failRound(s, now())), ::testing::Contains("join round 1"));
+  EXPECT_THAT(s.signalReceived(SIGUSR1, now()), IsEmpty())
+      << "no workers to tell";
+  EXPECT_THAT(names(s.signalReceived(SIGINT, now())),
+              ElementsAre("interrupt rendezvous", "exit 130"));
+  EXPECT_EQ(s.phase(), Phase::kEnded);
+  EXPECT_THAT(s.signalReceived(SIGTERM, now()), IsEmpty());
+}
+
+TEST_F(SupervisorTest, SecondSignalDuringTheGraceKillsAtOnce) {
+  Supervisor s(config(2), kPort);
+  startJob(s);
+  Actions first = s.signalReceived(SIGINT, now());
+  EXPECT_THAT(names(first),
+              ElementsAre("signal 2", "wake at 25000 ms", "publish signal 2"));
+  EXPECT_THAT(s.storeEvent(published(first), now()), IsEmpty())
+      << "already taken";
+  clock_.advance(1s);
+  EXPECT_THAT(names(s.signalReceived(SIGTERM, now())),
+              ElementsAre("kill", "publish signal 15"));
+  s.workerExited(exitOf(0, 0, 0, SIGKILL), now());
+  EXPECT_THAT(names(s.workerExited(exitOf(1, 1, 0, SIGKILL), now())),
+              ElementsAre("end round", "leave job", "exit 130"));
+}
+
+TEST_F(SupervisorTest, WorkerIgnoringTermIsKilledWhenTheGraceEnds) {
+  Supervisor s(config(2), kPort);
+  startJob(s);
+  clock_.advance(5s);
+  Actions forwarded = s.signalReceived(SIGTERM, now());
+  EXPECT_THAT(names(forwarded), ElementsAre("signal 15", "wake at 30000 ms",
+                                            "publish signal 15"));
+  EXPECT_THAT(s.signalPublished(SIGTERM, now()), IsEmpty());
+  EXPECT_THAT(s.workerExited(exitOf(0, 0, 0, SIGTERM), now()), IsEmpty());
+  clock_.advance(25s - 1ms);
+  EXPECT_THAT(s.deadlinePassed(now()), IsEmpty()) << "the grace is not over";
+  clock_.advance(1ms);
+  EXPECT_THAT(names(s.deadlinePassed(now())), ElementsAre("kill"));
+  EXPECT_THAT(s.deadlinePassed(now()), IsEmpty()) << "killed once";
+  EXPECT_THAT(names(s.workerExited(exitOf(1, 1, 0, SIGKILL), now())),
+              ElementsAre("end round", "leave job", "exit 143"))
+      << "the agent's signal decides the code, not the SIGKILL";
+}
+
+TEST_F(SupervisorTest, UserSignalsAreForwardedAndTheJobGoesOn) {
+  Supervisor s(config(2), kPort);
+  startJob(s);
+  Actions received = s.signalReceived(SIGUSR1, now());
+  EXPECT_THAT(names(received), ElementsAre("publish signal 10"));
+  EXPECT_THAT(names(s.storeEvent(published(received), now())),
+              ElementsAre("signal 10"));
+  EXPECT_THAT(names(s.signalPublished(SIGUSR2, now())),
+              ElementsAre("signal 12"));
+  EXPECT_THAT(s.signalReceived(SIGCHLD, now()), IsEmpty());
+  EXPECT_EQ(s.phase(), Phase::kRunning);
+  s.workerExited(exitOf(0, 0, 0), now());
+  EXPECT_THAT(names(s.workerExited(exitOf(1, 1, 0), now())),
+              ElementsAre("mark node done"));
+}
+
+TEST_F(SupervisorTest, SignalFromAPeerStopsThisNodeWithItsCode) {
+  Supervisor s(nodeOfTwo(1, 1), kPort);
+  workers_ = 1;
+  startJob(s, 1, 2);
+  EXPECT_THAT(
+      names(s.storeEvent(JobEvent{JobEvent::Kind::kSignal, "15"}, now())),
+      ElementsAre("signal 15", "wake at 25000 ms"));
+  EXPECT_THAT(names(s.workerExited(exitOf(1, 0, 0, SIGTERM, 1), now())),
+              ElementsAre("end round", "leave job", "exit 143"));
+}
+
+TEST_F(SupervisorTest,
+       StoreLostMidRunStopsTheWorkersAndEndsWithARendezvousError) {
+  Supervisor s(nodeOfTwo(1, 2), kPort);
+  startJob(s, 2, 4);
+  EXPECT_THAT(names(s.storeLost("connection reset by peer", now())),
+              ElementsAre("signal 15", "wake at 25000 ms"));
+  EXPECT_THAT(s.storeLost("closed", now()), IsEmpty());
+  s.workerExited(exitOf(2, 0, 0, SIGTERM, 1), now());
+  EXPECT_THAT(
+      names(s.workerExited(exitOf(3, 1, 143, 0, 1), now())),
+      ElementsAre(
+          "end round",
+          "error node 1 lost the rendezvous store at head:29400 (did node "
+          "0's agent die?): connection reset by peer"));
+}
+
+TEST_F(SupervisorTest, StoreLostOnceTheEndIsKnownChangesNothing) {
+  Supervisor s(config(2), kPort);
+  startJob(s);
+  Actions failed = s.workerExited(exitOf(0, 0, 7), now());
+  s.storeEvent(published(failed), now());
+  EXPECT_THAT(s.storeLost("node 0 left", now()), IsEmpty());
+  EXPECT_THAT(
+      names(s.workerExited(exitOf(1, 1, 0, SIGTERM), now())),
+      ElementsAre("end round", StartsWith("print "), "leave job", "exit 7"));
+}
+
+TEST_F(SupervisorTest, PeerFailureFromTheStoreStopsThisNodeAndIsReported) {
+  AgentConfig c = nodeOfTwo(1, 2);
+  c.logDir = "/logs";
+  Supervisor s(c, kPort);
+  startJob(s, 2, 4);
+  WorkerFailure peer = exitOf(0, 0, 0, SIGSEGV, 0);
+  EXPECT_THAT(names(s.failurePublished(peer, now())),
+              ElementsAre("signal 15", "wake at 25000 ms"));
+  s.workerExited(exitOf(2, 0, 0, SIGTERM, 1), now());
+  Actions end = s.workerExited(exitOf(3, 1, 1, 0, 1), now());
+  EXPECT_THAT(
+      names(end),
+      ElementsAre("end round",
+                  "print distrun: node 1: stopped: rank 0 on node 0 failed\n",
+                  "leave job", "write failure report /logs/job/failure.json",
+                  "exit 139"));
+  EXPECT_EQ(std::get<WriteFailureReport>(end[3]).json, peer.toJson() + "\n");
+}
+
+TEST_F(SupervisorTest, TwoWorkersFailingInOnePollRoundReportTheFirstPublished) {
+  Supervisor s(config(3), kPort);
+  workers_ = 3;
+  startJob(s, 0, 3);
+  Actions first = s.workerExited(exitOf(2, 2, 3), now());
+  EXPECT_THAT(names(first), ElementsAre("signal 15", "wake at 25000 ms",
+                                        "publish failure of rank 2"));
+  EXPECT_THAT(s.workerExited(exitOf(0, 0, 4), now()), IsEmpty())
+      << "stopped by the first: not published, not a root cause";
+  s.storeEvent(published(first), now());
+  Actions end = s.workerExited(exitOf(1, 1, 0, SIGTERM), now());
+  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "),
+                                      "leave job", "exit 3"));
+  EXPECT_THAT(printed(end),
+              HasSubstr("first failure was rank 2 (local rank 2)"));
+}
+
+TEST_F(SupervisorTest, TheFirstFailureInTheStoresOrderIsTheRootCause) {
+  // This node's failure is published, but another node's was first in the
+  // store's sequence: every node reports the other one.
+  Supervisor s(nodeOfTwo(0, 2), kPort);
+  startJob(s, 0, 4);
+  Actions mine = s.workerExited(exitOf(1, 1, 4), now());
+  WorkerFailure theirs = exitOf(3, 1, 9, 0, 1);
+  EXPECT_THAT(
+      s.storeEvent(JobEvent{JobEvent::Kind::kFailure, theirs.toJson()}, now()),
+      IsEmpty());
+  EXPECT_THAT(s.storeEvent(published(mine), now()), IsEmpty());
+  Actions end = s.workerExited(exitOf(0, 0, 0, SIGTERM), now());
+  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "),
+                                      "leave job", "exit 9"));
+  EXPECT_THAT(printed(end),
+              HasSubstr("first failure was rank 3 (local rank 1) on node 1"));
+  EXPECT_THAT(printed(end), ::testing::Not(HasSubstr("rank 1 (local rank 1)")));
+}
+
+TEST_F(SupervisorTest, SignalAfterThisNodeFinishedEndsTheJobWithIt) {
+  Supervisor s(nodeOfTwo(0, 2), kPort);
+  startJob(s, 0, 4);
+  s.workerExited(exitOf(0, 0, 0), now());
+  s.workerExited(exitOf(1, 1, 0), now());
+  EXPECT_THAT(s.nodesDone(1, now()), IsEmpty());
+  EXPECT_THAT(names(s.signalReceived(SIGHUP, now())),
+              ElementsAre("signal 1", "wake at 25000 ms", "publish signal 1",
+                          "end round", "leave job", "exit 129"));
+}
+
+TEST_F(SupervisorTest, EventsOfARoundThatIsOverAreIgnored) {
+  Supervisor s(config(2, 1), kPort);
+  startJob(s);
+  failRound(s, now());
+  EXPECT_EQ(s.phase(), Phase::kJoining);
+  EXPECT_THAT(s.failurePublished(exitOf(0, 0, 2), now()), IsEmpty());
+  EXPECT_THAT(s.jobCompleted(now()), IsEmpty());
+  EXPECT_THAT(s.deadlinePassed(now() + 1h), IsEmpty());
+  EXPECT_THROW(s.workerExited(exitOf(0, 0, 1), now()), EnforceError);
+}
+
+}  // namespace
+}  // namespace distrun::launch

@@ -1,0 +1,112 @@
+#include "distrun/launch/worker_group.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <deque>
+#include <map>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace distrun::launch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+// Stands in for the processes: each "worker" is a pair of pipes whose
+// write ends the test holds, and exits are whatever the test queues.
+class FakeProcessLauncher : public ProcessLauncher {
+ public:
+  WorkerProcess start(const WorkerSpec& spec) override {
+    started.push_back(spec.argv);
+    pid_t pid = 100 + static_cast<pid_t>(started.size());
+    WorkerProcess p{pid, UniqueFd(), UniqueFd()};
+    p.stdoutFd = pipeTo(stdoutOf[pid]);
+    p.stderrFd = pipeTo(stderrOf[pid]);
+    return p;
+  }
+  void signal(pid_t group, int signal) override {
+    signals.emplace_back(group, signal);
+  }
+  std::vector<Exit> reap() override {
+    std::vector<Exit> out(exits.begin(), exits.end());
+    exits.clear();
+    return out;
+  }
+  void waitFor(pid_t pid) override { waited.push_back(pid); }
+
+  // Writes `text` to the worker's stderr and closes it, as an exit does.
+  void writeStderrAndClose(pid_t pid, const std::string& text) {
+    ASSERT_EQ(::write(stderrOf[pid].get(), text.data(), text.size()),
+              static_cast<ssize_t>(text.size()));
+    stderrOf[pid].reset();
+    stdoutOf[pid].reset();
+  }
+
+  std::vector<std::vector<std::string>> started;
+  std::vector<std::pair<pid_t, int>> signals;
+  std::deque<Exit> exits;
+  std::vector<pid_t> waited;
+  std::map<pid_t, UniqueFd> stdoutOf;
+  std::map<pid_t, UniqueFd> stderrOf;
+
+ private:
+  // A pipe: the write end goes to `writeEnd`, the read end is returned.
+  static UniqueFd pipeTo(UniqueFd& writeEnd) {
+    int fds[2];
+    EXPECT_EQ(::pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+    writeEnd.reset(fds[1]);
+    return UniqueFd(fds[0]);
+  }
+};
+
+std::unique_ptr<WorkerOutput> quietOutput() {
+  return std::make_unique<WorkerOutput>(
+      "", StreamRoute{false, false, false, false}, "");
+}
+
+TEST(WorkerGroupTest, ReapGivesTheExitRecordWithTheStderrTail) {
+  FakeProcessLauncher launcher;
+  WorkerGroup group(launcher, 1, "gpu02");
+  group.add(4, 0, WorkerSpec{{"train"}, {}, {}}, quietOutput());
+  group.add(5, 1, WorkerSpec{{"train"}, {}, {}}, quietOutput());
+  EXPECT_THAT(group.reap(), IsEmpty());
+  launcher.writeStderrAndClose(102, "loading\nout of memory\n");
+  launcher.exits.push_back({102, 0, SIGABRT});
+  launcher.exits.push_back(
+      {999, 0, SIGKILL});  // an adopted orphan: not a worker
+  std::vector<WorkerFailure> exited = group.reap();
+  ASSERT_EQ(exited.size(), 1u);
+  EXPECT_EQ(exited[0].rank, 5);
+  EXPECT_EQ(exited[0].localRank, 1);
+  EXPECT_EQ(exited[0].nodeRank, 1);
+  EXPECT_EQ(exited[0].host, "gpu02");
+  EXPECT_EQ(exited[0].pid, 102);
+  EXPECT_EQ(exited[0].signal, SIGABRT);
+  EXPECT_EQ(exited[0].agentExitCode(), 128 + SIGABRT);
+  EXPECT_THAT(exited[0].stderrTail, ElementsAre("loading", "out of memory"));
+}
+
+TEST(WorkerGroupTest,
+     SignalsReachOnlyRunningWorkersAndTheRestAreKilledAtTheEnd) {
+  FakeProcessLauncher launcher;
+  {
+    WorkerGroup group(launcher, 0, "a");
+    group.add(0, 0, WorkerSpec{{"w"}, {}, {}}, quietOutput());
+    group.add(1, 1, WorkerSpec{{"w"}, {}, {}}, quietOutput());
+    launcher.exits.push_back({101, 0, 0});
+    EXPECT_EQ(group.reap().at(0).exitCode, 0);
+    group.signalAll(SIGUSR1);
+    EXPECT_THAT(launcher.signals, ElementsAre(Pair(102, SIGUSR1)));
+  }
+  EXPECT_THAT(launcher.signals,
+              ElementsAre(Pair(102, SIGUSR1), Pair(102, SIGKILL)));
+  EXPECT_THAT(launcher.waited, ElementsAre(102));
+}
+
+}  // namespace
+}  // namespace distrun::launch

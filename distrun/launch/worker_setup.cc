@@ -1,0 +1,110 @@
+#include "distrun/launch/worker_setup.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "distrun/cluster/rank_env.h"
+#include "distrun/launch/agent.h"
+
+namespace distrun::launch {
+
+namespace {
+
+std::vector<int> cpuShare(const AgentConfig& config, int localRank) {
+  return splitCpus(config.cpus, config.layout.localWorldSize)
+      .at(static_cast<size_t>(localRank));
+}
+
+std::string workerDir(const AgentConfig& config, int round, int localRank) {
+  return fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId, round,
+                     localRank);
+}
+
+cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config,
+                                            const rdzv::World& world,
+                                            int storePort, int localRank) {
+  cluster::RankEnvironmentOptions o;
+  o.site = config.site;
+  o.restartCount = world.round;
+  o.maxRestarts = config.maxRestarts;
+  o.masterAddr = world.masterAddr;
+  o.masterPort = world.masterPort;
+  o.runId = config.runId;
+  o.roleName = config.role;
+  o.usableCpus = static_cast<int>(config.cpus.size());
+  o.launcherVariables = {
+      {"DISTRUN_STORE", fmt::format("{}:{}", config.storeHost, storePort)},
+      {"DISTRUN_TOKEN", config.token},
+      {"DISTRUN_RUN_ID", config.runId}};
+  if (!config.logDir.empty()) {
+    o.launcherVariables.push_back(
+        {"TORCHELASTIC_ERROR_FILE",
+         workerDir(config, world.round, localRank) + "/error.json"});
+  }
+  return o;
+}
+
+}  // namespace
+
+int workerRank(const rdzv::World& world, int localRank) {
+  return world.firstRank + localRank;
+}
+
+cluster::JobLayout workerLayout(const cluster::JobLayout& node,
+                                const rdzv::World& world, int localRank,
+                                int cpus) {
+  cluster::JobLayout worker = node;
+  worker.rank = workerRank(world, localRank);
+  worker.worldSize = world.worldSize;
+  worker.localRank = localRank;
+  worker.numNodes = world.numNodes;
+  worker.masterHost = world.masterAddr;
+  worker.cpusPerTask = cpus;
+  return worker;
+}
+
+std::vector<std::string> workerEnvironment(const AgentConfig& config,
+                                           const rdzv::World& world,
+                                           int storePort, int localRank,
+                                           const Environment& env) {
+  int cpus = std::max(static_cast<int>(cpuShare(config, localRank).size()), 1);
+  cluster::JobLayout layout =
+      workerLayout(config.layout, world, localRank, cpus);
+  cluster::RankEnvironment rank = cluster::buildRankEnvironment(
+      layout, env, rankOptions(config, world, storePort, localRank));
+  std::map<std::string, std::string> vars = env.all();
+  for (const cluster::RankVariable& v : rank.variables) vars[v.name] = v.value;
+  std::vector<std::string> out;
+  for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
+  return out;
+}
+
+WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world,
+                      int storePort, int localRank, const Environment& env) {
+  std::vector<int> cpus =
+      config.bindCpus ? cpuShare(config, localRank) : std::vector<int>{};
+  return WorkerSpec{config.program,
+                    workerEnvironment(config, world, storePort, localRank, env),
+                    std::move(cpus)};
+}
+
+std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round,
+                                           int rank, int localRank) {
+  int redirect = streamBits(config.redirects, localRank);
+  int tee = streamBits(config.tee, localRank);
+  bool files = !config.logDir.empty();
+  bool shown = !config.consoleRanks || config.consoleRanks->count(localRank);
+  StreamRoute route;
+  route.stdoutToFile = files || ((redirect | tee) & 1);
+  route.stderrToFile = files || ((redirect | tee) & 2);
+  route.stdoutToConsole = shown && !(redirect & 1);
+  route.stderrToConsole = shown && !(redirect & 2);
+  std::string prefix = expandPrefix(config.logPrefix, config.layout.nodeRank,
+                                    rank, localRank, config.role, config.host);
+  return std::make_unique<WorkerOutput>(prefix, route,
+                                        workerDir(config, round, localRank));
+}
+
+}  // namespace distrun::launch

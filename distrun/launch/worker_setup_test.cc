@@ -1,0 +1,136 @@
+#include "distrun/launch/worker_setup.h"
+
+#include <cstdlib>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace distrun::launch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+// Node 1 of 2, three workers each, under Slurm.
+AgentConfig nodeOne() {
+  AgentConfig c;
+  c.layout.scheduler = cluster::Scheduler::kSlurm;
+  c.layout.jobId = "77";
+  c.layout.stepId = "2";
+  c.layout.numNodes = 2;
+  c.layout.nodeRank = 1;
+  c.layout.localWorldSize = 3;
+  c.layout.visibleDevices = {"0", "1", "2"};
+  c.layout.visibleDevicesVariable = "CUDA_VISIBLE_DEVICES";
+  c.host = "gpu02";
+  c.storeHost = "gpu01";
+  c.token = "secret";
+  c.runId = "77.2";
+  c.program = {"train", "--lr", "1"};
+  c.maxRestarts = 2;
+  c.cpus = {0, 1, 2, 3, 4, 5, 6};
+  return c;
+}
+
+rdzv::World worldOfSix(int round = 0) {
+  return rdzv::World{round, 2, 6, 3, "gpu01", 29555};
+}
+
+std::string valueIn(const std::vector<std::string>& environment,
+                    const std::string& name) {
+  for (const std::string& entry : environment) {
+    if (entry.rfind(name + "=", 0) == 0) return entry.substr(name.size() + 1);
+  }
+  return "<unset>";
+}
+
+TEST(WorkerLayoutTest, TheNodesLayoutWithTheWorkersPlaceInTheWorld) {
+  cluster::JobLayout worker =
+      workerLayout(nodeOne().layout, worldOfSix(), 2, 2);
+  EXPECT_EQ(worker.rank, 5);
+  EXPECT_EQ(worker.worldSize, 6);
+  EXPECT_EQ(worker.localRank, 2);
+  EXPECT_EQ(worker.localWorldSize, 3);
+  EXPECT_EQ(worker.nodeRank, 1);
+  EXPECT_EQ(worker.numNodes, 2);
+  EXPECT_EQ(worker.masterHost, "gpu01");
+  EXPECT_EQ(worker.cpusPerTask, 2);
+  EXPECT_EQ(worker.jobId, "77");
+  EXPECT_EQ(worker.scheduler, cluster::Scheduler::kSlurm);
+  EXPECT_THAT(worker.visibleDevices, ElementsAre("0", "1", "2"));
+  EXPECT_EQ(workerRank(worldOfSix(), 0), 3);
+}
+
+TEST(WorkerEnvironmentTest, TheRankContractOverTheAgentsEnvironment) {
+  AgentConfig c = nodeOne();
+  c.logDir = "/logs";
+  MapEnvironment env(
+      {{"PATH", "/opt/bin"}, {"RANK", "99"}, {"HOME", "/home/u"}});
+  std::vector<std::string> vars =
+      workerEnvironment(c, worldOfSix(1), 29400, 1, env);
+  EXPECT_EQ(valueIn(vars, "PATH"), "/opt/bin");
+  EXPECT_EQ(valueIn(vars, "HOME"), "/home/u");
+  EXPECT_EQ(valueIn(vars, "RANK"), "4") << "identity comes from the rendezvous";
+  EXPECT_EQ(valueIn(vars, "LOCAL_RANK"), "1");
+  EXPECT_EQ(valueIn(vars, "WORLD_SIZE"), "6");
+  EXPECT_EQ(valueIn(vars, "LOCAL_WORLD_SIZE"), "3");
+  EXPECT_EQ(valueIn(vars, "GROUP_RANK"), "1");
+  EXPECT_EQ(valueIn(vars, "MASTER_ADDR"), "gpu01");
+  EXPECT_EQ(valueIn(vars, "MASTER_PORT"), "29555");
+  EXPECT_EQ(valueIn(vars, "TORCHELASTIC_RESTART_COUNT"), "1");
+  EXPECT_EQ(valueIn(vars, "TORCHELASTIC_MAX_RESTARTS"), "2");
+  EXPECT_EQ(valueIn(vars, "TORCHELASTIC_RUN_ID"), "77.2");
+  EXPECT_EQ(valueIn(vars, "OMP_NUM_THREADS"), "2") << "CPUs 3-4 of 0-6";
+  EXPECT_EQ(valueIn(vars, "DISTRUN_STORE"), "gpu01:29400");
+  EXPECT_EQ(valueIn(vars, "DISTRUN_TOKEN"), "secret");
+  EXPECT_EQ(valueIn(vars, "TORCHELASTIC_ERROR_FILE"),
+            "/logs/77.2/attempt_1/1/error.json");
+}
+
+TEST(WorkerEnvironmentTest, TheBaseIsTheEnvironmentSeamNotTheProcess) {
+  ::setenv("DISTRUN_WORKER_SETUP_TEST", "from-the-process", 1);
+  std::vector<std::string> fromMap =
+      workerEnvironment(nodeOne(), worldOfSix(), 29400, 0, MapEnvironment());
+  EXPECT_EQ(valueIn(fromMap, "DISTRUN_WORKER_SETUP_TEST"), "<unset>");
+  ProcessEnvironment process;
+  MapEnvironment top({{"DISTRUN_WORKER_SETUP_TEST", "from-the-top"}});
+  OverlayEnvironment overlay(process, top);
+  EXPECT_EQ(
+      valueIn(workerEnvironment(nodeOne(), worldOfSix(), 29400, 0, process),
+              "DISTRUN_WORKER_SETUP_TEST"),
+      "from-the-process");
+  EXPECT_EQ(
+      valueIn(workerEnvironment(nodeOne(), worldOfSix(), 29400, 0, overlay),
+              "DISTRUN_WORKER_SETUP_TEST"),
+      "from-the-top");
+  EXPECT_EQ(overlay.all().at("PATH"), process.get("PATH"));
+  ::unsetenv("DISTRUN_WORKER_SETUP_TEST");
+}
+
+TEST(WorkerSpecTest, ProgramAndCpuShareWhenBinding) {
+  AgentConfig c = nodeOne();
+  MapEnvironment env;
+  WorkerSpec first = workerSpec(c, worldOfSix(), 29400, 0, env);
+  EXPECT_THAT(first.argv, ElementsAre("train", "--lr", "1"));
+  EXPECT_THAT(first.cpus, ElementsAre(0, 1, 2));
+  EXPECT_THAT(workerSpec(c, worldOfSix(), 29400, 2, env).cpus,
+              ElementsAre(5, 6));
+  c.bindCpus = false;
+  WorkerSpec unbound = workerSpec(c, worldOfSix(), 29400, 0, env);
+  EXPECT_THAT(unbound.cpus, IsEmpty());
+  EXPECT_EQ(valueIn(unbound.environment, "OMP_NUM_THREADS"), "3")
+      << "its share still";
+  EXPECT_EQ(valueIn(unbound.environment, "TORCHELASTIC_ERROR_FILE"), "<unset>")
+      << "no --log-dir";
+}
+
+TEST(WorkerSpecTest, FewerCpusThanWorkersGiveOneThreadEach) {
+  AgentConfig c = nodeOne();
+  c.cpus = {0, 1};
+  WorkerSpec spec = workerSpec(c, worldOfSix(), 29400, 1, MapEnvironment());
+  EXPECT_THAT(spec.cpus, IsEmpty());
+  EXPECT_EQ(valueIn(spec.environment, "OMP_NUM_THREADS"), "1");
+}
+
+}  // namespace
+}  // namespace distrun::launch
