@@ -121,7 +121,7 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, Benc
   run.cpuBind = "none";
   run.program.push_back(ctx.executable);
   run.program.insert(run.program.end(), args.begin(), args.end());
-  launch::RunContext context{ctx.env, ctx.hostFacts(), launch::usableCpuList(),
+  launch::RunContext context{ctx.env, ctx.hostFacts(), usableCpus(),
                              ctx.builtinSiteDir, 0};
   return launch::Agent(launch::resolveAgentConfig(run, context), ctx.env, ctx.err).run();
 }

@@ -1,7 +1,5 @@
 #include "distrun/train_app/train_cli.h"
 
-#include <sched.h>
-
 #include <chrono>
 
 #include <ATen/Context.h>
@@ -76,12 +74,7 @@ void addFlags(CLI::App& app, TrainArgs& a) {
   app.add_option("--backend", a.backend, "gloo (default) or mpi (under mpirun)");
 }
 
-int cpusOfThisProcess() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
+int cpusOfThisProcess() { return static_cast<int>(usableCpus().size()); }
 
 void configureTorch(const TrainArgs& a) {
   if (a.threadsPerRank < 0) {
