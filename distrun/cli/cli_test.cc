@@ -168,6 +168,19 @@ TEST(ExecCommandTest, ExecsProgramWithContract) {
   EXPECT_EQ(run.value("MASTER_ADDR"), "node1");
 }
 
+// exec is cluster::thisTask with the detected site profile: the host's
+// CPUs (4 in CliRun) over the node's one task, and the generic profile.
+TEST(ExecCommandTest, ThreadsFromTheHostsCpusAndTheDetectedSite) {
+  CliRun run(slurmTask());
+  EXPECT_EQ(run({"exec", "--", "true"}), ExitCode::kSuccess);
+  EXPECT_EQ(run.value("OMP_NUM_THREADS"), "4");
+  EXPECT_EQ(run.value("DISTRUN_SITE"), "generic");
+  CliRun noSite(slurmTask());
+  EXPECT_EQ(noSite({"exec", "--site", "none", "--", "true"}),
+            ExitCode::kSuccess);
+  EXPECT_EQ(noSite.value("DISTRUN_SITE"), "<unset>");
+}
+
 TEST(ExecCommandTest, ProgramWithoutDashDash) {
   CliRun run;
   EXPECT_EQ(run({"exec", "env", "-0"}), ExitCode::kSuccess);

@@ -19,7 +19,7 @@ struct EnvOptions {
   std::optional<std::string> site;
 };
 
-std::string summary(const RankSetup& s) {
+std::string summary(const cluster::ThisTask& s) {
   const cluster::JobLayout& l = s.layout;
   std::string text = fmt::format(
       "{}, rank {} of {} (node {} of {}, local rank {} of {})",
@@ -46,7 +46,7 @@ std::string shComment(const RankVariable& v) {
   return "";
 }
 
-void printSh(const RankSetup& s, std::ostream& out) {
+void printSh(const cluster::ThisTask& s, std::ostream& out) {
   out << "# distrun env: " << summary(s) << "\n";
   for (const RankVariable& v : s.environment.variables) {
     out << "export " << v.name << "=" << shellQuote(v.value) << shComment(v)
@@ -57,7 +57,7 @@ void printSh(const RankSetup& s, std::ostream& out) {
   }
 }
 
-void printJson(const RankSetup& s, std::ostream& out) {
+void printJson(const cluster::ThisTask& s, std::ostream& out) {
   nlohmann::ordered_json doc;
   doc["scheduler"] = cluster::schedulerName(s.layout.scheduler);
   doc["site"] = s.environment.siteName;
@@ -76,7 +76,7 @@ void printJson(const RankSetup& s, std::ostream& out) {
 }
 
 void runEnv(const EnvOptions& o, CliContext& ctx) {
-  RankSetup setup = prepareRank(ctx, o.site);
+  cluster::ThisTask setup = prepareRank(ctx, o.site);
   if (o.format == "json") {
     printJson(setup, ctx.out);
   } else {

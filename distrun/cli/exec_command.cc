@@ -37,7 +37,7 @@ void makeNodeDirs(const cluster::RankEnvironment& env) {
 // Rank 0 hosts the store on MASTER_PORT. When distrun chose the port, rank 0
 // checks it is free before the program starts, so a clash is one clear line
 // rather than a rendezvous that hangs until its timeout.
-void checkMasterPort(const RankSetup& s) {
+void checkMasterPort(const cluster::ThisTask& s) {
   if (s.layout.rank != 0 || !s.environment.masterPortDerived) return;
   const cluster::RankVariable* port = s.environment.find("MASTER_PORT");
   if (port == nullptr || tcpPortIsFree(std::stoi(port->value))) return;
@@ -51,7 +51,7 @@ void runExec(const ExecOptions& o, CliContext& ctx) {
   if (o.program.empty()) {
     throw UsageError("exec: no PROGRAM given: distrun exec [OPTIONS] -- PROGRAM [ARGS...]");
   }
-  RankSetup setup = prepareRank(ctx, o.site);
+  cluster::ThisTask setup = prepareRank(ctx, o.site);
   makeNodeDirs(setup.environment);
   checkMasterPort(setup);
   std::vector<std::pair<std::string, std::string>> variables;

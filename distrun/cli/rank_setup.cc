@@ -2,19 +2,12 @@
 
 namespace distrun::cli {
 
-RankSetup prepareRank(const CliContext& ctx,
-                      const std::optional<std::string>& site) {
-  HostFacts host = ctx.hostFacts();
-  RankSetup setup;
-  setup.layout = cluster::detectJobLayout(ctx.env, host);
-  cluster::RankEnvironmentOptions options;
+cluster::ThisTask prepareRank(const CliContext& ctx,
+                              const std::optional<std::string>& site) {
+  cluster::ThisTaskOptions options;
   options.site = cluster::selectSiteProfile(
       site, ctx.env, cluster::siteSearchPath(ctx.env, ctx.builtinSiteDir));
-  options.pickFreePort = pickFreeTcpPort;
-  options.usableCpus = host.usableCpus;
-  setup.environment =
-      cluster::buildRankEnvironment(setup.layout, ctx.env, options);
-  return setup;
+  return cluster::thisTask(ctx.env, ctx.hostFacts(), options);
 }
 
 }  // namespace distrun::cli

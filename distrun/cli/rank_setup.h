@@ -4,20 +4,14 @@
 #include <string>
 
 #include "distrun/cli/cli.h"
-#include "distrun/cluster/job_layout.h"
-#include "distrun/cluster/rank_env.h"
+#include "distrun/cluster/this_task.h"
 
 namespace distrun::cli {
 
-// What `env` and `exec` both compute: this task's layout and environment.
-struct RankSetup {
-  cluster::JobLayout layout;
-  cluster::RankEnvironment environment;
-};
-
-// Detects the layout, selects the site profile (`site`, or detected) and
-// builds the environment. Throws ConfigError/IoError as its parts do.
-RankSetup prepareRank(const CliContext& ctx,
-                      const std::optional<std::string>& site);
+// What `env` and `exec` both compute: cluster::thisTask with the site
+// profile `site` names ('none': no profile; unset: detected). Throws
+// ConfigError/IoError as its parts do.
+cluster::ThisTask prepareRank(const CliContext& ctx,
+                              const std::optional<std::string>& site);
 
 }  // namespace distrun::cli

@@ -104,7 +104,7 @@ void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored
 }
 
 int runLauncher(launch::RunOptions& o, CliContext& ctx) {
-  launch::RunContext run{ctx.env, ctx.hostFacts(), launch::usableCpuList(),
+  launch::RunContext run{ctx.env, ctx.hostFacts(), usableCpus(),
                          ctx.builtinSiteDir, visibleGpus(ctx.env)};
   launch::AgentConfig config = launch::resolveAgentConfig(o, run);
   return launch::Agent(std::move(config), ctx.env, ctx.err).run();

@@ -7,7 +7,6 @@
 #include "distrun/cluster/master_port.h"
 #include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
-#include "distrun/common/system.h"
 
 namespace distrun::cluster {
 
@@ -186,16 +185,6 @@ RankEnvironment buildRankEnvironment(const JobLayout& layout,
   }
   env.notes = layout.notes;
   return env;
-}
-
-MapEnvironment rankVariablesOf(const JobLayout& layout, const Environment& user) {
-  RankEnvironmentOptions options;
-  options.pickFreePort = pickFreeTcpPort;
-  MapEnvironment vars;
-  for (const RankVariable& v : buildRankEnvironment(layout, user, options).variables) {
-    vars.set(v.name, v.value);
-  }
-  return vars;
 }
 
 }  // namespace distrun::cluster

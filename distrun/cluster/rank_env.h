@@ -56,7 +56,9 @@ struct RankEnvironmentOptions {
   std::vector<std::pair<std::string, std::string>> launcherVariables;
 };
 
-// Builds the task's environment from its layout and the user's environment.
+// Builds the task's environment from its layout and the user's environment
+// (a task finds its own with thisTask, this_task.h; `distrun run`'s agent
+// builds its workers' with this).
 // Identity variables (RANK, LOCAL_RANK, WORLD_SIZE, ...) always come from
 // the layout; for everything else a value the user already set wins.
 // Throws ConfigError when MASTER_PORT cannot be chosen or a site value
@@ -64,12 +66,5 @@ struct RankEnvironmentOptions {
 RankEnvironment buildRankEnvironment(const JobLayout& layout,
                                      const Environment& user,
                                      const RankEnvironmentOptions& options);
-
-// The rank variables alone (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...)
-// for a task that was started without them (srun, mpirun or qsub ran it
-// directly): what `distrun exec` sets, without a site profile; MASTER_PORT,
-// when the layout does not fix it, is a free port. Throws as
-// buildRankEnvironment does.
-MapEnvironment rankVariablesOf(const JobLayout& layout, const Environment& user);
 
 }  // namespace distrun::cluster

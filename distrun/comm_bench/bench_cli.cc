@@ -6,8 +6,7 @@
 #include "distrun/comm_bench/collectives.h"
 #include "distrun/comm_bench/options.h"
 #include "distrun/comm_bench/runner.h"
-#include "distrun/cluster/job_layout.h"
-#include "distrun/cluster/rank_env.h"
+#include "distrun/cluster/this_task.h"
 #include "distrun/comm/connect.h"
 #include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
@@ -121,7 +120,7 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, Benc
   run.cpuBind = "none";
   run.program.push_back(ctx.executable);
   run.program.insert(run.program.end(), args.begin(), args.end());
-  launch::RunContext context{ctx.env, ctx.hostFacts(), launch::usableCpuList(),
+  launch::RunContext context{ctx.env, ctx.hostFacts(), usableCpus(),
                              ctx.builtinSiteDir, 0};
   return launch::Agent(launch::resolveAgentConfig(run, context), ctx.env, ctx.err).run();
 }
@@ -131,11 +130,12 @@ int dispatch(const BenchOptions& o, const std::vector<std::string>& args, BenchC
     return launchedAsMpi(ctx.env) ? join(o, ctx.env, ctx) : selfLaunch(o, args, ctx);
   }
   if (ctx.env.get("RANK") && ctx.env.get("WORLD_SIZE")) return join(o, ctx.env, ctx);
-  cluster::JobLayout layout = cluster::detectJobLayout(ctx.env, ctx.hostFacts());
-  if (layout.worldSize > 1) {
-    MapEnvironment vars = cluster::rankVariablesOf(layout, ctx.env);
-    OverlayEnvironment env(ctx.env, vars);
-    return join(o, env, ctx);
+  // A task of a job srun, mpirun or qsub started: its rank variables as
+  // `distrun exec` would set them, without a site profile.
+  const cluster::ThisTask task = cluster::thisTask(ctx.env, ctx.hostFacts());
+  if (task.layout.worldSize > 1) {
+    const MapEnvironment vars = task.variables();
+    return join(o, OverlayEnvironment(ctx.env, vars), ctx);
   }
   return selfLaunch(o, args, ctx);
 }

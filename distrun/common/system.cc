@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "distrun/common/error.h"
@@ -18,14 +19,22 @@ namespace distrun {
 
 namespace {
 
-int countUsableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    return online > 0 ? static_cast<int>(online) : 1;
-  }
-  return CPU_COUNT(&set);
+struct CpuSetDeleter {
+  void operator()(cpu_set_t* set) const { CPU_FREE(set); }
+};
+using CpuSet = std::unique_ptr<cpu_set_t, CpuSetDeleter>;
+
+// Far above any kernel's CPU limit: a mask still wider is not a size problem.
+constexpr int kMaxCpus = 1 << 20;
+
+// The affinity mask in a set of `cpus` bits; nullptr when the kernel's mask
+// is wider (EINVAL: more than `cpus` CPUs configured).
+CpuSet readAffinity(int cpus) {
+  CpuSet set(CPU_ALLOC(cpus));
+  if (!set) throw SystemError("CPU_ALLOC", std::to_string(cpus), ENOMEM);
+  if (::sched_getaffinity(0, CPU_ALLOC_SIZE(cpus), set.get()) == 0) return set;
+  if (errno == EINVAL && cpus < kMaxCpus) return nullptr;
+  throw SystemError("sched_getaffinity", "this process", errno);
 }
 
 // Binds a TCP socket to 0.0.0.0:port and returns the bound port, or -1 with
@@ -61,7 +70,22 @@ HostFacts readHostFacts() {
   if (::gethostname(name, sizeof(name) - 1) != 0) {
     throw SystemError("gethostname", "", errno);
   }
-  return HostFacts{name, countUsableCpus()};
+  return HostFacts{name, static_cast<int>(usableCpus().size())};
+}
+
+// A machine may have more CPUs than a cpu_set_t holds (CPU_SETSIZE, 1024):
+// the set grows until the kernel's mask fits.
+std::vector<int> usableCpus() {
+  for (int size = CPU_SETSIZE;; size *= 2) {
+    CpuSet set = readAffinity(size);
+    if (!set) continue;
+    const size_t bytes = CPU_ALLOC_SIZE(size);
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < size; ++cpu) {
+      if (CPU_ISSET_S(cpu, bytes, set.get())) cpus.push_back(cpu);
+    }
+    return cpus;
+  }
 }
 
 // The command name in parentheses may itself hold ')' and spaces: the

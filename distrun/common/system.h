@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace distrun {
 
@@ -9,12 +10,18 @@ namespace distrun {
 // tests can supply their own.
 struct HostFacts {
   std::string hostname;  // gethostname()
-  int usableCpus = 1;    // CPUs in this process's affinity mask
+  int usableCpus = 1;    // how many usableCpus() lists
 };
 
 // Reads the facts of the machine this process runs on. Throws SystemError
-// when gethostname fails.
+// when gethostname or sched_getaffinity fails.
 HostFacts readHostFacts();
+
+// The CPUs this process may run on (its affinity mask, as taskset, srun's
+// --cpu-bind or a cgroup cpuset left it), in ascending order; never empty.
+// The one reader of the mask: thread counts and CPU binding start here.
+// Throws SystemError when sched_getaffinity fails.
+std::vector<int> usableCpus();
 
 // A process's state letter ('R', 'S', 'Z' for a zombie, ...) and parent,
 // from /proc/PID/stat.

@@ -1,10 +1,15 @@
 #include "distrun/common/system.h"
 
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <thread>
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace distrun {
@@ -73,6 +78,28 @@ TEST(ProcessStatusTest, RunningZombieAndGone) {
   ::waitpid(child, nullptr, 0);
   EXPECT_FALSE(readProcessStatus(child).has_value());
   EXPECT_TRUE(processExited(child));
+}
+
+// The list is the affinity mask: ascending, counted by readHostFacts, and
+// narrowed to one CPU (on a thread of its own, so that the test's mask stays
+// whole) it names just that CPU.
+TEST(UsableCpusTest, ListsTheAffinityMask) {
+  const std::vector<int> all = usableCpus();
+  ASSERT_FALSE(all.empty());
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+  EXPECT_EQ(readHostFacts().usableCpus, static_cast<int>(all.size()));
+  const int last = all.back();
+  ASSERT_LT(last, CPU_SETSIZE);
+  std::vector<int> narrowed;
+  std::thread([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0);
+    narrowed = usableCpus();
+  }).join();
+  EXPECT_THAT(narrowed, ::testing::ElementsAre(last));
+  EXPECT_EQ(usableCpus(), all);
 }
 
 }  // namespace

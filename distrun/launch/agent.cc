@@ -311,15 +311,4 @@ std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus,
   return shares;
 }
 
-std::vector<int> usableCpuList() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
-  return cpus;
-}
-
 }  // namespace distrun::launch

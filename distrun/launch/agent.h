@@ -49,7 +49,4 @@ class Agent {
 std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus,
                                         int workers);
 
-// This process's CPU affinity list.
-std::vector<int> usableCpuList();
-
 }  // namespace distrun::launch

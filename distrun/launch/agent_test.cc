@@ -42,7 +42,7 @@ class AgentTest : public ::testing::Test {
     c.program = {"sh", "-c", script};
     c.termTimeout = std::chrono::seconds(20);
     c.joinTimeout = std::chrono::seconds(30);
-    c.cpus = usableCpuList();
+    c.cpus = usableCpus();
     c.logDir = dir_;
     return c;
   }

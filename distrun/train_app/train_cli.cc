@@ -1,7 +1,5 @@
 #include "distrun/train_app/train_cli.h"
 
-#include <sched.h>
-
 #include <chrono>
 
 #include <ATen/Context.h>
@@ -10,8 +8,7 @@
 #include <fmt/format.h>
 #include <torch/utils.h>
 
-#include "distrun/cluster/job_layout.h"
-#include "distrun/cluster/rank_env.h"
+#include "distrun/cluster/this_task.h"
 #include "distrun/comm/connect.h"
 #include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
@@ -76,12 +73,7 @@ void addFlags(CLI::App& app, TrainArgs& a) {
   app.add_option("--backend", a.backend, "gloo (default) or mpi (under mpirun)");
 }
 
-int cpusOfThisProcess() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
+int cpusOfThisProcess() { return static_cast<int>(usableCpus().size()); }
 
 void configureTorch(const TrainArgs& a) {
   if (a.threadsPerRank < 0) {
@@ -106,25 +98,17 @@ void warnOfSlowBlas(std::ostream& err) {
 
 // The rank variables of a rank started without them. srun, mpirun or qsub
 // ran distrun-train directly as one of several tasks: it takes its place
-// in their job as `distrun exec` would place it. Otherwise (no scheduler's
-// job, an allocation's shell, or --backend mpi, where MPI itself says who
-// is who): a world of one on this host.
-MapEnvironment rankVariables(const Environment& env, bool fromJob) {
-  if (fromJob) {
-    const cluster::JobLayout job = cluster::detectJobLayout(env, readHostFacts());
-    if (job.worldSize > 1) return cluster::rankVariablesOf(job, env);
-  }
-  return MapEnvironment({{"RANK", "0"},
-                         {"WORLD_SIZE", "1"},
-                         {"LOCAL_RANK", "0"},
-                         {"LOCAL_WORLD_SIZE", "1"},
-                         {"MASTER_ADDR", "127.0.0.1"},
-                         {"MASTER_PORT", std::to_string(pickFreeTcpPort())}});
+// in their job as `distrun exec` would place it. Alone (no scheduler's job,
+// an allocation's shell): a world of one on a store of its own.
+MapEnvironment rankVariables(const Environment& env) {
+  cluster::ThisTaskOptions options;
+  options.loneTaskStore = cluster::LoneTaskStore::kPrivate;
+  return cluster::thisTask(env, readHostFacts(), options).variables();
 }
 
 struct DerivedRankEnvironment {
-  DerivedRankEnvironment(const Environment& base, bool fromJob)
-      : rank(rankVariables(base, fromJob)), env(base, rank) {}
+  explicit DerivedRankEnvironment(const Environment& base)
+      : rank(rankVariables(base)), env(base, rank) {}
   MapEnvironment rank;
   OverlayEnvironment env;
 };
@@ -137,8 +121,10 @@ int train(TrainArgs& a, TrainCliContext& ctx) {
   a.data.seed = a.seed;
   Workload workload = buildWorkload(a.workload, a.data);
   std::optional<DerivedRankEnvironment> derived;
-  if (!ctx.env.has("RANK") && !ctx.env.has("DISTRUN_STORE")) {
-    derived.emplace(ctx.env, /*fromJob=*/a.backend != "mpi");
+  // --backend mpi needs none: MPI itself says who is who.
+  if (a.backend != "mpi" && !ctx.env.has("RANK") &&
+      !ctx.env.has("DISTRUN_STORE")) {
+    derived.emplace(ctx.env);
   }
   std::unique_ptr<comm::Communicator> comm = comm::connect(
       derived ? derived->env : ctx.env, {.backend = a.backend, .timeout = {}, .name = "train"});
