@@ -36,8 +36,9 @@ void writeAll(int fd, std::string_view data, const std::string& what,
 }
 
 void syncFolderOf(const std::string& path, const std::string& what) {
-  std::string folder = std::filesystem::path(path).parent_path().string();
-  if (folder.empty()) folder = ".";
+  // Not `folder = "."` after the fact: GCC 12 warns (-Wrestrict) on that.
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string folder = parent.empty() ? std::string(".") : parent.string();
   UniqueFd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) fail(what, path, "cannot open its folder to sync it", errno);
   if (::fsync(fd.get()) != 0) fail(what, path, "cannot sync its folder", errno);
