@@ -21,6 +21,7 @@
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
+#include "distrun/rdzv/store_server.h"
 
 namespace distrun::comm {
 namespace {
@@ -364,6 +365,52 @@ TEST(ConnectTest, MasterAddrAndPortWithRankZeroHostingTheStore) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(sums, std::vector<double>(3, 6.0));
+}
+
+// A connect/operation budget no healthy run nears.
+constexpr std::chrono::milliseconds kGenerousTimeout = std::chrono::seconds(60);
+
+// The variables a rank of a `size`-rank world meeting at the store on
+// 127.0.0.1:`storePort` gets.
+MapEnvironment storeEnvironment(int rank, int size, int storePort) {
+  return MapEnvironment{{"RANK", std::to_string(rank)},
+                        {"WORLD_SIZE", std::to_string(size)},
+                        {"LOCAL_WORLD_SIZE", std::to_string(size)},
+                        {"DISTRUN_STORE", "127.0.0.1:" + std::to_string(storePort)},
+                        {"DISTRUN_TOKEN", "t"}};
+}
+
+// Rank 0 made two communicators of the group's name before (a world of one
+// on a store of its own, and one on the shared store); the two ranks still
+// meet, for the group's first communicator and for its second.
+TEST(ConnectTest, RanksThatMadeDifferentNumbersOfCommunicatorsBeforeStillMeet) {
+  rdzv::StoreServer shared("127.0.0.1", 0, "t");
+  const ConnectOptions options{.backend = "gloo", .timeout = kGenerousTimeout, .name = "x"};
+  std::vector<std::vector<double>> sums(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        if (r == 0) {
+          rdzv::StoreServer own("127.0.0.1", 0, "t");
+          connect(storeEnvironment(0, 1, own.port()), options);
+          connect(storeEnvironment(0, 1, shared.port()), options);
+        }
+        for (int k = 0; k < 2; ++k) {
+          auto comm = connect(storeEnvironment(r, 2, shared.port()), options);
+          double x = r + 1;
+          comm->allreduce(&x, 1, ReduceOp::kSum);
+          sums[static_cast<size_t>(r)].push_back(x);
+        }
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+  EXPECT_EQ(sums, std::vector<std::vector<double>>(2, {3.0, 3.0}));
 }
 
 TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {

@@ -2,9 +2,6 @@
 
 #include <unistd.h>
 
-#include <map>
-#include <mutex>
-
 #include <fmt/format.h>
 
 #include "distrun/comm/gloo/gloo_communicator.h"
@@ -56,19 +53,15 @@ std::pair<std::string, int> splitEndpoint(const std::string& text, const char* w
           static_cast<int>(parseCount(text.substr(colon + 1), what, 65535))};
 }
 
-// A distinct key space per run, restart, name and creation order (counted
-// per rank, so that ranks sharing a process still agree).
-std::string storePrefix(const Environment& env, const std::string& name, int rank) {
-  static std::mutex mutex;
-  static std::map<std::pair<std::string, int>, int> created;
-  int sequence;
-  {
-    std::lock_guard lock(mutex);
-    sequence = created[{name, rank}]++;
-  }
-  return fmt::format("comm/{}/{}/{}#{}", env.get("DISTRUN_RUN_ID").value_or(
-                                             env.get("TORCHELASTIC_RUN_ID").value_or("none")),
-                     env.get("TORCHELASTIC_RESTART_COUNT").value_or("0"), name, sequence);
+// The key space of this communicator in the store (the rule: connect.h).
+std::string storePrefix(const Environment& env, const std::string& name, int size,
+                        rdzv::StoreClient& store) {
+  const std::string group = fmt::format(
+      "comm/{}/{}/{}/{}",
+      env.get("DISTRUN_RUN_ID").value_or(env.get("TORCHELASTIC_RUN_ID").value_or("none")),
+      env.get("TORCHELASTIC_RESTART_COUNT").value_or("0"), name, size);
+  const long long ticket = store.add(group + "/joined", 1);
+  return fmt::format("{}#{}", group, (ticket - 1) / size);
 }
 
 std::string listenHost(const Environment& env, int worldSize) {
@@ -115,8 +108,8 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env,
     if (rank == 0) server = std::make_unique<rdzv::StoreServer>("0.0.0.0", port, token);
   }
   auto client = std::make_unique<rdzv::StoreClient>(host, port, token, gloo.timeout);
-  return std::make_unique<GlooCommunicator>(rank, size, std::move(client),
-                                            storePrefix(env, options.name, rank),
+  std::string prefix = storePrefix(env, options.name, size, *client);
+  return std::make_unique<GlooCommunicator>(rank, size, std::move(client), std::move(prefix),
                                             std::move(gloo), std::move(server));
 }
 

@@ -15,8 +15,8 @@ struct ConnectOptions {
   std::string backend = "gloo";  // gloo | mpi
   // Per-operation timeout; unset: DISTRUN_COMM_TIMEOUT seconds, else 300 s.
   std::optional<std::chrono::milliseconds> timeout;
-  // Names this communicator in the store; ranks that create several
-  // communicators create them in the same order.
+  // Names this communicator's group in the store (see connect() for how
+  // the communicators of one group are told apart).
   std::string name = "world";
 };
 
@@ -33,6 +33,20 @@ std::vector<std::string> availableBackends();
 //  - mpi: MPI_COMM_WORLD of the MPI launcher (mpirun).
 // Throws ConfigError naming a missing or malformed variable, UsageError for
 // an unknown backend, TimeoutError when the ranks do not all arrive.
+//
+// Gloo's key space in the store. The ranks of one group (same run id,
+// restart count, options.name and WORLD_SIZE) share a counter in the store:
+// each rank adds 1 to it as it connects, and a communicator is numbered
+// (ticket - 1) / WORLD_SIZE. No rank can finish making the group's k-th
+// communicator, and so ask for a ticket for the next, before every rank
+// has taken its ticket for the k-th (construction ends in a barrier); so
+// tickets k*WORLD_SIZE+1 .. (k+1)*WORLD_SIZE all go to the k-th, and the
+// n-th communicator a group makes gets the same keys on every rank,
+// however many communicators each process made before (under other
+// names, world sizes or stores). Two communicators of one group made at
+// once (in two threads of a rank) share no order, and neither does a
+// group after a rank failed to connect: make the group's next
+// communicator in a new restart.
 std::unique_ptr<Communicator> connect(const Environment& env,
                                       const ConnectOptions& options = {});
 

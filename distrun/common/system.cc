@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "distrun/common/error.h"
+#include "distrun/common/unique_fd.h"
 
 namespace distrun {
 
@@ -40,8 +41,8 @@ CpuSet readAffinity(int cpus) {
 // Binds a TCP socket to 0.0.0.0:port and returns the bound port, or -1 with
 // errno set when the bind fails.
 int bindTcp(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw SystemError("socket", "AF_INET, SOCK_STREAM", errno);
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) throw SystemError("socket", "AF_INET, SOCK_STREAM", errno);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
@@ -49,16 +50,16 @@ int bindTcp(int port) {
   // As the stores that will bind it do (PyTorch's TCPStore, ours): a port
   // whose last connections linger in TIME_WAIT is free for them.
   int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   int bound = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
     socklen_t len = sizeof(addr);
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
       bound = ntohs(addr.sin_port);
     }
   }
   int saved = errno;
-  ::close(fd);
+  fd.reset();
   errno = saved;
   return bound;
 }

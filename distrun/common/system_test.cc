@@ -12,45 +12,46 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "distrun/common/unique_fd.h"
+
 namespace distrun {
 namespace {
 
-int listenOn(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+UniqueFd listenOn(int port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM, 0));
   int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(static_cast<uint16_t>(port));
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  EXPECT_EQ(::listen(fd, 1), 0);
+  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(::listen(fd.get(), 1), 0);
   return fd;
 }
 
 TEST(TcpPortTest, ListenerMakesAPortBusy) {
   int port = pickFreeTcpPort();
   EXPECT_TRUE(tcpPortIsFree(port));
-  int fd = listenOn(port);
+  UniqueFd listener = listenOn(port);
   EXPECT_FALSE(tcpPortIsFree(port));
-  ::close(fd);
 }
 
 TEST(TcpPortTest, TimeWaitLeftByAFinishedStoreIsFree) {
   int port = pickFreeTcpPort();
-  int server = listenOn(port);
-  int client = ::socket(AF_INET, SOCK_STREAM, 0);
+  UniqueFd server = listenOn(port);
+  UniqueFd client(::socket(AF_INET, SOCK_STREAM, 0));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(static_cast<uint16_t>(port));
-  ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  int accepted = ::accept(server, nullptr, nullptr);
-  ::close(server);
-  ::close(accepted);  // the store side closes first: its port enters TIME_WAIT
+  ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  UniqueFd accepted(::accept(server.get(), nullptr, nullptr));
+  server.reset();
+  accepted.reset();  // the store side closes first: its port enters TIME_WAIT
   char c;
-  EXPECT_EQ(::read(client, &c, 1), 0);
-  ::close(client);
+  EXPECT_EQ(::read(client.get(), &c, 1), 0);
+  client.reset();
   EXPECT_TRUE(tcpPortIsFree(port));
 }
 

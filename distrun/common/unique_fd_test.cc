@@ -39,7 +39,7 @@ TEST(UniqueFd, ReleaseKeepsTheDescriptorOpen) {
   int raw = openNull();
   { UniqueFd fd(raw); EXPECT_EQ(fd.release(), raw); }
   EXPECT_TRUE(isOpen(raw));
-  ::close(raw);  // the test owns it now
+  UniqueFd(raw).reset();  // the test owns it now
 }
 
 TEST(UniqueFd, ResetClosesTheOldOne) {

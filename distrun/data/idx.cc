@@ -14,6 +14,7 @@
 
 #include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
+#include "distrun/common/unique_fd.h"
 
 namespace distrun::data {
 
@@ -29,23 +30,19 @@ std::string systemMessage(const char* action, const std::string& path,
 }
 
 std::vector<uint8_t> readWholeFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError(systemMessage("open", path, errno));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw IoError(systemMessage("open", path, errno));
   std::vector<uint8_t> content;
   while (true) {
     size_t used = content.size();
     content.resize(used + kChunk);
-    ssize_t got = ::read(fd, content.data() + used, kChunk);
+    ssize_t got = ::read(fd.get(), content.data() + used, kChunk);
     int err = errno;
     content.resize(used + static_cast<size_t>(std::max<ssize_t>(got, 0)));
     if (got < 0 && err == EINTR) continue;
-    if (got < 0) {
-      ::close(fd);
-      throw IoError(systemMessage("read", path, err));
-    }
+    if (got < 0) throw IoError(systemMessage("read", path, err));
     if (got == 0) break;
   }
-  ::close(fd);
   return content;
 }
 

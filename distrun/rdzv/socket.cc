@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
+#include "distrun/common/unique_fd.h"
 
 namespace distrun::rdzv {
 
@@ -47,11 +48,29 @@ int msUntil(Clock::time_point deadline) {
   return left.count() < 0 ? 0 : static_cast<int>(left.count());
 }
 
+int fileFlags(int fd, const std::string& where) {
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0) throw SystemError("fcntl", where, errno);
+  return flags;
+}
+
+void setFileFlags(int fd, int flags, const std::string& where) {
+  if (::fcntl(fd, F_SETFL, flags) != 0) throw SystemError("fcntl", where, errno);
+}
+
+void setOption(int fd, int level, int option, const std::string& where) {
+  int one = 1;
+  if (::setsockopt(fd, level, option, &one, sizeof(one)) != 0) {
+    throw SystemError("setsockopt", where, errno);
+  }
+}
+
 // connect() that gives up at `deadline`, not after the kernel's SYN
 // retries (minutes). Returns 0 or the errno; the socket ends blocking.
-int connectBefore(int fd, const addrinfo* addr, Clock::time_point deadline) {
-  int flags = ::fcntl(fd, F_GETFL);
-  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+int connectBefore(int fd, const addrinfo* addr, Clock::time_point deadline,
+                  const std::string& where) {
+  const int flags = fileFlags(fd, where);
+  setFileFlags(fd, flags | O_NONBLOCK, where);
   int err = 0;
   if (::connect(fd, addr->ai_addr, addr->ai_addrlen) != 0) {
     err = errno;
@@ -59,13 +78,15 @@ int connectBefore(int fd, const addrinfo* addr, Clock::time_point deadline) {
       pollfd p{fd, POLLOUT, 0};
       if (::poll(&p, 1, msUntil(deadline)) == 1) {
         socklen_t len = sizeof(err);
-        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+          throw SystemError("getsockopt", where, errno);
+        }
       } else {
         err = ETIMEDOUT;
       }
     }
   }
-  ::fcntl(fd, F_SETFL, flags);
+  setFileFlags(fd, flags, where);
   return err;
 }
 
@@ -75,44 +96,42 @@ int listenTcp(const std::string& host, int port, int* boundPort) {
   AddrInfo ai;
   resolve(host == "0.0.0.0" ? "" : host, port, true, ai);
   std::string where = fmt::format("{}:{}", host.empty() ? "0.0.0.0" : host, port);
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw SystemError("socket", where, errno);
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(fd, ai.list->ai_addr, ai.list->ai_addrlen) != 0 ||
-      ::listen(fd, 4096) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw SystemError("bind", where, err);
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) throw SystemError("socket", where, errno);
+  setOption(fd.get(), SOL_SOCKET, SO_REUSEADDR, where);
+  if (::bind(fd.get(), ai.list->ai_addr, ai.list->ai_addrlen) != 0) {
+    throw SystemError("bind", where, errno);
   }
+  if (::listen(fd.get(), 4096) != 0) throw SystemError("listen", where, errno);
   sockaddr_in bound{};
   socklen_t len = sizeof(bound);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+    throw SystemError("getsockname", where, errno);
+  }
   *boundPort = ntohs(bound.sin_port);
-  return fd;
+  return fd.release();
 }
 
 int connectTcp(const std::string& host, int port, Clock::time_point deadline) {
   AddrInfo ai;
   resolve(host, port, false, ai);
+  const std::string where = fmt::format("{}:{}", host, port);
   int lastError = 0;
   auto pause = std::chrono::milliseconds(10);
   while (true) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw SystemError("socket", host, errno);
-    lastError = connectBefore(fd, ai.list, deadline);
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) throw SystemError("socket", where, errno);
+    lastError = connectBefore(fd.get(), ai.list, deadline, where);
     if (lastError == 0) {
-      int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      return fd;
+      setOption(fd.get(), IPPROTO_TCP, TCP_NODELAY, where);
+      return fd.release();
     }
-    ::close(fd);
     if (Clock::now() + pause >= deadline) break;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
-  throw TimeoutError(fmt::format("cannot reach the rendezvous store at {}:{}: {}",
-                                 host, port, std::strerror(lastError)));
+  throw TimeoutError(fmt::format("cannot reach the rendezvous store at {}: {}", where,
+                                 std::strerror(lastError)));
 }
 
 void writeAll(int fd, const std::string& data, const std::string& peer) {

@@ -9,16 +9,20 @@ using Clock = std::chrono::steady_clock;
 
 // Binds and listens on `host`:`port` (host "" or "0.0.0.0": every IPv4
 // address; port 0: any free port), non-blocking and close-on-exec. Stores
-// the bound port in *boundPort. Throws SystemError naming the address.
+// the bound port in *boundPort. Returns the socket, which the caller owns
+// (hold it in a UniqueFd). Throws SystemError naming the address and the
+// call that failed (socket, setsockopt, bind, listen, getsockname).
 int listenTcp(const std::string& host, int port, int* boundPort);
 
 // Connects to `host`:`port`, retrying refused connections until `deadline`
 // (the peer may not listen yet). Throws TimeoutError naming the address and
 // the last error when the deadline passes, ConfigError when `host` does not
-// resolve. The returned socket is blocking, close-on-exec, TCP_NODELAY.
+// resolve, SystemError when a socket call fails. The returned socket is
+// blocking, close-on-exec, TCP_NODELAY, and the caller owns it (UniqueFd).
 int connectTcp(const std::string& host, int port, Clock::time_point deadline);
 
-// Writes all of `data`; throws RendezvousError naming `peer` on failure.
+// Writes all of `data` with MSG_NOSIGNAL, so a peer that closed is a
+// RendezvousError naming `peer`, never a SIGPIPE (docs/development.md).
 void writeAll(int fd, const std::string& data, const std::string& peer);
 
 // Reads at least one byte into `out` (appending), waiting until `deadline`.

@@ -19,16 +19,13 @@ StoreClient::StoreClient(std::string host, int port, std::string token,
   connect(connectTimeout);
 }
 
-StoreClient::~StoreClient() {
-  if (fd_ >= 0) ::close(fd_);
-}
+StoreClient::~StoreClient() = default;
 
 void StoreClient::connect(std::chrono::milliseconds timeout) {
-  fd_ = connectTcp(host_, port_, Clock::now() + timeout);
+  fd_.reset(connectTcp(host_, port_, Clock::now() + timeout));
   Frame reply = request(Frame{Op::kHello, {token_}}, Clock::now() + timeout);
   if (reply.op == Op::kRefused) {
-    ::close(fd_);
-    fd_ = -1;
+    fd_.reset();
     throw RendezvousError(fmt::format(
         "the rendezvous store at {} refused this agent's token: every agent "
         "of a job needs the same DISTRUN_TOKEN",
@@ -38,13 +35,13 @@ void StoreClient::connect(std::chrono::milliseconds timeout) {
 
 Frame StoreClient::request(const Frame& frame,
                            std::optional<Clock::time_point> deadline) {
-  if (fd_ < 0) {
+  if (!fd_) {
     throw RendezvousError(fmt::format(
         "no connection to the rendezvous store at {}", address_));
   }
   std::string bytes;
   encodeFrame(frame, bytes);
-  writeAll(fd_, bytes, address_);
+  writeAll(fd_.get(), bytes, address_);
   Clock::time_point until = deadline.value_or(Clock::time_point::max());
   while (true) {
     Frame reply;
@@ -52,16 +49,16 @@ Frame StoreClient::request(const Frame& frame,
     DecodeStatus status = decodeFrame(in_, reply, used);
     if (status == DecodeStatus::kFrame) {
       in_.erase(0, used);
+      checkReply(reply);
       return reply;
     }
     if (status == DecodeStatus::kMalformed) {
       throw RendezvousError(fmt::format(
           "the rendezvous store at {} sent a malformed reply", address_));
     }
-    if (!readSome(fd_, in_, until, address_)) {
+    if (!readSome(fd_.get(), in_, until, address_)) {
       // The answer may still come; this connection can no longer be used.
-      ::close(fd_);
-      fd_ = -1;
+      fd_.reset();
       in_.clear();
       throw TimeoutError(fmt::format(
           "the rendezvous store at {} did not answer in time", address_));
@@ -69,8 +66,16 @@ Frame StoreClient::request(const Frame& frame,
   }
 }
 
+void StoreClient::checkReply(const Frame& reply) {
+  if (reply.op != Op::kFailed) return;
+  fd_.reset();  // the server closes it too
+  in_.clear();
+  throw RendezvousError(fmt::format("the rendezvous store at {} stopped serving: {}", address_,
+                                    reply.fields.empty() ? "no reason given" : reply.fields[0]));
+}
+
 void StoreClient::interrupt() {
-  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+  if (fd_) ::shutdown(fd_.get(), SHUT_RDWR);
 }
 
 void StoreClient::set(const std::string& key, const std::string& value) {

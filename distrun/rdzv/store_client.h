@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/socket.h"
 #include "distrun/rdzv/wire.h"
 
@@ -12,7 +13,8 @@ namespace distrun::rdzv {
 // A connection to a StoreServer, authenticated with the job token.
 // Not thread-safe: one client per thread. Every failure is a typed error
 // naming the store's address: RendezvousError (refused token, lost
-// connection), TimeoutError (no answer in time).
+// connection, "the rendezvous store at HOST:PORT stopped serving: CAUSE"
+// when the server failed), TimeoutError (no answer in time).
 class StoreClient {
  public:
   // Connects (retrying while the store is not up yet, until `connectTimeout`)
@@ -40,15 +42,17 @@ class StoreClient {
   void interrupt();
 
  private:
-  Frame request(const Frame& frame,
-                       std::optional<Clock::time_point> deadline);
+  Frame request(const Frame& frame, std::optional<Clock::time_point> deadline);
   void connect(std::chrono::milliseconds timeout);
 
   std::string host_;
   int port_;
   std::string token_;
   std::string address_;
-  int fd_ = -1;
+  // Throws when the store refused the token or reported its failure.
+  void checkReply(const Frame& reply);
+
+  UniqueFd fd_;
   std::string in_;
 };
 

@@ -23,10 +23,23 @@ namespace {
 // make the store buffer megabytes.
 constexpr uint32_t kMaxHelloBody = 4096;
 
+// TCP's errors that accept4 passes on from a connection that failed while
+// it waited in the backlog (accept(2)): that client gave up, the next one
+// may be fine.
+bool clientGaveUp(int err) {
+  switch (err) {
+    case EINTR: case ECONNABORTED: case EPROTO: case ENOPROTOOPT: case EHOSTDOWN:
+    case ENONET: case EHOSTUNREACH: case EOPNOTSUPP: case ENETDOWN: case ENETUNREACH:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 struct StoreServer::Connection {
-  int fd;
+  UniqueFd fd;
   bool authenticated = false;
   bool closing = false;  // flush `out`, then close
   std::string in;
@@ -36,95 +49,147 @@ struct StoreServer::Connection {
   uint32_t events = 0;
 };
 
-StoreServer::StoreServer(const std::string& host, int port, std::string token)
-    : token_(std::move(token)) {
-  listenFd_ = listenTcp(host, port, &port_);
-  epollFd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  if (epollFd_ < 0) throw SystemError("epoll_create1", "", errno);
-  stopFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (stopFd_ < 0) throw SystemError("eventfd", "", errno);
-  for (int fd : {listenFd_, stopFd_}) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    ::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev);
-  }
+StoreServer::StoreServer(const std::string& host, int port, std::string token,
+                         EpollWait epollWait)
+    : token_(std::move(token)),
+      epollWait_(epollWait ? std::move(epollWait) : EpollWait(::epoll_wait)) {
+  listenFd_.reset(listenTcp(host, port, &port_));
+  where_ = fmt::format("rendezvous store at {}:{}", host.empty() ? "0.0.0.0" : host, port_);
+  epollFd_.reset(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epollFd_) throw SystemError("epoll_create1", where_, errno);
+  stopFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stopFd_) throw SystemError("eventfd", where_, errno);
+  watch(listenFd_.get(), EPOLL_CTL_ADD, EPOLLIN);
+  watch(stopFd_.get(), EPOLL_CTL_ADD, EPOLLIN);
   thread_ = std::thread([this] { loop(); });
 }
 
-StoreServer::~StoreServer() {
-  stop();
-  for (auto& [fd, c] : connections_) ::close(fd);
-  for (int fd : {listenFd_, epollFd_, stopFd_}) {
-    if (fd >= 0) ::close(fd);
-  }
-}
+StoreServer::~StoreServer() { stop(); }
 
 void StoreServer::stop() {
   if (!thread_.joinable()) return;
   uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(stopFd_, &one, sizeof(one));
+  // Fails only with EAGAIN, when the counter is already above zero: the
+  // loop wakes either way (or has stopped already).
+  [[maybe_unused]] ssize_t n = ::write(stopFd_.get(), &one, sizeof(one));
   thread_.join();
+  waiters_.clear();
+  connections_.clear();
+  listenFd_.reset();
+}
+
+void StoreServer::check() const {
+  std::lock_guard lock(failureMutex_);
+  if (failure_) std::rethrow_exception(failure_);
 }
 
 void StoreServer::loop() {
+  try {
+    serve();
+  } catch (const std::exception& e) {
+    abandon(std::current_exception(), e.what());
+  } catch (...) {
+    abandon(std::current_exception(), "an unknown error");
+  }
+}
+
+void StoreServer::serve() {
   std::vector<epoll_event> events(256);
   while (true) {
-    int n = ::epoll_wait(epollFd_, events.data(), static_cast<int>(events.size()), -1);
+    const int n = epollWait_(epollFd_.get(), events.data(), static_cast<int>(events.size()), -1);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return;
+    if (n < 0) throw SystemError("epoll_wait", where_, errno);
     for (int i = 0; i < n; ++i) {
-      int fd = events[static_cast<size_t>(i)].data.fd;
-      uint32_t ev = events[static_cast<size_t>(i)].events;
-      if (fd == stopFd_) return;
-      if (fd == listenFd_) {
-        accept();
-        continue;
-      }
-      auto it = connections_.find(fd);
-      if (it == connections_.end()) continue;
-      if (ev & (EPOLLERR | EPOLLHUP)) {
-        close(fd, false);
-        continue;
-      }
-      if (ev & EPOLLIN) onReadable(*it->second);
-      it = connections_.find(fd);
-      if (it != connections_.end() && (ev & EPOLLOUT)) onWritable(*it->second);
+      if (!dispatch(events[static_cast<size_t>(i)])) return;
     }
   }
 }
 
+// Handles one event; false when it is the request to stop.
+bool StoreServer::dispatch(const epoll_event& event) {
+  const int fd = event.data.fd;
+  if (fd == stopFd_.get()) return false;
+  if (fd == listenFd_.get()) {
+    accept();
+    return true;
+  }
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return true;
+  if (event.events & (EPOLLERR | EPOLLHUP)) {
+    disconnect(fd, false);
+    return true;
+  }
+  if (event.events & EPOLLIN) onReadable(*it->second);
+  it = connections_.find(fd);
+  if (it != connections_.end() && (event.events & EPOLLOUT)) onWritable(*it->second);
+  return true;
+}
+
+// The loop failed: keeps the error for check(), tells every client that
+// proved the token why, and closes every socket, so that nobody waits on a
+// store that no longer serves.
+void StoreServer::abandon(std::exception_ptr error, const std::string& cause) {
+  {
+    std::lock_guard lock(failureMutex_);
+    failure_ = std::move(error);
+  }
+  listenFd_.reset();  // first: a client told below finds it closed
+  for (auto& [fd, c] : connections_) {
+    if (!c->authenticated) continue;
+    encodeFrame(Frame{Op::kFailed, {cause}}, c->out);
+    // One try on the non-blocking socket: a client whose buffer is full
+    // sees the connection close instead.
+    [[maybe_unused]] ssize_t n = ::send(fd, c->out.data(), c->out.size(), MSG_NOSIGNAL);
+  }
+  waiters_.clear();
+  connections_.clear();
+}
+
+void StoreServer::watch(int fd, int op, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = fd;
+  if (::epoll_ctl(epollFd_.get(), op, fd, &ev) != 0) {
+    throw SystemError("epoll_ctl", where_, errno);
+  }
+}
+
+// Out of descriptors (EMFILE, ENFILE) or memory is the loop's failure:
+// the listening socket would stay readable and the loop spin, while the
+// agents that cannot connect wait out their time-outs.
 void StoreServer::accept() {
   while (true) {
-    int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or out of descriptors: retried next event
+    UniqueFd fd(::accept4(listenFd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (!fd && clientGaveUp(errno)) continue;
+    if (!fd) throw SystemError("accept4", where_, errno);
     int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
+      throw SystemError("setsockopt", where_, errno);
+    }
+    watch(fd.get(), EPOLL_CTL_ADD, EPOLLIN);
     auto c = std::make_unique<Connection>();
-    c->fd = fd;
     c->events = EPOLLIN;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    ::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev);
-    connections_[fd] = std::move(c);
+    const int raw = fd.get();
+    c->fd = std::move(fd);
+    connections_[raw] = std::move(c);
   }
 }
 
 void StoreServer::onReadable(Connection& c) {
   char buffer[65536];
   while (true) {
-    ssize_t n = ::read(c.fd, buffer, sizeof(buffer));
+    ssize_t n = ::read(c.fd.get(), buffer, sizeof(buffer));
     if (n > 0) {
       c.in.append(buffer, static_cast<size_t>(n));
       if (!c.authenticated && c.in.size() > kMaxHelloBody + 4) {
-        close(c.fd, true);
+        disconnect(c.fd.get(), true);
         return;
       }
       continue;
     }
     if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-      close(c.fd, false);
+      disconnect(c.fd.get(), false);
       return;
     }
     if (errno == EAGAIN) break;
@@ -133,14 +198,14 @@ void StoreServer::onReadable(Connection& c) {
 }
 
 void StoreServer::processFrames(Connection& c) {
-  int fd = c.fd;
+  int fd = c.fd.get();
   while (!c.waiting && !c.closing) {
     Frame frame;
     size_t used = 0;
     DecodeStatus status = decodeFrame(c.in, frame, used);
     if (status == DecodeStatus::kNeedMore) break;
     if (status == DecodeStatus::kMalformed || !handle(c, frame)) {
-      close(fd, true);
+      disconnect(fd, true);
       return;
     }
     c.in.erase(0, used);
@@ -177,7 +242,7 @@ bool StoreServer::handle(Connection& c, Frame& frame) {
       } else {
         c.waiting = true;
         c.waitingFor = key;
-        waiters_[key].push_back(c.fd);
+        waiters_[key].push_back(c.fd.get());
       }
       return true;
     }
@@ -226,29 +291,26 @@ void StoreServer::onWritable(Connection& c) { updateInterest(c); }
 // asks epoll for writability only while bytes remain.
 void StoreServer::updateInterest(Connection& c) {
   while (!c.out.empty()) {
-    ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+    ssize_t n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
     if (n > 0) {
       c.out.erase(0, static_cast<size_t>(n));
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-    close(c.fd, false);
+    disconnect(c.fd.get(), false);
     return;
   }
   if (c.out.empty() && c.closing) {
-    close(c.fd, false);
+    disconnect(c.fd.get(), false);
     return;
   }
   uint32_t want = EPOLLIN | (c.out.empty() ? 0u : static_cast<uint32_t>(EPOLLOUT));
   if (want == c.events) return;
   c.events = want;
-  epoll_event ev{};
-  ev.events = want;
-  ev.data.fd = c.fd;
-  ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, c.fd, &ev);
+  watch(c.fd.get(), EPOLL_CTL_MOD, want);
 }
 
-void StoreServer::close(int fd, bool rejected) {
+void StoreServer::disconnect(int fd, bool rejected) {
   auto it = connections_.find(fd);
   if (it == connections_.end()) return;
   if (rejected) rejected_++;
@@ -256,9 +318,8 @@ void StoreServer::close(int fd, bool rejected) {
     auto& list = waiters_[it->second->waitingFor];
     std::erase(list, fd);
   }
-  ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, fd, nullptr);
-  ::close(fd);
-  connections_.erase(it);
+  watch(fd, EPOLL_CTL_DEL, 0);
+  connections_.erase(it);  // closes the socket
 }
 
 }  // namespace distrun::rdzv

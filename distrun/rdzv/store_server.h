@@ -2,16 +2,26 @@
 
 #include <atomic>
 #include <cstddef>
-#include <map>
+#include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/wire.h"
 
+struct epoll_event;
+
 namespace distrun::rdzv {
+
+// epoll_wait(2) as the store server calls it: its seam, so that a test can
+// make the loop fail (as a real epoll_wait failing would).
+using EpollWait =
+    std::function<int(int epollFd, epoll_event* events, int maxEvents, int timeoutMs)>;
 
 // The rendezvous store: a key-value server that node 0's agent hosts and
 // every agent joins with the job token. One thread runs one epoll loop over
@@ -19,20 +29,36 @@ namespace distrun::rdzv {
 // Protocol: wire.h. A connection that sends a wrong token, or bytes that are
 // not a frame, is closed; the server keeps serving the others.
 //
-// Thread-safety: construct, port() and stop() from one thread; the loop
-// runs on its own thread from construction until stop() or destruction.
+// Every system call is checked. One connection's failure (a read or send
+// error, a peer gone) closes that connection. A failure of the loop itself
+// (epoll_wait, epoll_ctl, accept4 out of descriptors, ...) stops the store:
+// each authenticated client is sent a kFailed frame with the cause, and
+// every connection and the listening socket are closed, so that clients
+// fail at once with "the rendezvous store at HOST:PORT stopped serving:
+// CAUSE" (RendezvousError) instead of waiting out their time-outs; the
+// owner's check() rethrows the error (SystemError naming the call and this
+// store's address).
+//
+// Thread-safety: construct, port(), check() and stop() from one thread;
+// the loop runs on its own thread from construction until stop(),
+// destruction or its failure.
 class StoreServer {
  public:
   // Binds `host`:`port` (port 0: any free port) and starts serving. Throws
   // SystemError naming the address when the socket cannot be bound.
-  StoreServer(const std::string& host, int port, std::string token);
+  // `epollWait` replaces ::epoll_wait (tests); empty: the real one.
+  StoreServer(const std::string& host, int port, std::string token,
+              EpollWait epollWait = nullptr);
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
 
   int port() const { return port_; }
-  // Stops the loop and closes every connection. Idempotent.
+  // Stops the loop and closes every connection. Idempotent; never throws
+  // (a failure of the loop is for check()).
   void stop();
+  // Rethrows the error that stopped the loop, if one did.
+  void check() const;
 
   // Connections closed for a wrong token or malformed bytes, since start.
   size_t rejectedConnections() const { return rejected_.load(); }
@@ -40,6 +66,10 @@ class StoreServer {
  private:
   struct Connection;
   void loop();
+  void serve();
+  bool dispatch(const epoll_event& event);
+  void abandon(std::exception_ptr error, const std::string& cause);
+  void watch(int fd, int op, uint32_t events);
   void accept();
   void onReadable(Connection& c);
   void onWritable(Connection& c);
@@ -47,15 +77,19 @@ class StoreServer {
   bool handle(Connection& c, Frame& frame);
   void reply(Connection& c, const Frame& frame);
   void wake(const std::string& key, const std::string& value);
-  void close(int fd, bool rejected);
+  void disconnect(int fd, bool rejected);
   void updateInterest(Connection& c);
 
   std::string token_;
-  int listenFd_ = -1;
-  int epollFd_ = -1;
-  int stopFd_ = -1;
+  EpollWait epollWait_;
+  UniqueFd listenFd_;
+  UniqueFd epollFd_;
+  UniqueFd stopFd_;
   int port_ = 0;
+  std::string where_;  // "rendezvous store at HOST:PORT", for errors
   std::atomic<size_t> rejected_{0};
+  mutable std::mutex failureMutex_;
+  std::exception_ptr failure_;  // why the loop stopped, if it failed
   std::unordered_map<int, std::unique_ptr<Connection>> connections_;
   std::unordered_map<std::string, std::string> values_;
   std::unordered_map<std::string, std::vector<int>> waiters_;

@@ -1,12 +1,18 @@
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
+#include <functional>
 #include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "distrun/common/error.h"
+#include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
 #include "distrun/rdzv/wire.h"
@@ -65,12 +71,11 @@ TEST_F(StoreTest, WrongTokenIsRefused) {
 
 // Sends raw bytes on a fresh connection and waits until the server closes it.
 void sendGarbage(int port, const std::string& bytes) {
-  int fd = connectTcp("127.0.0.1", port, Clock::now() + kGenerous);
-  ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  UniqueFd fd(connectTcp("127.0.0.1", port, Clock::now() + kGenerous));
+  ::send(fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
   char sink[64];
-  while (::read(fd, sink, sizeof(sink)) > 0) {
+  while (::read(fd.get(), sink, sizeof(sink)) > 0) {
   }
-  ::close(fd);
 }
 
 TEST_F(StoreTest, HostileBytesNeverStopTheStore) {
@@ -110,8 +115,8 @@ TEST_F(StoreTest, ManyClientsAtOnce) {
 
 TEST(StoreClientTest, NoStoreIsATimeoutNamingTheAddress) {
   int port = 0;
-  int fd = listenTcp("127.0.0.1", 0, &port);
-  ::close(fd);  // a port that was free a moment ago: nobody listens
+  UniqueFd listener(listenTcp("127.0.0.1", 0, &port));
+  listener.reset();  // a port that was free a moment ago: nobody listens
   try {
     StoreClient("127.0.0.1", port, "t", 200ms);
     FAIL();
@@ -120,6 +125,72 @@ TEST(StoreClientTest, NoStoreIsATimeoutNamingTheAddress) {
                               "cannot reach the rendezvous store at 127.0.0.1:" +
                               std::to_string(port) + ": Connection refused"));
   }
+}
+
+// The message and exit code of the error `call` throws.
+std::pair<std::string, ExitCode> errorOf(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return {e.what(), e.exitCode()};
+  }
+  return {"no error", ExitCode::kSuccess};
+}
+
+// A store whose clients went on writing after it stopped: each call is an
+// error naming the store, never a SIGPIPE that kills the process (they
+// send with MSG_NOSIGNAL; this test runs with SIGPIPE's default action).
+TEST_F(StoreTest, WritingToAStoppedStoreIsAnErrorNamingItNotASigpipe) {
+  struct sigaction previous {};
+  struct sigaction byDefault {};
+  byDefault.sa_handler = SIG_DFL;
+  ::sigaction(SIGPIPE, &byDefault, &previous);
+  StoreClient c = client();
+  server.stop();
+  const std::string lost = "lost the rendezvous store at 127.0.0.1:" +
+                           std::to_string(server.port()) + ": ";
+  for (int i = 0; i < 3; ++i) {  // the later writes meet a reset connection
+    const auto [message, code] = errorOf([&] { c.set("k", "v"); });
+    EXPECT_THAT(message, ::testing::StartsWith(lost));
+    EXPECT_EQ(code, ExitCode::kRendezvous);
+  }
+  ::sigaction(SIGPIPE, &previous, nullptr);
+}
+
+// epoll_wait as the store calls it, failing with `err` once `armed`.
+EpollWait failingWhenArmed(std::atomic<bool>& armed, int err) {
+  return [&armed, err](int fd, epoll_event* events, int max, int timeoutMs) {
+    if (armed) {
+      errno = err;
+      return -1;
+    }
+    return ::epoll_wait(fd, events, max, timeoutMs);
+  };
+}
+
+// The loop dies (its epoll_wait fails): a client waiting in get, and an
+// idle one at its next call, get the cause at once; the owner's check()
+// rethrows it; nobody can connect any more.
+TEST(StoreServerFailureTest, ALoopFailureReachesEveryClientAndTheOwner) {
+  std::atomic<bool> armed{false};
+  StoreServer server("127.0.0.1", 0, "t", failingWhenArmed(armed, EINVAL));
+  const std::string address = "127.0.0.1:" + std::to_string(server.port());
+  StoreClient waiter("127.0.0.1", server.port(), "t", kGenerous);
+  StoreClient idle("127.0.0.1", server.port(), "t", kGenerous);
+  EXPECT_EQ(errorOf([&] { server.check(); }).second, ExitCode::kSuccess);
+  armed = true;  // the loop's next epoll_wait fails (waiter's get wakes it, if nothing else)
+  const std::string cause =
+      "epoll_wait(rendezvous store at " + address + ") failed: Invalid argument";
+  const std::pair<std::string, ExitCode> stopped = {
+      "the rendezvous store at " + address + " stopped serving: " + cause,
+      ExitCode::kRendezvous};
+  EXPECT_EQ(errorOf([&] { waiter.get("never", kGenerous); }), stopped);
+  EXPECT_EQ(errorOf([&] { idle.set("k", "v"); }), stopped);
+  EXPECT_EQ(errorOf([&] { server.check(); }), std::make_pair(cause, ExitCode::kSystem));
+  const auto [message, code] =
+      errorOf([&] { StoreClient("127.0.0.1", server.port(), "t", 200ms); });
+  EXPECT_THAT(message, ::testing::StartsWith("cannot reach the rendezvous store at " + address));
+  EXPECT_EQ(code, ExitCode::kTimeout);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ uint32_t getU32(std::string_view b, size_t at) {
 }
 
 bool knownOp(uint8_t op) {
-  return (op >= 1 && op <= 5) || (op >= 100 && op <= 103);
+  return (op >= 1 && op <= 5) || (op >= 100 && op <= 104);
 }
 
 }  // namespace

@@ -22,6 +22,9 @@ namespace distrun::rdzv {
 // Anything else (an unknown opcode, a field running past its frame, a frame
 // over the limit, a request before kHello) closes that connection and
 // nothing more: the store keeps serving everyone else.
+// When the server itself fails (StoreServer's loop), it sends each
+// authenticated client `kFailed cause` in place of any further reply and
+// closes every connection.
 enum class Op : uint8_t {
   kHello = 1,
   kSet = 2,
@@ -32,6 +35,7 @@ enum class Op : uint8_t {
   kValue = 101,
   kMissing = 102,
   kRefused = 103,
+  kFailed = 104,
 };
 
 inline constexpr uint32_t kMaxFrameBody = 16u << 20;

@@ -10,6 +10,7 @@
 
 #include "distrun/common/strings.h"
 #include "distrun/common/system.h"
+#include "distrun/common/unique_fd.h"
 
 namespace distrun::testing {
 
@@ -26,8 +27,7 @@ std::string slurp(const std::string& path) {
 
 CommandResult runCommand(const std::string& command) {
   char errPath[] = "/tmp/distrun-test-stderr-XXXXXX";
-  int fd = ::mkstemp(errPath);
-  if (fd >= 0) ::close(fd);
+  UniqueFd(::mkstemp(errPath)).reset();  // the shell below writes it
   std::string full = "( " + command + " ) 2>" + errPath;
   CommandResult result;
   FILE* pipe = ::popen(full.c_str(), "r");

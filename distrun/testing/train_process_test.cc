@@ -153,6 +153,23 @@ TEST(TrainProcessTest, ErrorsNameTheInputAndExitWithTheirCode) {
   EXPECT_THAT(r.err, HasSubstr("--progress 'fancy': expected auto, bar, epochs or none"));
 }
 
+// A --metrics or --snapshot file that cannot be written: one line naming
+// the flag or the snapshot, the file and the reason; exit 74 (io).
+TEST(TrainProcessTest, FilesThatCannotBeWrittenAreIoErrorsNamingThem) {
+  const std::string train =
+      quote(binaryPath("distrun-train")) + " linear --epochs 1 --progress none";
+  CommandResult r = runCommand(train + " --metrics /nonexistent/dir/m.json");
+  EXPECT_EQ(r.exitCode, 74) << r.err;
+  EXPECT_THAT(r.err, ::testing::ContainsRegex(
+                         "distrun-train: error: --metrics /nonexistent/dir/m.json: cannot create "
+                         "/nonexistent/dir/m.json.tmp.[0-9]+: No such file or directory\n$"));
+  r = runCommand(train + " --snapshot /nonexistent/dir/s.snap");
+  EXPECT_EQ(r.exitCode, 74) << r.err;
+  EXPECT_THAT(r.err, ::testing::ContainsRegex(
+                         "distrun-train: error: snapshot /nonexistent/dir/s.snap: cannot create "
+                         "/nonexistent/dir/s.snap.tmp.[0-9]+: No such file or directory\n$"));
+}
+
 // The pid of the distrun-train process of `rank` whose command line
 // mentions `marker`; 0 when there is none (yet).
 int workerPid(const std::string& marker, int rank) {

@@ -1,13 +1,9 @@
 #include "distrun/train/metrics.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "distrun/common/atomic_file.h"
 #include "distrun/common/error.h"
 
 namespace distrun::train {
@@ -45,20 +41,7 @@ void writeMetricsFile(const std::string& path, const RunDescription& run,
 }
 
 void writeMetricsText(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      throw IoError(fmt::format("--metrics {}: cannot write {}: {}", path, tmp,
-                                std::strerror(errno)));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw IoError(fmt::format("--metrics {}: cannot rename {} to it: {}", path, tmp,
-                              std::strerror(errno)));
-  }
+  writeFileAtomically(path, text, "--metrics");
 }
 
 std::string epochLine(const EpochMetrics& m, int64_t epochs) {

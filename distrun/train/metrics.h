@@ -40,8 +40,9 @@ std::string metricsJson(const RunDescription& run, const std::vector<EpochMetric
 void writeMetricsFile(const std::string& path, const RunDescription& run,
                       const std::vector<EpochMetrics>& epochs);
 
-// Writes `text` to `path` (a --metrics PATH) atomically: a temp file, then
-// rename. IoError naming the path on failure.
+// Writes `text` to `path` (a --metrics PATH) with writeFileAtomically: a
+// reader sees the previous epoch's file or this one, never a part. IoError
+// "--metrics PATH: STEP: REASON" (exit 74) on failure.
 void writeMetricsText(const std::string& path, const std::string& text);
 
 // "epoch 1/3  loss 0.2345  test loss 0.0789  accuracy 97.55%  1234 samples/s  6.5 s"

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "distrun/common/unique_fd.h"
 #include "distrun/data/synthetic.h"
 #include "distrun/train/sampler.h"
 
@@ -62,9 +63,7 @@ Reference runReference() {
     return {std::nullopt, "python3 cannot import torch: " + probe.output, ""};
   }
   char path[] = "/tmp/distrun-sampler-reference-XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0) return {std::nullopt, "", std::string("mkstemp failed")};
-  close(fd);
+  if (!UniqueFd(mkstemp(path))) return {std::nullopt, "", std::string("mkstemp failed")};
   Run run = runShell(std::string(kPython) + " " + DISTRUN_SOURCE_DIR +
                      "/distrun/train/testdata/sampler_reference.py " + path);
   std::ifstream in(path);

@@ -1,18 +1,17 @@
 #include "distrun/train/snapshot_file.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "distrun/common/atomic_file.h"
 #include "distrun/common/error.h"
 
 namespace distrun::train {
@@ -52,51 +51,34 @@ uint64_t getLittleEndian(const std::string& in, size_t at, int bytes) {
   throw IoError(fmt::format("snapshot {}: {}: {}", path, what, std::strerror(errno)));
 }
 
-void writeAll(int fd, const std::string& data, const std::string& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) failIo("cannot write", path);
-    done += static_cast<size_t>(n);
+// Keeps the current snapshot as PATH.prev while PATH itself stays: a hard
+// link, so that a crash or a failed write after it leaves PATH as it was.
+// Where the filesystem has no hard links, PATH is renamed instead
+// (findLatestSnapshot reads PATH.prev until the new PATH is in place).
+void keepPrevious(const std::string& path) {
+  const std::string prev = path + ".prev";
+  if (::access(path.c_str(), F_OK) != 0) return;
+  if (::unlink(prev.c_str()) != 0 && errno != ENOENT) {
+    failIo("cannot remove the older snapshot " + prev, path);
   }
-}
-
-void fsyncFolderOf(const std::string& path) {
-  std::string folder = std::filesystem::path(path).parent_path().string();
-  if (folder.empty()) folder = ".";
-  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) failIo("cannot open its folder to sync it", path);
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) failIo("cannot sync its folder", path);
+  if (::link(path.c_str(), prev.c_str()) == 0) return;
+  if (::rename(path.c_str(), prev.c_str()) != 0) {
+    failIo("cannot keep the previous snapshot as " + prev, path);
+  }
 }
 
 }  // namespace
 
+// The envelope costs one copy of the payload: writeFileAtomically takes the
+// file's bytes in one piece (encodeState's stream held as much at its end).
 void writeSnapshotFile(const std::string& path, const std::string& payload) {
-  std::string header(kMagic, kMagicSize);
-  putLittleEndian(header, payload.size(), 8);
-  putLittleEndian(header, crc32Of(payload), 4);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) failIo("cannot create " + tmp, path);
-  try {
-    writeAll(fd, header, tmp);
-    writeAll(fd, payload, tmp);
-    if (::fsync(fd) != 0) failIo("cannot sync " + tmp, path);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  if (::access(path.c_str(), F_OK) == 0 &&
-      ::rename(path.c_str(), (path + ".prev").c_str()) != 0) {
-    failIo("cannot keep the previous snapshot as " + path + ".prev", path);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) failIo("cannot rename " + tmp, path);
-  fsyncFolderOf(path);
+  std::string file(kMagic, kMagicSize);
+  putLittleEndian(file, payload.size(), 8);
+  putLittleEndian(file, crc32Of(payload), 4);
+  file.reserve(kHeaderSize + payload.size());
+  file += payload;
+  keepPrevious(path);
+  writeFileAtomically(path, file, "snapshot");
 }
 
 std::string readSnapshotFile(const std::string& path) {

@@ -12,9 +12,10 @@
 // the payload (4 bytes, little endian), payload.
 namespace distrun::train {
 
-// Writes PATH.tmp, fsyncs it, moves the current PATH (if any) to PATH.prev
-// and renames PATH.tmp to PATH, then fsyncs the folder. IoError naming the
-// path when any step fails.
+// Keeps the current PATH (if any) as PATH.prev (a hard link; a rename
+// where the filesystem has none), then replaces PATH with
+// writeFileAtomically (temporary file, fsync, rename, fsync of the folder).
+// IoError "snapshot PATH: STEP: REASON" (exit 74) when any step fails.
 void writeSnapshotFile(const std::string& path, const std::string& payload);
 
 // The payload of PATH; DataError naming the file for a wrong magic, a

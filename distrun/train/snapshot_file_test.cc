@@ -48,7 +48,7 @@ TEST_F(SnapshotFileTest, RoundTripsAndKeepsThePreviousOne) {
   writeSnapshotFile(path_, std::string("second\0with a zero", 18));
   EXPECT_EQ(readSnapshotFile(path_), std::string("second\0with a zero", 18));
   EXPECT_EQ(readSnapshotFile(path_ + ".prev"), "first");
-  EXPECT_FALSE(std::filesystem::exists(path_ + ".tmp"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), {}), 2);  // no temporary
 }
 
 TEST_F(SnapshotFileTest, TruncatedFileIsRefused) {
@@ -131,14 +131,39 @@ TEST_F(SnapshotFileTest, CorruptWithoutAGoodPreviousIsRefused) {
   }
 }
 
-TEST_F(SnapshotFileTest, UnwritableFolderIsAnIoError) {
+// The message and exit code of writeSnapshotFile(path, ...)'s error.
+std::pair<std::string, ExitCode> writeError(const std::string& path, const std::string& payload) {
   try {
-    writeSnapshotFile(dir_ + "/no/such/folder/x.snap", "data");
-    ADD_FAILURE() << "no error";
-  } catch (const IoError& e) {
-    EXPECT_EQ(std::string(e.what()), "snapshot " + dir_ + "/no/such/folder/x.snap: cannot create " +
-                                         dir_ + "/no/such/folder/x.snap.tmp: No such file or directory");
+    writeSnapshotFile(path, payload);
+  } catch (const Error& e) {
+    return {e.what(), e.exitCode()};
   }
+  return {"no error", ExitCode::kSuccess};
+}
+
+TEST_F(SnapshotFileTest, UnwritableFolderIsAnIoError) {
+  const std::string path = dir_ + "/no/such/folder/x.snap";
+  EXPECT_EQ(writeError(path, "data"),
+            std::make_pair("snapshot " + path + ": cannot create " + path + ".tmp." +
+                               std::to_string(::getpid()) + ": No such file or directory",
+                           ExitCode::kIo));
+}
+
+// A write that fails (here: a folder where its temporary file goes) leaves
+// the last good snapshot in place as PATH, and nothing else behind.
+TEST_F(SnapshotFileTest, AFailedWriteKeepsTheLastGoodSnapshot) {
+  writeSnapshotFile(path_, "first");
+  writeSnapshotFile(path_, "second");
+  const std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
+  std::filesystem::create_directory(tmp);
+  EXPECT_EQ(writeError(path_, "third"),
+            std::make_pair("snapshot " + path_ + ": cannot create " + tmp + ": Is a directory",
+                           ExitCode::kIo));
+  std::filesystem::remove(tmp);
+  EXPECT_EQ(readSnapshotFile(path_), "second");
+  std::ostringstream warnings;
+  EXPECT_EQ(findLatestSnapshot(path_, warnings)->payload, "second");
+  EXPECT_EQ(warnings.str(), "");
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "distrun/comm/gloo/gloo_communicator.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +23,7 @@
 #include "distrun/comm/gloo/store_adapter.h"
 #include "distrun/comm/reduce.h"
 #include "distrun/common/error.h"
+#include "distrun/common/sigpipe.h"
 #include "distrun/common/system.h"
 
 namespace distrun::comm {
@@ -75,9 +75,7 @@ GlooCommunicator::~GlooCommunicator() {
 }
 
 void GlooCommunicator::connectMesh() {
-  // Gloo writes to its sockets with writev, so a peer that dies would kill
-  // this process with SIGPIPE instead of raising an error naming it.
-  ::signal(SIGPIPE, SIG_IGN);
+  ignoreSigpipe();  // Gloo writes with writev: the one place (common/sigpipe.h)
   gloo::transport::tcp::attr attr;
   if (!options_.iface.empty()) {
     attr.iface = options_.iface;

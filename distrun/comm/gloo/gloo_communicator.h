@@ -69,8 +69,9 @@ struct GlooOptions {
 // send/recv), with allreduce through shared memory when all ranks share a
 // host. reduce_scatter is Gloo's allreduce keeping this rank's block
 // (Gloo has no standalone reduce-scatter in its new-style API).
-// Creating one sets SIGPIPE to ignored for the process: Gloo's socket
-// writes would otherwise let a dead peer kill this rank silently.
+// Creating one sets SIGPIPE to ignored for the process, unless the program
+// installed a handler (ignoreSigpipe, distrun/common/sigpipe.h): Gloo's
+// socket writes would otherwise let a dead peer kill this rank silently.
 class GlooCommunicator final : public Communicator {
  public:
   // Meets the other `size` ranks through `store`; every rank passes the

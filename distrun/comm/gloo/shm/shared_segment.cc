@@ -9,25 +9,11 @@
 #include <utility>
 
 #include "distrun/common/error.h"
+#include "distrun/common/unique_fd.h"
 
 namespace distrun::comm {
 
 namespace {
-
-// Closes the descriptor when the mapping is made (or on error).
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {}
-  ~Descriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 char* mapShared(int fd, size_t bytes, const std::string& name) {
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -39,7 +25,8 @@ char* mapShared(int fd, size_t bytes, const std::string& name) {
 
 SharedSegment SharedSegment::create(const std::string& name, size_t bytes) {
   ::shm_unlink(name.c_str());  // a segment left by a process that reused our pid
-  Descriptor fd(::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600));
+  // The descriptor is closed once the mapping is made (or on error).
+  UniqueFd fd(::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600));
   if (fd.get() < 0) throw SystemError("shm_open", name, errno);
   // posix_fallocate returns the error number instead of setting errno.
   if (const int err = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes)); err != 0) {
@@ -55,7 +42,7 @@ SharedSegment SharedSegment::create(const std::string& name, size_t bytes) {
 }
 
 SharedSegment SharedSegment::open(const std::string& name, size_t bytes) {
-  Descriptor fd(::shm_open(name.c_str(), O_RDWR, 0));
+  UniqueFd fd(::shm_open(name.c_str(), O_RDWR, 0));
   if (fd.get() < 0) throw SystemError("shm_open", name, errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw SystemError("fstat", name, errno);
