@@ -36,8 +36,10 @@ void writeAll(int fd, std::string_view data, const std::string& what,
 }
 
 void syncFolderOf(const std::string& path, const std::string& what) {
-  std::string folder = std::filesystem::path(path).parent_path().string();
-  if (folder.empty()) folder = ".";
+  // Built whole rather than assigned "." later: GCC 12's -Wrestrict misfires
+  // on that assignment at -O2 (GCC bug 105329).
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  const std::string folder = parent.empty() ? std::string(".") : parent;
   UniqueFd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) fail(what, path, "cannot open its folder to sync it", errno);
   if (::fsync(fd.get()) != 0) fail(what, path, "cannot sync its folder", errno);
