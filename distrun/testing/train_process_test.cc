@@ -105,10 +105,12 @@ TEST(TrainProcessTest, ASnapshotResumesOnAnotherWorldSizeOnlyFromAnEpochsEnd) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   r = runCommand(quote(binaryPath("distrun-train")) + " linear --epochs 4" + snapshot);
   EXPECT_EQ(r.exitCode, 78);
-  EXPECT_EQ(r.err, "distrun-train: error: snapshot " + dir + "/s.snap was written by a 2-rank "
-                   "run at step 26 of epoch 3, this is a 1-rank run: another world size resumes "
-                   "only from a snapshot at an epoch's end (--save-every); resume with 2 ranks, "
-                   "or delete it to start afresh\n");
+  EXPECT_EQ(r.err,
+            "distrun-train: error: snapshot " + dir +
+                "/s.snap was written by a 2-rank run at step 26 of epoch 3, "
+                "this is a 1-rank run: another world size resumes only from a "
+                "snapshot at an epoch's end; resume with 2 ranks, or delete "
+                "it to start afresh\n");
 }
 
 // Debian's reference BLAS (libblas3, always installed beside OpenBLAS)
@@ -145,12 +147,19 @@ TEST(TrainProcessTest, ErrorsNameTheInputAndExitWithTheirCode) {
                    "step follows the ranks' timing, so runs cannot repeat bit for bit; choose one\n");
   r = runCommand(quote(binaryPath("distrun-train")) + " mnist --data /nonexistent");
   EXPECT_EQ(r.exitCode, 74) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("distrun-train: error: "));
-  EXPECT_THAT(r.err, HasSubstr("run scripts/prepare-mnist, or pass --data DIR"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr(
+          "distrun-train: error: MNIST folder '/nonexistent' does not exist: "
+          "run scripts/prepare-mnist, or give the folder of a torchvision "
+          "MNIST download with --data DIR\n"));
   // Under the agent the worker's failure is reported as the worker's exit code.
   r = runCommand(distrun() + " train --nproc-per-node 2 linear --progress fancy");
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_THAT(r.err, HasSubstr("--progress 'fancy': expected auto, bar, epochs or none"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("distrun-train: error: --progress 'fancy': expected auto, bar, "
+                "epochs or none\n"));
 }
 
 // The pid of the distrun-train process of `rank` whose command line
