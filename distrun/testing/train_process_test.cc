@@ -66,6 +66,34 @@ TEST(TrainProcessTest, LinearOnTwoRanksWritesMetricsAndEqualReplicas) {
   }
 }
 
+// Launcher flags after the workload, `--flag=value` too: the agent takes
+// them (2 ranks), distrun-train the rest. An unknown flag there is one
+// line and exit 64, before any worker starts.
+TEST(TrainProcessTest, LauncherFlagsMayFollowTheWorkload) {
+  CommandResult r = runCommand(
+      "timeout 300 " + distrun() +
+      " train linear --epochs 1 --nproc-per-node 2 --progress epochs");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("[0:0] distrun-train: linear on 2 ranks, 1 epochs in "))
+      << r.out;
+  EXPECT_NE(checksumIn(r.out), "") << r.out;
+  r = runCommand(
+      "timeout 300 " + distrun() +
+      " train linear --nproc-per-node=2 --epochs=1 --log-prefix='<{rank}> '");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("<0> distrun-train: linear on 2 ranks"))
+      << r.out;
+
+  r = runCommand(distrun() + " train linear --nproc-per-node 2 --frobnicate");
+  EXPECT_EQ(r.exitCode, 64);
+  EXPECT_EQ(r.err,
+            "distrun: error: train: unknown flag --frobnicate: neither a "
+            "launcher flag ('distrun train --help') nor a training flag "
+            "('distrun train mnist --help')\n");
+  EXPECT_EQ(r.out, "");
+}
+
 // --balance-load through the command line, over shared memory: every
 // sample of the epoch is trained on (samples/s x seconds), the replicas
 // end equal.
