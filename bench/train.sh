@@ -4,7 +4,7 @@
 # launcher (`distrun run`), Gloo on loopback. bench/peers/torch_ddp_train.py is the Python side.
 # distrun's CNN runs its own dropout and max-pool kernels (the same
 # distribution, and the same bits, as torch's: docs/training.md).
-#   (a) linear (the seeds' trainer): seconds per epoch, median of epochs 2-10
+#   (a) linear (the DDP tutorial's Trainer): seconds per epoch, median of epochs 2-10
 #   (b) mnist CNN: samples/s of the 2nd epoch on 2 ranks, and scaling
 #       efficiency = samples/s(2 ranks) / (2 x samples/s(1 rank)), both
 #       runtimes, all measured in this run, and from distrun's metrics the

@@ -122,7 +122,7 @@ def loadMnist(root, split, limit):
 
 
 def linearData(seed):
-    """The seeds' Trainer dataset: 2048 (rand(20), rand(1)) pairs, stacked."""
+    """The DDP tutorial's MyTrainDataset: 2048 (rand(20), rand(1)) pairs, stacked."""
     g = torch.Generator()
     g.manual_seed(seed)
     pairs = [(torch.rand(20, generator=g), torch.rand(1, generator=g))

@@ -50,6 +50,7 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
       {"train", addTrainCommand(app, ctx)},
   };
   try {
+    args = sortTrainCommandLine(args);
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     app.parse(reversed);
     for (auto& [name, action] : actions) {

@@ -10,6 +10,10 @@
 #include "distrun/common/exit_code.h"
 #include "distrun/common/system.h"
 
+namespace distrun::launch {
+struct RunOptions;
+}  // namespace distrun::launch
+
 namespace distrun::cli {
 
 // Replaces the current process with `argv`, after setting `variables` in
@@ -31,6 +35,10 @@ struct CliContext {
   ExecFunction exec;
   // Directory of distrun's sibling binaries (distrun-bench).
   std::string toolDir;
+  // Runs the node agent of `distrun train` with its parsed flags and
+  // returns the job's status; tests record the flags instead. Empty: the
+  // real agent, as `distrun run` starts it.
+  std::function<int(launch::RunOptions&)> runAgent = {};
 };
 
 // Runs `distrun ARGS...` (args excludes the program name) and returns the

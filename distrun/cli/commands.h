@@ -29,8 +29,15 @@ Action addRunCommand(CLI::App& app, CliContext& ctx);
 Action addBenchCommand(CLI::App& app, CliContext& ctx);
 
 // `distrun train [LAUNCHER FLAGS] WORKLOAD [TRAINING FLAGS]`: `distrun run`
-// with ctx.toolDir/distrun-train as the program.
+// with ctx.toolDir/distrun-train as the program. Launcher flags may also
+// follow WORKLOAD: sortTrainCommandLine puts them first before the parse.
 Action addTrainCommand(CLI::App& app, CliContext& ctx);
+// For `train ...`: the same arguments with the launcher's flags first,
+// then WORKLOAD and distrun-train's flags (sortTrainArguments, which
+// throws UsageError for a flag neither knows). Any other command line as
+// it is.
+std::vector<std::string> sortTrainCommandLine(
+    const std::vector<std::string>& args);
 
 // The flags of `distrun run` (torchrun's and distrun's own), and the node
 // agent they configure; shared by `run` and `train`.

@@ -21,8 +21,8 @@ constexpr int64_t kSide = 28;
 constexpr double kMean = 0.1307;
 constexpr double kStd = 0.3081;
 constexpr const char* kHint =
-    "run scripts/prepare-mnist, or pass --data DIR pointing at a torchvision "
-    "MNIST folder";
+    "run scripts/prepare-mnist, or give the folder of a torchvision MNIST "
+    "download";
 
 std::string filePrefix(MnistSplit split) {
   return split == MnistSplit::kTrain ? "train" : "t10k";

@@ -17,8 +17,8 @@ using testing::TempDir;
 using testing::writeBytes;
 
 constexpr const char* kHint =
-    "run scripts/prepare-mnist, or pass --data DIR pointing at a torchvision "
-    "MNIST folder";
+    "run scripts/prepare-mnist, or give the folder of a torchvision MNIST "
+    "download";
 
 // What one fake MNIST split holds: image i is side×side pixels of value
 // 51*i % 256; the label file holds `labels`.

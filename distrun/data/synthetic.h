@@ -6,9 +6,10 @@
 
 namespace distrun::data {
 
-// The seeds' regression set, MyTrainDataset(size) in PyTorch's DDP
-// tutorial: `size` samples of (torch.rand(20), torch.rand(1)), stacked.
-// CPU float32 tensors owned by this struct.
+// The regression set of PyTorch's multi-GPU DDP tutorial, MyTrainDataset(size)
+// (pytorch/examples distributed/ddp-tutorial-series/datautils.py): `size`
+// samples of (torch.rand(20), torch.rand(1)), stacked. CPU float32 tensors
+// owned by this struct.
 struct RegressionData {
   torch::Tensor inputs;   // size×20, uniform in [0, 1)
   torch::Tensor targets;  // size×1, uniform in [0, 1)

@@ -9,7 +9,7 @@
 namespace distrun::data {
 namespace {
 
-TEST(SyntheticTest, HasTheSeedsShapeAndRange) {
+TEST(SyntheticTest, HasTheTutorialsShapeAndRange) {
   RegressionData data = makeSyntheticRegression();
   EXPECT_EQ(data.inputs.sizes(), at::IntArrayRef({2048, 20}));
   EXPECT_EQ(data.targets.sizes(), at::IntArrayRef({2048, 1}));

@@ -7,7 +7,7 @@
 
 namespace distrun::models {
 
-// The MNIST CNN of the seeds (PyTorch's MNIST example): two 3x3
+// PyTorch's MNIST example network (pytorch/examples mnist/main.py): two 3x3
 // convolutions of 32 and 64 channels, 2x2 max-pool, dropout 0.25, a
 // 128-unit hidden layer, dropout 0.5, 10 classes as log-probabilities.
 // Input N x 1 x 28 x 28; 1,199,882 parameters. The dropouts are

@@ -5,7 +5,7 @@
 namespace distrun::models {
 namespace {
 
-TEST(MnistCnnTest, HasTheSeedsLayersAndParameterCount) {
+TEST(MnistCnnTest, HasTheExampleNetworksLayersAndParameterCount) {
   MnistCnn net;
   int64_t count = 0;
   std::vector<std::string> names;

@@ -92,7 +92,11 @@ TEST(EfficiencyBenchTest, DistrunErrorsNameTheInputAndExitWithTheirCode) {
   EXPECT_EQ(r.err, "ddp_efficiency_bench: error: --limit-train 10: expected at least 64 samples\n");
   r = runCommand(bench + " --data /nonexistent");
   EXPECT_EQ(r.exitCode, 74) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("run scripts/prepare-mnist, or pass --data DIR"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr(
+          "run scripts/prepare-mnist, or give the folder of a torchvision "
+          "MNIST download with --data DIR\n"));
 }
 
 std::string pythonPeer() {

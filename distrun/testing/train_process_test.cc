@@ -66,6 +66,34 @@ TEST(TrainProcessTest, LinearOnTwoRanksWritesMetricsAndEqualReplicas) {
   }
 }
 
+// Launcher flags after the workload, `--flag=value` too: the agent takes
+// them (2 ranks), distrun-train the rest. An unknown flag there is one
+// line and exit 64, before any worker starts.
+TEST(TrainProcessTest, LauncherFlagsMayFollowTheWorkload) {
+  CommandResult r = runCommand(
+      "timeout 300 " + distrun() +
+      " train linear --epochs 1 --nproc-per-node 2 --progress epochs");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out,
+              HasSubstr("[0:0] distrun-train: linear on 2 ranks, 1 epochs in "))
+      << r.out;
+  EXPECT_NE(checksumIn(r.out), "") << r.out;
+  r = runCommand(
+      "timeout 300 " + distrun() +
+      " train linear --nproc-per-node=2 --epochs=1 --log-prefix='<{rank}> '");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("<0> distrun-train: linear on 2 ranks"))
+      << r.out;
+
+  r = runCommand(distrun() + " train linear --nproc-per-node 2 --frobnicate");
+  EXPECT_EQ(r.exitCode, 64);
+  EXPECT_EQ(r.err,
+            "distrun: error: train: unknown flag --frobnicate: neither a "
+            "launcher flag ('distrun train --help') nor a training flag "
+            "('distrun train mnist --help')\n");
+  EXPECT_EQ(r.out, "");
+}
+
 // --balance-load through the command line, over shared memory: every
 // sample of the epoch is trained on (samples/s x seconds), the replicas
 // end equal.
@@ -105,10 +133,12 @@ TEST(TrainProcessTest, ASnapshotResumesOnAnotherWorldSizeOnlyFromAnEpochsEnd) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   r = runCommand(quote(binaryPath("distrun-train")) + " linear --epochs 4" + snapshot);
   EXPECT_EQ(r.exitCode, 78);
-  EXPECT_EQ(r.err, "distrun-train: error: snapshot " + dir + "/s.snap was written by a 2-rank "
-                   "run at step 26 of epoch 3, this is a 1-rank run: another world size resumes "
-                   "only from a snapshot at an epoch's end (--save-every); resume with 2 ranks, "
-                   "or delete it to start afresh\n");
+  EXPECT_EQ(r.err,
+            "distrun-train: error: snapshot " + dir +
+                "/s.snap was written by a 2-rank run at step 26 of epoch 3, "
+                "this is a 1-rank run: another world size resumes only from a "
+                "snapshot at an epoch's end; resume with 2 ranks, or delete "
+                "it to start afresh\n");
 }
 
 // Debian's reference BLAS (libblas3, always installed beside OpenBLAS)
@@ -145,12 +175,19 @@ TEST(TrainProcessTest, ErrorsNameTheInputAndExitWithTheirCode) {
                    "step follows the ranks' timing, so runs cannot repeat bit for bit; choose one\n");
   r = runCommand(quote(binaryPath("distrun-train")) + " mnist --data /nonexistent");
   EXPECT_EQ(r.exitCode, 74) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("distrun-train: error: "));
-  EXPECT_THAT(r.err, HasSubstr("run scripts/prepare-mnist, or pass --data DIR"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr(
+          "distrun-train: error: MNIST folder '/nonexistent' does not exist: "
+          "run scripts/prepare-mnist, or give the folder of a torchvision "
+          "MNIST download with --data DIR\n"));
   // Under the agent the worker's failure is reported as the worker's exit code.
   r = runCommand(distrun() + " train --nproc-per-node 2 linear --progress fancy");
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_THAT(r.err, HasSubstr("--progress 'fancy': expected auto, bar, epochs or none"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("distrun-train: error: --progress 'fancy': expected auto, bar, "
+                "epochs or none\n"));
 }
 
 // A --metrics or --snapshot file that cannot be written: one line naming

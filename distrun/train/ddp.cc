@@ -18,6 +18,16 @@
 
 namespace distrun::train {
 
+namespace {
+
+void checkBucketSize(const char* field, double megabytes) {
+  if (megabytes > 0) return;
+  throw UsageError(fmt::format("DdpOptions::{} must be above 0 (MB), got {}",
+                               field, megabytes));
+}
+
+}  // namespace
+
 struct DistributedDataParallel::Bucket {
   torch::ScalarType type = torch::kFloat;
   std::vector<size_t> params;     // indices into params_
@@ -61,12 +71,8 @@ DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
                                                  comm::Communicator& comm,
                                                  DdpOptions options)
     : module_(module), comm_(comm), options_(options), rebuilt_(!options.rebuildBuckets) {
-  if (!(options_.bucketCapMb > 0) || !(options_.firstBucketMb > 0)) {
-    throw UsageError(fmt::format(
-        "DistributedDataParallel: bucket sizes must be above 0 MB, got "
-        "bucket_cap_mb {} and first bucket {} MB",
-        options_.bucketCapMb, options_.firstBucketMb));
-  }
+  checkBucketSize("bucketCapMb", options_.bucketCapMb);
+  checkBucketSize("firstBucketMb", options_.firstBucketMb);
   for (const auto& item : module_.named_parameters(/*recurse=*/true)) {
     if (!item.value().requires_grad()) continue;
     names_.push_back(item.key());

@@ -50,7 +50,8 @@ struct DdpStats {
 //  - Construction (collective: every rank, same order): checks that every
 //    rank's parameters and buffers have the same names, types and shapes
 //    (ConfigError naming the first difference otherwise), then broadcasts
-//    them from rank 0.
+//    them from rank 0. A bucket size not above 0 is a UsageError naming
+//    the DdpOptions field.
 //  - Every backward pass then averages the gradients over the ranks: a hook
 //    on each parameter's gradient accumulator marks the gradient ready in
 //    its bucket; a full bucket starts an asynchronous all-reduce (avg) while

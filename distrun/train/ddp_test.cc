@@ -400,19 +400,29 @@ TEST(DdpTest, BucketsKeepTheirFirstLayoutWhenRebuildIsOff) {
   }));
 }
 
-TEST(DdpTest, NonPositiveBucketSizeIsAUsageError) {
-  expectNoErrors(runGlooThreads(1, [](Communicator& comm) {
+// The message names the DdpOptions field (distrun-train names its
+// --bucket-cap-mb flag itself: train_flags_test.cc).
+std::string bucketSizeError(DdpOptions options) {
+  std::string message = "no error";
+  expectNoErrors(runGlooThreads(1, [&](Communicator& comm) {
     Net net;
     try {
-      DistributedDataParallel ddp(net, comm, {.bucketCapMb = 0, .firstBucketMb = 1, .overlap = true});
-      ADD_FAILURE() << "no error";
+      DistributedDataParallel ddp(net, comm, options);
     } catch (const UsageError& e) {
-      EXPECT_EQ(std::string(e.what()),
-                "DistributedDataParallel: bucket sizes must be above 0 MB, got "
-                "bucket_cap_mb 0 and first bucket 1 MB");
       EXPECT_EQ(e.exitCode(), ExitCode::kUsage);
+      message = e.what();
     }
   }));
+  return message;
+}
+
+TEST(DdpTest, NonPositiveBucketSizeIsAUsageErrorNamingTheOption) {
+  EXPECT_EQ(
+      bucketSizeError({.bucketCapMb = 0, .firstBucketMb = 1, .overlap = true}),
+      "DdpOptions::bucketCapMb must be above 0 (MB), got 0");
+  EXPECT_EQ(bucketSizeError(
+                {.bucketCapMb = 25, .firstBucketMb = -1, .overlap = true}),
+            "DdpOptions::firstBucketMb must be above 0 (MB), got -1");
 }
 
 TEST(TensorCommTest, TypesTheCommunicatorCannotCarryAreNamed) {

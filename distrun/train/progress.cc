@@ -19,7 +19,8 @@ ProgressStyle parseProgressStyle(const std::string& text) {
   if (text == "bar") return ProgressStyle::kBar;
   if (text == "epochs") return ProgressStyle::kEpochs;
   if (text == "none") return ProgressStyle::kNone;
-  throw UsageError(fmt::format("--progress '{}': expected auto, bar, epochs or none", text));
+  throw UsageError(fmt::format(
+      "progress style '{}': expected auto, bar, epochs or none", text));
 }
 
 ProgressReporter::ProgressReporter(std::ostream& out, ProgressStyle style,

@@ -13,7 +13,7 @@ namespace distrun::train {
 // epoch (logs, pipes); kAuto: kBar when the stream is a terminal.
 enum class ProgressStyle { kAuto, kBar, kEpochs, kNone };
 
-// "auto", "bar", "epochs", "none"; UsageError naming --progress otherwise.
+// "auto", "bar", "epochs", "none"; UsageError naming the text otherwise.
 ProgressStyle parseProgressStyle(const std::string& text);
 
 // Rank 0's progress: redraws at most 10 times a second.

@@ -13,21 +13,22 @@ namespace distrun::train {
 
 namespace {
 
+// UsageErrors name the field of DistributedSampler::Options.
 void validate(const DistributedSampler::Options& options) {
   if (options.worldSize < 1) {
     throw UsageError(fmt::format(
-        "DistributedSampler: world size {} is invalid: expected at least 1",
+        "DistributedSampler::Options::worldSize must be at least 1, got {}",
         options.worldSize));
   }
   if (options.rank < 0 || options.rank >= options.worldSize) {
     throw UsageError(fmt::format(
-        "DistributedSampler: rank {} is invalid: expected 0 to {} for world "
-        "size {}",
-        options.rank, options.worldSize - 1, options.worldSize));
+        "DistributedSampler::Options::rank must be 0 to {} (worldSize {}), "
+        "got {}",
+        options.worldSize - 1, options.worldSize, options.rank));
   }
   if (options.datasetSize < 0) {
     throw UsageError(fmt::format(
-        "DistributedSampler: dataset size {} is invalid: expected 0 or more",
+        "DistributedSampler::Options::datasetSize must be 0 or more, got {}",
         options.datasetSize));
   }
 }

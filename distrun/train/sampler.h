@@ -27,8 +27,8 @@ class DistributedSampler {
     bool dropLast = false;
   };
 
-  // Throws UsageError (exit 64) naming the value when worldSize < 1, rank
-  // is outside [0, worldSize) or datasetSize < 0.
+  // Throws UsageError (exit 64) naming the Options field and its value
+  // when worldSize < 1, rank is outside [0, worldSize) or datasetSize < 0.
   explicit DistributedSampler(const Options& options);
 
   // Selects the permutation of indices(); call it before every epoch, as

@@ -140,20 +140,20 @@ Failure failureOf(const Options& options) {
 TEST(DistributedSamplerTest, RejectsAnImpossibleLayout) {
   Failure f = failureOf(ordered(10, 0, 0, false));
   EXPECT_EQ(f.message,
-            "DistributedSampler: world size 0 is invalid: expected at least 1");
+            "DistributedSampler::Options::worldSize must be at least 1, got 0");
   EXPECT_EQ(f.code, ExitCode::kUsage);
   f = failureOf(ordered(10, 3, 3, false));
   EXPECT_EQ(f.message,
-            "DistributedSampler: rank 3 is invalid: expected 0 to 2 for world "
-            "size 3");
+            "DistributedSampler::Options::rank must be 0 to 2 (worldSize 3), "
+            "got 3");
   EXPECT_EQ(f.code, ExitCode::kUsage);
   EXPECT_EQ(failureOf(ordered(10, 3, -1, false)).message,
-            "DistributedSampler: rank -1 is invalid: expected 0 to 2 for world "
-            "size 3");
+            "DistributedSampler::Options::rank must be 0 to 2 (worldSize 3), "
+            "got -1");
   f = failureOf(ordered(-1, 3, 0, false));
   EXPECT_EQ(f.message,
-            "DistributedSampler: dataset size -1 is invalid: expected 0 or "
-            "more");
+            "DistributedSampler::Options::datasetSize must be 0 or more, got "
+            "-1");
   EXPECT_EQ(f.code, ExitCode::kUsage);
 }
 

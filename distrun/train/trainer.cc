@@ -60,6 +60,16 @@ c10::IValue readValue(torch::serialize::InputArchive& archive, const std::string
   return v;
 }
 
+// UsageError naming the TrainerOptions field: the library's words, not
+// distrun-train's flags (which it checks itself, naming them).
+void checkAtLeast(const char* field, int64_t value, int64_t least,
+                  const char* expected) {
+  if (value < least) {
+    throw UsageError(fmt::format("TrainerOptions::{} must be {}, got {}", field,
+                                 expected, value));
+  }
+}
+
 // Rank 0 decides; the others get its outcome: 0 nothing, 1 a payload, or
 // the exit code and message of its error.
 struct Broadcast {
@@ -72,15 +82,12 @@ struct Broadcast {
 Trainer::Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions options,
                  std::ostream& out, std::ostream& err)
     : task_(std::move(task)), comm_(comm), options_(std::move(options)), out_(out), err_(err) {
-  if (options_.epochs < 1) {
-    throw UsageError(fmt::format("--epochs {}: expected at least 1", options_.epochs));
-  }
-  if (options_.batchSize < 1) {
-    throw UsageError(fmt::format("--batch-size {}: expected at least 1", options_.batchSize));
-  }
-  if (options_.saveEveryEpochs < 0 || options_.saveEverySteps < 0) {
-    throw UsageError("--save-every and --save-every-steps: expected 0 (never) or more");
-  }
+  checkAtLeast("epochs", options_.epochs, 1, "at least 1");
+  checkAtLeast("batchSize", options_.batchSize, 1, "at least 1");
+  checkAtLeast("saveEveryEpochs", options_.saveEveryEpochs, 0,
+               "0 (never) or more");
+  checkAtLeast("saveEverySteps", options_.saveEverySteps, 0,
+               "0 (never) or more");
   if (task_.train.size() == 0) {
     throw DataError(fmt::format("{}: the training set is empty", task_.name));
   }
@@ -371,11 +378,13 @@ int64_t Trainer::checkResumable(torch::serialize::InputArchive& archive,
   const int64_t world = readValue(archive, "world_size").toInt();
   const int64_t step = readValue(archive, "step").toInt();
   if (world != comm_.size() && step != 0) {
-    throw ConfigError(fmt::format(
-        "snapshot {} was written by a {}-rank run at step {} of epoch {}, this is a {}-rank "
-        "run: another world size resumes only from a snapshot at an epoch's end "
-        "(--save-every); resume with {} ranks, or delete it to start afresh",
-        path, world, step, readValue(archive, "epoch").toInt() + 1, comm_.size(), world));
+    throw ConfigError(
+        fmt::format("snapshot {} was written by a {}-rank run at step {} of "
+                    "epoch {}, this is a {}-rank run: another world size "
+                    "resumes only from a snapshot at an epoch's end; resume "
+                    "with {} ranks, or delete it to start afresh",
+                    path, world, step, readValue(archive, "epoch").toInt() + 1,
+                    comm_.size(), world));
   }
   return world;
 }

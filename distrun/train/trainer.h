@@ -77,6 +77,9 @@ struct TrainerOptions {
 // world size is refused (ConfigError).
 class Trainer {
  public:
+  // Throws UsageError (exit 64) naming the TrainerOptions field and its
+  // value when epochs or batchSize is below 1 or a save interval below 0;
+  // DataError when the task's training set is empty.
   Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions options,
           std::ostream& out, std::ostream& err);
 

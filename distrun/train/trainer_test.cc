@@ -157,10 +157,13 @@ TEST_F(TrainerTest, MidEpochSnapshotOfAnotherWorldSizeIsRefused) {
   o.saveEveryEpochs = 0;
   o.saveEverySteps = 10;
   ASSERT_EQ(trainRanks(2, o).error, "");
-  EXPECT_EQ(train(options(2)).error,
-            "snapshot " + dir_ + "/linear.snap was written by a 2-rank run at step 30 of epoch "
-            "1, this is a 1-rank run: another world size resumes only from a snapshot at an "
-            "epoch's end (--save-every); resume with 2 ranks, or delete it to start afresh");
+  EXPECT_EQ(
+      train(options(2)).error,
+      "snapshot " + dir_ +
+          "/linear.snap was written by a 2-rank run at step 30 of epoch 1, "
+          "this is a 1-rank run: another world size resumes only from a "
+          "snapshot at an epoch's end; resume with 2 ranks, or delete it to "
+          "start afresh");
 }
 
 TEST_F(TrainerTest, CorruptSnapshotWithoutAPreviousOneStopsTheRun) {
@@ -202,15 +205,24 @@ TEST_F(TrainerTest, SnapshotWithoutAGeneratorStatePerRankIsADataError) {
             "its 2-rank run");
 }
 
-TEST_F(TrainerTest, BadOptionsAreUsageErrors) {
+// The library's words: the TrainerOptions field, not distrun-train's flag
+// (train_flags_test.cc has the flags' side).
+TEST_F(TrainerTest, BadOptionsAreUsageErrorsNamingTheOption) {
   TrainerOptions o = options(0);
-  EXPECT_EQ(train(o).error, "--epochs 0: expected at least 1");
+  EXPECT_EQ(train(o).error, "TrainerOptions::epochs must be at least 1, got 0");
   o = options(1);
   o.batchSize = 0;
-  EXPECT_EQ(train(o).error, "--batch-size 0: expected at least 1");
+  EXPECT_EQ(train(o).error,
+            "TrainerOptions::batchSize must be at least 1, got 0");
+  o = options(1);
+  o.saveEveryEpochs = -2;
+  EXPECT_EQ(
+      train(o).error,
+      "TrainerOptions::saveEveryEpochs must be 0 (never) or more, got -2");
   o = options(1);
   o.saveEverySteps = -1;
-  EXPECT_EQ(train(o).error, "--save-every and --save-every-steps: expected 0 (never) or more");
+  EXPECT_EQ(train(o).error,
+            "TrainerOptions::saveEverySteps must be 0 (never) or more, got -1");
 }
 
 // Two ranks (threads) train `linear` from the same fixed weights; rank 1's
@@ -294,7 +306,8 @@ TEST(ProgressTest, UnknownStyleIsAUsageError) {
     parseProgressStyle("fancy");
     ADD_FAILURE() << "no error";
   } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()), "--progress 'fancy': expected auto, bar, epochs or none");
+    EXPECT_EQ(std::string(e.what()),
+              "progress style 'fancy': expected auto, bar, epochs or none");
   }
 }
 

@@ -25,7 +25,21 @@ TensorDataset firstRows(torch::Tensor inputs, torch::Tensor targets, int64_t lim
 
 double orDefault(double value, double fallback) { return value > 0 ? value : fallback; }
 
+// Finds both splits before loading: MNIST not found is a matter of the
+// command line's --data, which the loader's message cannot name.
+void checkMnistFolder(const std::string& dir) {
+  for (data::MnistSplit split :
+       {data::MnistSplit::kTrain, data::MnistSplit::kTest}) {
+    try {
+      data::findMnistFiles(dir, split);
+    } catch (const IoError& e) {
+      throw IoError(fmt::format("{} with --data DIR", e.what()));
+    }
+  }
+}
+
 Workload buildMnist(const WorkloadOptions& o) {
+  checkMnistFolder(o.dataDir);
   const data::MnistData train = data::loadMnist(o.dataDir, data::MnistSplit::kTrain);
   const data::MnistData test = data::loadMnist(o.dataDir, data::MnistSplit::kTest);
   models::MnistCnn net;

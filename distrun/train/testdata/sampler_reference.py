@@ -2,8 +2,8 @@
 
 Writes to the file named by argv[1], as JSON: DistributedSampler's index
 lists over a grid of dataset sizes, world sizes, ranks, seeds, epochs and
-flags, and the seeds' synthetic dataset (MyTrainDataset) as the bit patterns
-of its float32 values.
+flags, and the synthetic dataset of PyTorch's DDP tutorial (MyTrainDataset)
+as the bit patterns of its float32 values.
 """
 import itertools
 import json
