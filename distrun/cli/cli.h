@@ -35,9 +35,9 @@ struct CliContext {
   ExecFunction exec;
   // Directory of distrun's sibling binaries (distrun-bench).
   std::string toolDir;
-  // Runs the node agent of `distrun train` with its parsed flags and
-  // returns the job's status; tests record the flags instead. Empty: the
-  // real agent, as `distrun run` starts it.
+  // Runs the node agent of `distrun run` and `distrun train` with their
+  // parsed flags and returns the job's status; tests record the flags
+  // instead. Empty: the real agent.
   std::function<int(launch::RunOptions&)> runAgent = {};
 };
 

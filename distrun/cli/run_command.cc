@@ -125,7 +125,7 @@ Action addRunCommand(CLI::App& app, CliContext& ctx) {
     if (!options->program.empty() && options->program.front() == "--") {
       options->program.erase(options->program.begin());
     }
-    return runLauncher(*options, ctx);
+    return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);
   };
 }
 

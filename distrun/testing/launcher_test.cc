@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/common/system.h"
+#include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/socket.h"
 #include "distrun/testing/command.h"
 
@@ -44,7 +45,7 @@ class LauncherTest : public ::testing::Test {
   }
   static int freePort() {
     int port = 0;
-    ::close(rdzv::listenTcp("127.0.0.1", 0, &port));
+    UniqueFd listener(rdzv::listenTcp("127.0.0.1", 0, &port));
     return port;
   }
   std::string twoNodeFlags(int node, int port) const {
