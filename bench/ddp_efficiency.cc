@@ -36,8 +36,8 @@
 #include <vector>
 
 #include <ATen/Parallel.h>
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "distrun/comm/connect.h"
@@ -142,14 +142,17 @@ nlohmann::json cycleRates(const std::vector<Phase>& phases, const CycleTimes& ti
           c["pair_wait_share"][r] = times[phases.size() * ws + r] / slowest;
         }
         break;
-      case Phase::kLockstep: c["lockstep"] = samples * world / slowest; break;
+      case Phase::kLockstep:
+        c["lockstep"] = samples * world / slowest;
+        break;
       case Phase::kIndependent: {
         double rate = 0;  // each rank at its own pace
         for (size_t r = 0; r < ws; ++r) rate += samples / times[p * ws + r];
         c["independent"] = rate;
         break;
       }
-      case Phase::kLone: c["lone"][static_cast<size_t>(phases[p].loneRank)] = samples / slowest;
+      case Phase::kLone:
+        c["lone"][static_cast<size_t>(phases[p].loneRank)] = samples / slowest;
     }
   }
   return c;
@@ -181,11 +184,12 @@ std::string cycleLine(const nlohmann::json& c, int64_t cycle, int64_t cycles) {
     waits += fmt::format("{}{:.1f}", waits.empty() ? "" : "/", w * 100);
   }
   const double pair = c["pair"], lockstep = c["lockstep"], independent = c["independent"];
-  return fmt::format("cycle {}/{}  pair {:.1f}  lockstep {:.1f}  independent {:.1f}  "
-                     "lone sum {:.1f}  efficiency {:.3f}  machine's own {:.3f}  "
-                     "pair/independent {:.3f}  pair waits {}%",
-                     cycle, cycles, pair, lockstep, independent, lone, pair / lone,
-                     independent / lone, pair / independent, waits);
+  return fmt::format(
+      "cycle {}/{}  pair {:.1f}  lockstep {:.1f}  independent {:.1f}  "
+      "lone sum {:.1f}  efficiency {:.3f}  machine's own {:.3f}  "
+      "pair/independent {:.3f}  pair waits {}%",
+      cycle, cycles, pair, lockstep, independent, lone, pair / lone, independent / lone,
+      pair / independent, waits);
 }
 
 int run(const Args& a) {
@@ -211,13 +215,15 @@ int run(const Args& a) {
   nlohmann::json cycles = nlohmann::json::array();
   for (int64_t c = 0; c < a.cycles; ++c) {
     const size_t first = static_cast<size_t>(c) % phases.size();
-    cycles.push_back(cycleRates(phases, runCycle(rank, *meet, phases, first, a.steps),
-                                world->size(), a.steps));
+    cycles.push_back(
+        cycleRates(phases, runCycle(rank, *meet, phases, first, a.steps), world->size(), a.steps));
     if (world->rank() == 0) std::cout << cycleLine(cycles.back(), c + 1, a.cycles) << std::endl;
   }
   if (world->rank() == 0 && !a.metrics.empty()) {
-    const nlohmann::json report{{"runtime", "distrun"}, {"world_size", world->size()},
-                                {"batch_size", kBatch}, {"steps_per_phase", a.steps},
+    const nlohmann::json report{{"runtime", "distrun"},
+                                {"world_size", world->size()},
+                                {"batch_size", kBatch},
+                                {"steps_per_phase", a.steps},
                                 {"cycles", cycles}};
     train::writeMetricsText(a.metrics, report.dump() + "\n");
   }

@@ -63,8 +63,12 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, node] {
       try {
         StoreClient client("127.0.0.1", port, "bench", std::chrono::seconds(60));
-        RendezvousConfig config{node, agents, 8, "node" + std::to_string(node),
-                                std::chrono::seconds(120), [] { return 29500; }};
+        RendezvousConfig config{node,
+                                agents,
+                                8,
+                                "node" + std::to_string(node),
+                                std::chrono::seconds(120),
+                                [] { return 29500; }};
         World world = joinRound(client, 0, config);
         if (world.firstRank != node * 8 || world.worldSize != agents * 8) failures++;
       } catch (const std::exception& e) {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "distrun/comm_bench/bench_cli.h"
 #include "distrun/cli/cli.h"
+#include "distrun/comm_bench/bench_cli.h"
 #include "distrun/common/environment.h"
 
 int main(int argc, char** argv) {

@@ -27,8 +27,7 @@ int main(int argc, char** argv) {
       .out = std::cout,
       .err = std::cerr,
       .hostFacts = distrun::readHostFacts,
-      .builtinSiteDir =
-          distrun::cli::builtinSiteDirFor(executable),
+      .builtinSiteDir = distrun::cli::builtinSiteDirFor(executable),
       .exec = distrun::cli::execProgram,
       .toolDir = executable.substr(0, executable.rfind('/')),
   };

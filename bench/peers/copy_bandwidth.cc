@@ -13,7 +13,8 @@ int main() {
   for (int round = 0; round < 5; ++round) {
     const auto start = std::chrono::steady_clock::now();
     std::memcpy(to.data(), from.data(), kBytes);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     best = std::max(best, static_cast<double>(kBytes) / s / 1e9);
     from[static_cast<size_t>(round)] = to[static_cast<size_t>(round) + 1];  // keep the copies live
   }

@@ -6,11 +6,11 @@
 namespace distrun::cli {
 
 Action addBenchCommand(CLI::App& app, CliContext& ctx) {
-  CLI::App* cmd = app.add_subcommand(
-      "bench",
-      "Collective benchmark in nccl-tests' format (all_reduce, broadcast, "
-      "all_gather, reduce_scatter, alltoall, sendrecv) and the pi smoke test; "
-      "see 'distrun bench --help'");
+  CLI::App* cmd =
+      app.add_subcommand("bench",
+                         "Collective benchmark in nccl-tests' format (all_reduce, broadcast, "
+                         "all_gather, reduce_scatter, alltoall, sendrecv) and the pi smoke test; "
+                         "see 'distrun bench --help'");
   cmd->prefix_command();
   cmd->set_help_flag();  // --help goes to distrun-bench
   return [cmd, &ctx] {

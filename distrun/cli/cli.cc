@@ -22,14 +22,12 @@ ExitCode reportError(const std::exception& e, CliContext& ctx) {
   return exitCodeFor(e);
 }
 
-ExitCode reportParseError(const CLI::ParseError& e, CLI::App& app,
-                          CliContext& ctx) {
+ExitCode reportParseError(const CLI::ParseError& e, CLI::App& app, CliContext& ctx) {
   if (e.get_exit_code() == 0) {  // --help, --version
     app.exit(e, ctx.out, ctx.err);
     return ExitCode::kSuccess;
   }
-  ctx.err << "distrun: error: " << e.what()
-          << " (see 'distrun --help')\n";
+  ctx.err << "distrun: error: " << e.what() << " (see 'distrun --help')\n";
   return ExitCode::kUsage;
 }
 
@@ -42,12 +40,9 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
   app.set_version_flag("--version", std::string("distrun ") + DISTRUN_VERSION);
   app.require_subcommand(1);
   std::vector<std::pair<std::string, Action>> actions = {
-      {"hostnames", addHostnamesCommand(app, ctx)},
-      {"env", addEnvCommand(app, ctx)},
-      {"exec", addExecCommand(app, ctx, program)},
-      {"run", addRunCommand(app, ctx)},
-      {"bench", addBenchCommand(app, ctx)},
-      {"train", addTrainCommand(app, ctx)},
+      {"hostnames", addHostnamesCommand(app, ctx)}, {"env", addEnvCommand(app, ctx)},
+      {"exec", addExecCommand(app, ctx, program)},  {"run", addRunCommand(app, ctx)},
+      {"bench", addBenchCommand(app, ctx)},         {"train", addTrainCommand(app, ctx)},
   };
   try {
     args = sortTrainCommandLine(args);
@@ -66,8 +61,7 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
 
 std::string builtinSiteDirFor(const std::string& executable) {
   std::filesystem::path exe(executable);
-  return (exe.parent_path().parent_path() / "share" / "distrun" / "sites")
-      .string();
+  return (exe.parent_path().parent_path() / "share" / "distrun" / "sites").string();
 }
 
 }  // namespace distrun::cli

@@ -19,9 +19,9 @@ namespace distrun::cli {
 // Replaces the current process with `argv`, after setting `variables` in
 // its environment. Returns only by throwing (SystemError with kNotFound or
 // kNotExecutable).
-using ExecFunction = std::function<void(
-    const std::vector<std::string>& argv,
-    const std::vector<std::pair<std::string, std::string>>& variables)>;
+using ExecFunction =
+    std::function<void(const std::vector<std::string>& argv,
+                       const std::vector<std::pair<std::string, std::string>>& variables)>;
 
 // Everything the `distrun` command reads from or does to the world, so its
 // subcommands run in tests against maps and string streams.
@@ -48,9 +48,8 @@ struct CliContext {
 int runCli(const std::vector<std::string>& args, CliContext& ctx);
 
 // The real ExecFunction: setenv each variable, then execvp.
-void execProgram(
-    const std::vector<std::string>& argv,
-    const std::vector<std::pair<std::string, std::string>>& variables);
+void execProgram(const std::vector<std::string>& argv,
+                 const std::vector<std::pair<std::string, std::string>>& variables);
 
 // share/distrun/sites relative to the running executable (bin/../share/...).
 std::string builtinSiteDirFor(const std::string& executable);

@@ -16,25 +16,26 @@ using ::testing::HasSubstr;
 // Runs `distrun ARGS` against a map environment and captures everything.
 struct CliRun {
   CliRun() = default;
-  explicit CliRun(std::map<std::string, std::string> vars)
-      : env(std::move(vars)) {}
+  explicit CliRun(std::map<std::string, std::string> vars) : env(std::move(vars)) {}
 
   ExitCode operator()(const std::vector<std::string>& args) {
     CliContext ctx{.env = env,
                    .out = out,
                    .err = err,
-                   .hostFacts = [] { return HostFacts{"node1", 4}; },
+                   .hostFacts =
+                       [] {
+                         return HostFacts{"node1", 4};
+                       },
                    .builtinSiteDir = siteDir(),
-                   .exec = [this](const auto& argv, const auto& vars) {
-                     execArgv = argv;
-                     execVars = vars;
-                   },
+                   .exec =
+                       [this](const auto& argv, const auto& vars) {
+                         execArgv = argv;
+                         execVars = vars;
+                       },
                    .toolDir = "/opt/distrun/bin"};
     return static_cast<ExitCode>(runCli(args, ctx));
   }
-  static std::string siteDir() {
-    return std::string(DISTRUN_SOURCE_DIR) + "/share/sites";
-  }
+  static std::string siteDir() { return std::string(DISTRUN_SOURCE_DIR) + "/share/sites"; }
   std::string value(const std::string& name) const {
     for (const auto& [n, v] : execVars) {
       if (n == name) return v;
@@ -52,8 +53,7 @@ TEST(HostnamesCommandTest, ExpandsArgumentOrJobNodelist) {
   CliRun run;
   EXPECT_EQ(run({"hostnames", "n[1-2],gpu01"}), ExitCode::kSuccess);
   EXPECT_EQ(run.out.str(), "n1\nn2\ngpu01\n");
-  CliRun inJob(std::map<std::string, std::string>{
-      {"SLURM_JOB_NODELIST", "c[08-10]"}});
+  CliRun inJob(std::map<std::string, std::string>{{"SLURM_JOB_NODELIST", "c[08-10]"}});
   EXPECT_EQ(inJob({"hostnames"}), ExitCode::kSuccess);
   EXPECT_EQ(inJob.out.str(), "c08\nc09\nc10\n");
 }
@@ -106,11 +106,16 @@ TEST(CliTest, HelpGoesToStdoutAndSucceeds) {
 }
 
 std::map<std::string, std::string> slurmTask() {
-  return {{"SLURM_JOB_ID", "55"},          {"SLURM_STEP_ID", "1"},
-          {"SLURM_PROCID", "2"},           {"SLURM_NODEID", "1"},
-          {"SLURM_LOCALID", "0"},          {"SLURM_STEP_NUM_TASKS", "3"},
-          {"SLURM_STEP_NUM_NODES", "2"},   {"SLURM_STEP_TASKS_PER_NODE", "2,1"},
-          {"SLURM_STEP_NODELIST", "node[1-2]"}, {"MASTER_PORT", "6000"},
+  return {{"SLURM_JOB_ID", "55"},
+          {"SLURM_STEP_ID", "1"},
+          {"SLURM_PROCID", "2"},
+          {"SLURM_NODEID", "1"},
+          {"SLURM_LOCALID", "0"},
+          {"SLURM_STEP_NUM_TASKS", "3"},
+          {"SLURM_STEP_NUM_NODES", "2"},
+          {"SLURM_STEP_TASKS_PER_NODE", "2,1"},
+          {"SLURM_STEP_NODELIST", "node[1-2]"},
+          {"MASTER_PORT", "6000"},
           {"RANK", "0"}};
 }
 
@@ -159,10 +164,8 @@ TEST(EnvCommandTest, UnknownSiteIsAConfigError) {
 
 TEST(ExecCommandTest, ExecsProgramWithContract) {
   CliRun run(slurmTask());
-  EXPECT_EQ(run({"exec", "--", "python3", "train.py", "--lr", "0.1"}),
-            ExitCode::kSuccess);
-  EXPECT_THAT(run.execArgv,
-              ::testing::ElementsAre("python3", "train.py", "--lr", "0.1"));
+  EXPECT_EQ(run({"exec", "--", "python3", "train.py", "--lr", "0.1"}), ExitCode::kSuccess);
+  EXPECT_THAT(run.execArgv, ::testing::ElementsAre("python3", "train.py", "--lr", "0.1"));
   EXPECT_EQ(run.value("RANK"), "2");
   EXPECT_EQ(run.value("LOCAL_WORLD_SIZE"), "1");
   EXPECT_EQ(run.value("MASTER_ADDR"), "node1");
@@ -176,8 +179,7 @@ TEST(ExecCommandTest, ThreadsFromTheHostsCpusAndTheDetectedSite) {
   EXPECT_EQ(run.value("OMP_NUM_THREADS"), "4");
   EXPECT_EQ(run.value("DISTRUN_SITE"), "generic");
   CliRun noSite(slurmTask());
-  EXPECT_EQ(noSite({"exec", "--site", "none", "--", "true"}),
-            ExitCode::kSuccess);
+  EXPECT_EQ(noSite({"exec", "--site", "none", "--", "true"}), ExitCode::kSuccess);
   EXPECT_EQ(noSite.value("DISTRUN_SITE"), "<unset>");
 }
 
@@ -208,8 +210,8 @@ TEST(ExecCommandTest, RealExecOfMissingProgramIs127) {
 TEST(CliTest, BenchExecsTheBenchBinaryWithItsArguments) {
   CliRun cli;
   EXPECT_EQ(cli({"bench", "all_reduce", "-b", "8", "--help"}), ExitCode::kSuccess);
-  EXPECT_EQ(cli.execArgv, (std::vector<std::string>{"/opt/distrun/bin/distrun-bench",
-                                                    "all_reduce", "-b", "8", "--help"}));
+  EXPECT_EQ(cli.execArgv, (std::vector<std::string>{"/opt/distrun/bin/distrun-bench", "all_reduce",
+                                                    "-b", "8", "--help"}));
 }
 
 }  // namespace

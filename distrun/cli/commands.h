@@ -21,8 +21,7 @@ Action addHostnamesCommand(CLI::App& app, CliContext& ctx);
 Action addEnvCommand(CLI::App& app, CliContext& ctx);
 // `program` is what followed `--` on the command line (splitExecProgram);
 // when empty, PROGRAM is the first argument that is not an exec option.
-Action addExecCommand(CLI::App& app, CliContext& ctx,
-                      const std::vector<std::string>& program);
+Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program);
 Action addRunCommand(CLI::App& app, CliContext& ctx);
 // `distrun bench ...`: execs distrun-bench from ctx.toolDir with the
 // arguments unchanged.
@@ -36,8 +35,7 @@ Action addTrainCommand(CLI::App& app, CliContext& ctx);
 // then WORKLOAD and distrun-train's flags (sortTrainArguments, which
 // throws UsageError for a flag neither knows). Any other command line as
 // it is.
-std::vector<std::string> sortTrainCommandLine(
-    const std::vector<std::string>& args);
+std::vector<std::string> sortTrainCommandLine(const std::vector<std::string>& args);
 
 // The flags of `distrun run` (torchrun's and distrun's own), and the node
 // agent they configure; shared by `run` and `train`.

@@ -21,10 +21,9 @@ struct EnvOptions {
 
 std::string summary(const cluster::ThisTask& s) {
   const cluster::JobLayout& l = s.layout;
-  std::string text = fmt::format(
-      "{}, rank {} of {} (node {} of {}, local rank {} of {})",
-      cluster::schedulerName(l.scheduler), l.rank, l.worldSize, l.nodeRank,
-      l.numNodes, l.localRank, l.localWorldSize);
+  std::string text = fmt::format("{}, rank {} of {} (node {} of {}, local rank {} of {})",
+                                 cluster::schedulerName(l.scheduler), l.rank, l.worldSize,
+                                 l.nodeRank, l.numNodes, l.localRank, l.localWorldSize);
   if (!s.environment.siteName.empty()) {
     text += ", site profile " + s.environment.siteName;
   }
@@ -36,8 +35,7 @@ std::string shComment(const RankVariable& v) {
     case Source::kKept:
       return "  # kept: already set in the environment";
     case Source::kReplaced:
-      return fmt::format("  # replaced {}={} from the environment", v.name,
-                         v.previous);
+      return fmt::format("  # replaced {}={} from the environment", v.name, v.previous);
     case Source::kSite:
       return "  # site profile";
     case Source::kDerived:
@@ -49,8 +47,7 @@ std::string shComment(const RankVariable& v) {
 void printSh(const cluster::ThisTask& s, std::ostream& out) {
   out << "# distrun env: " << summary(s) << "\n";
   for (const RankVariable& v : s.environment.variables) {
-    out << "export " << v.name << "=" << shellQuote(v.value) << shComment(v)
-        << "\n";
+    out << "export " << v.name << "=" << shellQuote(v.value) << shComment(v) << "\n";
   }
   for (const std::string& note : s.environment.notes) {
     out << "# note: " << note << "\n";
@@ -88,14 +85,13 @@ void runEnv(const EnvOptions& o, CliContext& ctx) {
 
 Action addEnvCommand(CLI::App& app, CliContext& ctx) {
   auto options = std::make_shared<EnvOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "env",
-      "Print the environment `distrun exec` would give this task (torchrun's "
-      "worker contract); `eval \"$(distrun env)\"` sets it in a shell");
+  CLI::App* cmd =
+      app.add_subcommand("env",
+                         "Print the environment `distrun exec` would give this task (torchrun's "
+                         "worker contract); `eval \"$(distrun env)\"` sets it in a shell");
   cmd->add_option("--format", options->format, "sh (default) or json")
       ->check(CLI::IsMember({"sh", "json"}));
-  cmd->add_option("--site", options->site,
-                  "site profile NAME, or 'none' (default: detected)");
+  cmd->add_option("--site", options->site, "site profile NAME, or 'none' (default: detected)");
   return [options, &ctx] {
     runEnv(*options, ctx);
     return 0;

@@ -27,9 +27,10 @@ void makeNodeDirs(const cluster::RankEnvironment& env) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec && !std::filesystem::is_directory(dir)) {
-      throw IoError(fmt::format("site profile {}: cannot create node directory "
-                                "'{}': {}",
-                                env.siteName, dir, ec.message()));
+      throw IoError(
+          fmt::format("site profile {}: cannot create node directory "
+                      "'{}': {}",
+                      env.siteName, dir, ec.message()));
     }
   }
 }
@@ -41,10 +42,10 @@ void checkMasterPort(const cluster::ThisTask& s) {
   if (s.layout.rank != 0 || !s.environment.masterPortDerived) return;
   const cluster::RankVariable* port = s.environment.find("MASTER_PORT");
   if (port == nullptr || tcpPortIsFree(std::stoi(port->value))) return;
-  throw ConfigError(fmt::format(
-      "MASTER_PORT {} (derived from job {} step {}) is already in use on this "
-      "node: set MASTER_PORT to a free port",
-      port->value, s.layout.jobId, s.layout.stepId));
+  throw ConfigError(
+      fmt::format("MASTER_PORT {} (derived from job {} step {}) is already in use on this "
+                  "node: set MASTER_PORT to a free port",
+                  port->value, s.layout.jobId, s.layout.stepId));
 }
 
 void runExec(const ExecOptions& o, CliContext& ctx) {
@@ -69,8 +70,7 @@ std::vector<std::string> splitExecProgram(std::vector<std::string>& args) {
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") {
-      std::vector<std::string> program(args.begin() + static_cast<long>(i) + 1,
-                                       args.end());
+      std::vector<std::string> program(args.begin() + static_cast<long>(i) + 1, args.end());
       args.resize(i);
       return program;
     }
@@ -83,18 +83,15 @@ std::vector<std::string> splitExecProgram(std::vector<std::string>& args) {
   return {};
 }
 
-Action addExecCommand(CLI::App& app, CliContext& ctx,
-                      const std::vector<std::string>& program) {
+Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program) {
   auto options = std::make_shared<ExecOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "exec",
-      "Set this task's rank environment from the scheduler and replace "
-      "distrun with PROGRAM (one task per rank: srun/mpirun ... distrun exec "
-      "-- PROGRAM)");
-  cmd->add_option("--site", options->site,
-                  "site profile NAME, or 'none' (default: detected)");
-  cmd->add_flag("-v,--verbose", options->verbose,
-                "print every variable set to stderr first");
+  CLI::App* cmd =
+      app.add_subcommand("exec",
+                         "Set this task's rank environment from the scheduler and replace "
+                         "distrun with PROGRAM (one task per rank: srun/mpirun ... distrun exec "
+                         "-- PROGRAM)");
+  cmd->add_option("--site", options->site, "site profile NAME, or 'none' (default: detected)");
+  cmd->add_flag("-v,--verbose", options->verbose, "print every variable set to stderr first");
   // PROGRAM and everything after it are left unparsed for the program.
   cmd->prefix_command();
   cmd->footer("PROGRAM [ARGS...] follow the options, after an optional --");
@@ -105,9 +102,8 @@ Action addExecCommand(CLI::App& app, CliContext& ctx,
   };
 }
 
-void execProgram(
-    const std::vector<std::string>& argv,
-    const std::vector<std::pair<std::string, std::string>>& variables) {
+void execProgram(const std::vector<std::string>& argv,
+                 const std::vector<std::pair<std::string, std::string>>& variables) {
   for (const auto& [name, value] : variables) {
     if (::setenv(name.c_str(), value.c_str(), 1) != 0) {
       throw SystemError("setenv", name, errno);
@@ -119,8 +115,7 @@ void execProgram(
   ::execvp(args[0], args.data());
   int err = errno;
   ExitCode code = err == ENOENT ? ExitCode::kNotFound : ExitCode::kNotExecutable;
-  throw SystemError(code, fmt::format("exec: cannot run '{}': {}", argv[0],
-                                      std::strerror(err)));
+  throw SystemError(code, fmt::format("exec: cannot run '{}': {}", argv[0], std::strerror(err)));
 }
 
 }  // namespace distrun::cli

@@ -25,8 +25,7 @@ std::string inputList(const HostnamesOptions& o, const Environment& env) {
 }
 
 void runHostnames(const HostnamesOptions& o, CliContext& ctx) {
-  std::vector<std::string> hosts =
-      cluster::expandHostlist(inputList(o, ctx.env));
+  std::vector<std::string> hosts = cluster::expandHostlist(inputList(o, ctx.env));
   if (o.compress) {
     if (!hosts.empty()) ctx.out << cluster::compressHostlist(hosts) << "\n";
     return;
@@ -38,10 +37,10 @@ void runHostnames(const HostnamesOptions& o, CliContext& ctx) {
 
 Action addHostnamesCommand(CLI::App& app, CliContext& ctx) {
   auto options = std::make_shared<HostnamesOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "hostnames",
-      "Expand a Slurm hostlist, one host per line, exactly as `scontrol show "
-      "hostnames` does (default: $SLURM_JOB_NODELIST)");
+  CLI::App* cmd =
+      app.add_subcommand("hostnames",
+                         "Expand a Slurm hostlist, one host per line, exactly as `scontrol show "
+                         "hostnames` does (default: $SLURM_JOB_NODELIST)");
   cmd->add_flag("--compress", options->compress,
                 "print the hosts as one compressed hostlist instead");
   // HOSTLIST arguments are taken verbatim from the unparsed rest: as a

@@ -28,13 +28,11 @@ std::string pet(const std::string& dashed) {
 }
 
 template <typename T>
-void option(CLI::App* cmd, const std::string& dashed, T& target,
-            const std::string& help) {
+void option(CLI::App* cmd, const std::string& dashed, T& target, const std::string& help) {
   cmd->add_option(names(dashed), target, help)->envname(pet(dashed));
 }
 
-void flag(CLI::App* cmd, const std::string& dashed, bool& target,
-          const std::string& help) {
+void flag(CLI::App* cmd, const std::string& dashed, bool& target, const std::string& help) {
   cmd->add_flag(names(dashed), target, help)->envname(pet(dashed));
 }
 
@@ -71,12 +69,15 @@ void addTorchrunFlags(CLI::App* cmd, RunOptions& o, std::string& ignored) {
 }
 
 void addDistrunFlags(CLI::App* cmd, RunOptions& o) {
-  cmd->add_option("--python", o.python, "Python for .py programs (default: $DISTRUN_PYTHON or python3)");
-  cmd->add_option("--term-timeout", o.termTimeout,
-                  "seconds between forwarding SIGTERM and SIGKILL (default 25, under Slurm's KillWait)");
+  cmd->add_option("--python", o.python,
+                  "Python for .py programs (default: $DISTRUN_PYTHON or python3)");
+  cmd->add_option(
+      "--term-timeout", o.termTimeout,
+      "seconds between forwarding SIGTERM and SIGKILL (default 25, under Slurm's KillWait)");
   cmd->add_option("--join-timeout", o.joinTimeout, "seconds to wait for every node (default 300)");
-  cmd->add_option("--log-prefix", o.logPrefix,
-                  "console prefix: {node} {rank} {local_rank} {role} {host} (default '[{node}:{rank}] ')");
+  cmd->add_option(
+      "--log-prefix", o.logPrefix,
+      "console prefix: {node} {rank} {local_rank} {role} {host} (default '[{node}:{rank}] ')");
   cmd->add_option("--cpu-bind", o.cpuBind, "cores (default: an even share each) or none");
   cmd->add_option("--site", o.site, "site profile NAME, or 'none'");
 }
@@ -104,8 +105,8 @@ void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored
 }
 
 int runLauncher(launch::RunOptions& o, CliContext& ctx) {
-  launch::RunContext run{ctx.env, ctx.hostFacts(), usableCpus(),
-                         ctx.builtinSiteDir, visibleGpus(ctx.env)};
+  launch::RunContext run{ctx.env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir,
+                         visibleGpus(ctx.env)};
   launch::AgentConfig config = launch::resolveAgentConfig(o, run);
   return launch::Agent(std::move(config), ctx.env, ctx.err).run();
 }
@@ -113,10 +114,10 @@ int runLauncher(launch::RunOptions& o, CliContext& ctx) {
 Action addRunCommand(CLI::App& app, CliContext& ctx) {
   auto options = std::make_shared<RunOptions>();
   auto ignored = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand(
-      "run",
-      "Node agent, torchrun-compatible: start --nproc-per-node workers on "
-      "this node, join the other nodes, supervise, restart, report");
+  CLI::App* cmd =
+      app.add_subcommand("run",
+                         "Node agent, torchrun-compatible: start --nproc-per-node workers on "
+                         "this node, join the other nodes, supervise, restart, report");
   addLauncherFlags(cmd, *options, *ignored);
   cmd->prefix_command();
   cmd->footer("PROGRAM [ARGS...] follow the options (see docs/launcher.md)");

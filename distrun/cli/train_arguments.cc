@@ -18,13 +18,9 @@ constexpr const char* kWhereFlagsAreListed =
     "neither a launcher flag ('distrun train --help') nor a training flag "
     "('distrun train mnist --help')";
 
-bool isFlag(const std::string& arg) {
-  return arg.size() > 1 && arg[0] == '-' && arg != "--";
-}
+bool isFlag(const std::string& arg) { return arg.size() > 1 && arg[0] == '-' && arg != "--"; }
 
-bool isHelp(const std::string& name) {
-  return name == "-h" || name == "--help";
-}
+bool isHelp(const std::string& name) { return name == "-h" || name == "--help"; }
 
 // A flag argument: the name it gives and whether its value is attached.
 struct FlagArgument {
@@ -33,15 +29,13 @@ struct FlagArgument {
 };
 
 // "--x=1" gives --x; "-r1" gives -r when a set knows -r; else the argument.
-FlagArgument flagArgument(const std::string& arg, const FlagSet& a,
-                          const FlagSet& b) {
+FlagArgument flagArgument(const std::string& arg, const FlagSet& a, const FlagSet& b) {
   const size_t equals = arg.find('=');
   if (arg.rfind("--", 0) == 0 && equals != std::string::npos) {
     return {arg.substr(0, equals), true};
   }
   const std::string shortName = arg.substr(0, 2);
-  if (arg[1] != '-' && arg.size() > 2 &&
-      (a.count(shortName) || b.count(shortName))) {
+  if (arg[1] != '-' && arg.size() > 2 && (a.count(shortName) || b.count(shortName))) {
     return {shortName, true};
   }
   return {arg, false};
@@ -56,8 +50,7 @@ size_t editDistance(const std::string& a, const std::string& b) {
     row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       const size_t above = row[j];
-      row[j] = std::min(
-          {row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
       diagonal = above;
     }
   }
@@ -66,8 +59,7 @@ size_t editDistance(const std::string& a, const std::string& b) {
 
 // The known long name nearest `name`: two edits away at most, and fewer
 // than a third of its letters (so that --x does not suggest --lr).
-std::optional<std::string> closestName(const std::string& name,
-                                       const FlagSet& flags) {
+std::optional<std::string> closestName(const std::string& name, const FlagSet& flags) {
   std::optional<std::string> best;
   size_t bestDistance = 3;
   for (const auto& [known, takesValue] : flags) {
@@ -86,12 +78,10 @@ std::string unknownFlagMessage(const std::string& name, const FlagSet& launcher,
   const std::optional<std::string> l = closestName(name, launcher);
   const std::optional<std::string> t = closestName(name, training);
   if (l && (!t || editDistance(name, *l) <= editDistance(name, *t))) {
-    return fmt::format(
-        "train: unknown flag {}: did you mean {} (a launcher flag)?", name, *l);
+    return fmt::format("train: unknown flag {}: did you mean {} (a launcher flag)?", name, *l);
   }
   if (t) {
-    return fmt::format(
-        "train: unknown flag {}: did you mean {} (a training flag)?", name, *t);
+    return fmt::format("train: unknown flag {}: did you mean {} (a training flag)?", name, *t);
   }
   return fmt::format("train: unknown flag {}: {}", name, kWhereFlagsAreListed);
 }
@@ -129,17 +119,16 @@ class ArgumentSorter {
       sorted_.workload = args_[next_++];
     }
     sorted_.training.insert(sorted_.training.end(),
-                            args_.begin() + static_cast<std::ptrdiff_t>(next_),
-                            args_.end());
+                            args_.begin() + static_cast<std::ptrdiff_t>(next_), args_.end());
     next_ = args_.size();
   }
 
   void takeWorkload(const std::string& arg) {
     if (!sorted_.workload.empty()) {
-      throw UsageError(fmt::format(
-          "train: unexpected argument '{}' after the workload {}: distrun "
-          "train [LAUNCHER FLAGS] WORKLOAD [TRAINING FLAGS] takes one workload",
-          arg, sorted_.workload));
+      throw UsageError(
+          fmt::format("train: unexpected argument '{}' after the workload {}: distrun "
+                      "train [LAUNCHER FLAGS] WORKLOAD [TRAINING FLAGS] takes one workload",
+                      arg, sorted_.workload));
     }
     sorted_.workload = arg;
   }
@@ -148,15 +137,12 @@ class ArgumentSorter {
     const FlagArgument flag = flagArgument(arg, launcher_, training_);
     const bool toLauncher = goesToLauncher(flag.name);
     const FlagSet& set = toLauncher ? launcher_ : training_;
-    std::vector<std::string>& part =
-        toLauncher ? sorted_.launcher : sorted_.training;
+    std::vector<std::string>& part = toLauncher ? sorted_.launcher : sorted_.training;
     part.push_back(arg);
     if (!set.at(flag.name) || flag.valueAttached) return;
-    if (next_ == args_.size() || args_[next_] == "--" ||
-        isKnownFlag(args_[next_])) {
+    if (next_ == args_.size() || args_[next_] == "--" || isKnownFlag(args_[next_])) {
       throw UsageError(fmt::format("train: {} flag {} needs a value",
-                                   toLauncher ? "launcher" : "training",
-                                   flag.name));
+                                   toLauncher ? "launcher" : "training", flag.name));
     }
     part.push_back(args_[next_++]);
   }
@@ -222,8 +208,7 @@ FlagSet trainingFlagSet() {
   return flagsOf(app);
 }
 
-TrainArguments sortTrainArguments(const std::vector<std::string>& args,
-                                  const FlagSet& launcher,
+TrainArguments sortTrainArguments(const std::vector<std::string>& args, const FlagSet& launcher,
                                   const FlagSet& training) {
   return ArgumentSorter(args, launcher, training).sort();
 }

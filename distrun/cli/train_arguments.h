@@ -42,8 +42,7 @@ struct TrainArguments {
 // neither set knows (with the closest known name, if one is close), a flag
 // both know, a flag without its value, a second WORKLOAD, or training flags
 // without one.
-TrainArguments sortTrainArguments(const std::vector<std::string>& args,
-                                  const FlagSet& launcher,
+TrainArguments sortTrainArguments(const std::vector<std::string>& args, const FlagSet& launcher,
                                   const FlagSet& training);
 
 }  // namespace distrun::cli

@@ -7,11 +7,10 @@
 
 namespace distrun::cli {
 
-std::vector<std::string> sortTrainCommandLine(
-    const std::vector<std::string>& args) {
+std::vector<std::string> sortTrainCommandLine(const std::vector<std::string>& args) {
   if (args.empty() || args.front() != "train") return args;
-  const TrainArguments sorted = sortTrainArguments(
-      {args.begin() + 1, args.end()}, launcherFlagSet(), trainingFlagSet());
+  const TrainArguments sorted =
+      sortTrainArguments({args.begin() + 1, args.end()}, launcherFlagSet(), trainingFlagSet());
   std::vector<std::string> line = {"train"};
   line.insert(line.end(), sorted.launcher.begin(), sorted.launcher.end());
   if (sorted.workload.empty()) return line;
@@ -23,12 +22,12 @@ std::vector<std::string> sortTrainCommandLine(
 Action addTrainCommand(CLI::App& app, CliContext& ctx) {
   auto options = std::make_shared<launch::RunOptions>();
   auto ignored = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand(
-      "train",
-      "Built-in training workloads (mnist: PyTorch's MNIST example network; "
-      "linear: the PyTorch DDP tutorial's Trainer), data-parallel over "
-      "--nproc-per-node local ranks and every node of the job, launched and "
-      "supervised as by 'distrun run'");
+  CLI::App* cmd =
+      app.add_subcommand("train",
+                         "Built-in training workloads (mnist: PyTorch's MNIST example network; "
+                         "linear: the PyTorch DDP tutorial's Trainer), data-parallel over "
+                         "--nproc-per-node local ranks and every node of the job, launched and "
+                         "supervised as by 'distrun run'");
   addLauncherFlags(cmd, *options, *ignored);
   cmd->prefix_command();
   cmd->footer(

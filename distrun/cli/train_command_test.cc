@@ -21,22 +21,21 @@ using ::testing::HasSubstr;
 // Runs `distrun ARGS`; the agent records the flags it would run with.
 struct TrainRun {
   ExitCode operator()(const std::vector<std::string>& args) {
-    CliContext ctx{
-        .env = env,
-        .out = out,
-        .err = err,
-        .hostFacts =
-            [] {
-              return HostFacts{"node1", 4};
-            },
-        .builtinSiteDir = "",
-        .exec = [](const auto&, const auto&) { ADD_FAILURE() << "exec"; },
-        .toolDir = "/opt/distrun/bin",
-        .runAgent =
-            [this](launch::RunOptions& o) {
-              launched = o;
-              return 0;
-            }};
+    CliContext ctx{.env = env,
+                   .out = out,
+                   .err = err,
+                   .hostFacts =
+                       [] {
+                         return HostFacts{"node1", 4};
+                       },
+                   .builtinSiteDir = "",
+                   .exec = [](const auto&, const auto&) { ADD_FAILURE() << "exec"; },
+                   .toolDir = "/opt/distrun/bin",
+                   .runAgent =
+                       [this](launch::RunOptions& o) {
+                         launched = o;
+                         return 0;
+                       }};
     return static_cast<ExitCode>(runCli(args, ctx));
   }
   // The workers' command line after distrun-train.
@@ -53,8 +52,7 @@ struct TrainRun {
 
 TEST(TrainCommandTest, LauncherFlagsBeforeTheWorkload) {
   TrainRun run;
-  EXPECT_EQ(run({"train", "--nproc-per-node", "2", "mnist", "--epochs", "1"}),
-            ExitCode::kSuccess)
+  EXPECT_EQ(run({"train", "--nproc-per-node", "2", "mnist", "--epochs", "1"}), ExitCode::kSuccess)
       << run.err.str();
   EXPECT_EQ(run.launched->nprocPerNode, "2");
   EXPECT_THAT(run.workerArgs(), ElementsAre("mnist", "--epochs", "1"));
@@ -62,8 +60,7 @@ TEST(TrainCommandTest, LauncherFlagsBeforeTheWorkload) {
 
 TEST(TrainCommandTest, LauncherFlagsAfterTheWorkload) {
   TrainRun run;
-  EXPECT_EQ(run({"train", "mnist", "--nproc-per-node", "2", "--epochs", "1"}),
-            ExitCode::kSuccess)
+  EXPECT_EQ(run({"train", "mnist", "--nproc-per-node", "2", "--epochs", "1"}), ExitCode::kSuccess)
       << run.err.str();
   EXPECT_EQ(run.launched->nprocPerNode, "2");
   EXPECT_THAT(run.workerArgs(), ElementsAre("mnist", "--epochs", "1"));
@@ -71,23 +68,21 @@ TEST(TrainCommandTest, LauncherFlagsAfterTheWorkload) {
 
 TEST(TrainCommandTest, LauncherAndTrainingFlagsMixedKeepTheirOrder) {
   TrainRun run;
-  EXPECT_EQ(run({"train", "--max-restarts", "3", "--epochs", "2", "mnist",
-                 "--snapshot", "s.snap", "--nproc-per-node", "2",
-                 "--deterministic", "--log-dir", "logs", "--lr", "-1"}),
+  EXPECT_EQ(run({"train", "--max-restarts", "3", "--epochs", "2", "mnist", "--snapshot", "s.snap",
+                 "--nproc-per-node", "2", "--deterministic", "--log-dir", "logs", "--lr", "-1"}),
             ExitCode::kSuccess)
       << run.err.str();
   EXPECT_EQ(run.launched->maxRestarts, 3);
   EXPECT_EQ(run.launched->nprocPerNode, "2");
   EXPECT_EQ(run.launched->logDir, "logs");
-  EXPECT_THAT(run.workerArgs(),
-              ElementsAre("mnist", "--epochs", "2", "--snapshot", "s.snap",
-                          "--deterministic", "--lr", "-1"));
+  EXPECT_THAT(run.workerArgs(), ElementsAre("mnist", "--epochs", "2", "--snapshot", "s.snap",
+                                            "--deterministic", "--lr", "-1"));
 }
 
 TEST(TrainCommandTest, AttachedValuesAndTorchrunSpellings) {
   TrainRun run;
-  EXPECT_EQ(run({"train", "linear", "--nproc_per_node=2", "--epochs=1", "-r3",
-                 "--standalone", "--rdzv-conf=join_timeout=5"}),
+  EXPECT_EQ(run({"train", "linear", "--nproc_per_node=2", "--epochs=1", "-r3", "--standalone",
+                 "--rdzv-conf=join_timeout=5"}),
             ExitCode::kSuccess)
       << run.err.str();
   EXPECT_EQ(run.launched->nprocPerNode, "2");
@@ -99,8 +94,7 @@ TEST(TrainCommandTest, AttachedValuesAndTorchrunSpellings) {
 
 TEST(TrainCommandTest, AfterDashDashEverythingIsTheWorkersAsGiven) {
   TrainRun run;
-  EXPECT_EQ(run({"train", "--nproc-per-node", "2", "--", "linear",
-                 "--nproc-per-node", "3"}),
+  EXPECT_EQ(run({"train", "--nproc-per-node", "2", "--", "linear", "--nproc-per-node", "3"}),
             ExitCode::kSuccess)
       << run.err.str();
   EXPECT_EQ(run.launched->nprocPerNode, "2");
@@ -112,8 +106,7 @@ TEST(TrainCommandTest, HelpGoesByItsPlace) {
   EXPECT_EQ(before({"train", "--help"}), ExitCode::kSuccess);
   EXPECT_FALSE(before.launched);
   EXPECT_THAT(before.out.str(), HasSubstr("--nproc-per-node"));
-  EXPECT_THAT(before.out.str(),
-              HasSubstr("which may also come after the workload"));
+  EXPECT_THAT(before.out.str(), HasSubstr("which may also come after the workload"));
   TrainRun after;
   EXPECT_EQ(after({"train", "mnist", "--help"}), ExitCode::kSuccess);
   EXPECT_THAT(after.workerArgs(), ElementsAre("mnist", "--help"));
@@ -124,8 +117,7 @@ constexpr const char* kNeither =
     "train --help') nor a training flag ('distrun train mnist --help')";
 
 // The error is one line naming the flag, and comes before anything runs.
-void expectRefused(const std::vector<std::string>& args,
-                   const std::string& message) {
+void expectRefused(const std::vector<std::string>& args, const std::string& message) {
   TrainRun run;
   EXPECT_EQ(run(args), ExitCode::kUsage);
   EXPECT_EQ(run.err.str(), "distrun: error: " + message + "\n");
@@ -133,8 +125,7 @@ void expectRefused(const std::vector<std::string>& args,
 }
 
 TEST(TrainCommandTest, UnknownFlagAfterTheWorkloadIsRefusedBeforeLaunching) {
-  expectRefused({"train", "mnist", "--nproc-per-node", "2", "--frobnicate"},
-                kNeither);
+  expectRefused({"train", "mnist", "--nproc-per-node", "2", "--frobnicate"}, kNeither);
   expectRefused({"train", "mnist", "--frobnicate=1"}, kNeither);
   expectRefused({"train", "--frobnicate", "mnist"}, kNeither);
 }
@@ -143,29 +134,24 @@ TEST(TrainCommandTest, AMisspelledFlagNamesTheNearestAndWhereItGoes) {
   expectRefused({"train", "mnist", "--nproc-per-nod", "2"},
                 "train: unknown flag --nproc-per-nod: did you mean "
                 "--nproc-per-node (a launcher flag)?");
-  expectRefused(
-      {"train", "mnist", "--epoch", "2"},
-      "train: unknown flag --epoch: did you mean --epochs (a training flag)?");
-  expectRefused(
-      {"train", "mnist", "-epochs", "2"},
-      "train: unknown flag -epochs: did you mean --epochs (a training flag)?");
+  expectRefused({"train", "mnist", "--epoch", "2"},
+                "train: unknown flag --epoch: did you mean --epochs (a training flag)?");
+  expectRefused({"train", "mnist", "-epochs", "2"},
+                "train: unknown flag -epochs: did you mean --epochs (a training flag)?");
 }
 
 TEST(TrainCommandTest, MissingValuesAndWorkloadsAreRefusedBeforeLaunching) {
-  expectRefused({"train", "mnist", "--epochs"},
-                "train: training flag --epochs needs a value");
+  expectRefused({"train", "mnist", "--epochs"}, "train: training flag --epochs needs a value");
   expectRefused({"train", "mnist", "--log-dir", "--epochs", "1"},
                 "train: launcher flag --log-dir needs a value");
-  expectRefused(
-      {"train", "mnist", "linear"},
-      "train: unexpected argument 'linear' after the workload mnist: distrun "
-      "train [LAUNCHER FLAGS] WORKLOAD [TRAINING FLAGS] takes one workload");
+  expectRefused({"train", "mnist", "linear"},
+                "train: unexpected argument 'linear' after the workload mnist: distrun "
+                "train [LAUNCHER FLAGS] WORKLOAD [TRAINING FLAGS] takes one workload");
   expectRefused({"train", "--nproc-per-node", "2", "--epochs", "1"},
                 "train: expected a workload (mnist or linear) for the training "
                 "flag --epochs");
-  expectRefused(
-      {"train", "--nproc-per-node", "2"},
-      "train: expected a workload (mnist or linear) after the launcher flags");
+  expectRefused({"train", "--nproc-per-node", "2"},
+                "train: expected a workload (mnist or linear) after the launcher flags");
 }
 
 TEST(TrainArgumentsTest, AFlagBothSetsKnowIsRefused) {
@@ -179,8 +165,7 @@ TEST(TrainArgumentsTest, AFlagBothSetsKnowIsRefused) {
                  "train: --x is both a launcher flag and a training flag: its "
                  "name cannot say where it goes");
   }
-  const TrainArguments help =
-      sortTrainArguments({"--help", "w", "--help"}, launcher, training);
+  const TrainArguments help = sortTrainArguments({"--help", "w", "--help"}, launcher, training);
   EXPECT_THAT(help.launcher, ElementsAre("--help"));
   EXPECT_THAT(help.training, ElementsAre("--help"));
 }
@@ -207,9 +192,8 @@ TEST(TrainArgumentsTest, LauncherAndTrainingFlagsShareOnlyHelp) {
 TEST(TrainCommandTest, HelpNamesTheWorkloadsSources) {
   TrainRun run;
   EXPECT_EQ(run({"--help"}), ExitCode::kSuccess);
-  EXPECT_THAT(run.out.str(),
-              HasSubstr("mnist: PyTorch's MNIST example network; linear: the "
-                        "PyTorch DDP tutorial's Trainer"));
+  EXPECT_THAT(run.out.str(), HasSubstr("mnist: PyTorch's MNIST example network; linear: the "
+                                       "PyTorch DDP tutorial's Trainer"));
   EXPECT_THAT(run.out.str(), ::testing::Not(HasSubstr("seed")));
 }
 

@@ -57,17 +57,14 @@ class HostlistParser {
   }
 
  private:
-  static bool isSeparator(char c) {
-    return kSeparators.find(c) != std::string_view::npos;
-  }
+  static bool isSeparator(char c) { return kSeparators.find(c) != std::string_view::npos; }
   static bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
   [[noreturn]] void fail(size_t at, std::string_view expected) const {
-    std::string found = at < list_.size()
-                            ? fmt::format("found '{}'", list_[at])
-                            : std::string("found the end of the list");
-    throw ConfigError(fmt::format("invalid hostlist '{}': {} at column {}, {}",
-                                  list_, expected, at + 1, found));
+    std::string found = at < list_.size() ? fmt::format("found '{}'", list_[at])
+                                          : std::string("found the end of the list");
+    throw ConfigError(
+        fmt::format("invalid hostlist '{}': {} at column {}, {}", list_, expected, at + 1, found));
   }
 
   Token parseToken() {
@@ -119,8 +116,7 @@ class HostlistParser {
                               range.lo, range.hi));
     }
     if (range.hi - range.lo >= kMaxHostsInRange) {
-      fail(start, fmt::format("expected at most {} hosts in one range",
-                              kMaxHostsInRange));
+      fail(start, fmt::format("expected at most {} hosts in one range", kMaxHostsInRange));
     }
     return range;
   }
@@ -163,9 +159,8 @@ size_t tokenSize(const Token& token, std::string_view list) {
   for (const Group& g : token.groups) {
     size_t n = g.size();
     if (n != 0 && total > kMaxHostsInList / n) {
-      throw ConfigError(fmt::format(
-          "invalid hostlist '{}': expands to more than {} hosts", list,
-          kMaxHostsInList));
+      throw ConfigError(fmt::format("invalid hostlist '{}': expands to more than {} hosts", list,
+                                    kMaxHostsInList));
     }
     total *= n;
   }
@@ -212,9 +207,8 @@ std::vector<std::string> expandHostlist(std::string_view list) {
   for (const Token& t : tokens) {
     total += tokenSize(t, list);
     if (total > kMaxHostsInList) {
-      throw ConfigError(fmt::format(
-          "invalid hostlist '{}': expands to more than {} hosts", list,
-          kMaxHostsInList));
+      throw ConfigError(fmt::format("invalid hostlist '{}': expands to more than {} hosts", list,
+                                    kMaxHostsInList));
     }
   }
   std::vector<std::string> hosts;
@@ -251,8 +245,7 @@ struct Run {
 };
 
 bool extendsRun(const Run& run, const NumberedHost& h) {
-  return h.value == run.hi + 1 &&
-         fmt::format("{:0{}}", h.value, run.loDigits.size()) == h.digits;
+  return h.value == run.hi + 1 && fmt::format("{:0{}}", h.value, run.loDigits.size()) == h.digits;
 }
 
 std::string formatGroup(const std::string& prefix, const std::vector<Run>& runs) {

@@ -30,10 +30,9 @@ std::string defaultRunId(const JobLayout& layout) {
   return layout.jobId + "." + layout.stepId;
 }
 
-std::pair<std::vector<std::string>, std::string> readVisibleDevices(
-    const Environment& env) {
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                           "HIP_VISIBLE_DEVICES", "SLURM_STEP_GPUS"}) {
+std::pair<std::vector<std::string>, std::string> readVisibleDevices(const Environment& env) {
+  for (const char* name :
+       {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "SLURM_STEP_GPUS"}) {
     std::optional<std::string> value = env.get(name);
     if (value && !value->empty()) return {split(*value, ','), name};
   }
@@ -56,8 +55,7 @@ int requireInt(const Environment& env, const std::string& name) {
   return *value;
 }
 
-std::optional<std::string> firstOf(const Environment& env,
-                                   const std::vector<std::string>& names) {
+std::optional<std::string> firstOf(const Environment& env, const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     if (auto value = env.get(name)) return value;
   }
@@ -65,16 +63,13 @@ std::optional<std::string> firstOf(const Environment& env,
 }
 
 void readVisibleDevices(const Environment& env, JobLayout& layout) {
-  std::tie(layout.visibleDevices, layout.visibleDevicesVariable) =
-      cluster::readVisibleDevices(env);
+  std::tie(layout.visibleDevices, layout.visibleDevicesVariable) = cluster::readVisibleDevices(env);
 }
 
-void checkBelow(int value, const std::string& valueName, int bound,
-                const std::string& boundName) {
+void checkBelow(int value, const std::string& valueName, int bound, const std::string& boundName) {
   if (value < 0 || value >= bound) {
-    throw ConfigError(fmt::format(
-        "{}={} contradicts {}={}: expected {} < {}", valueName, value,
-        boundName, bound, valueName, boundName));
+    throw ConfigError(fmt::format("{}={} contradicts {}={}: expected {} < {}", valueName, value,
+                                  boundName, bound, valueName, boundName));
   }
 }
 
@@ -84,8 +79,7 @@ std::vector<std::string> allocationHosts(const Environment& env) {
   }
   if (auto nodefile = env.get("PBS_NODEFILE")) {
     std::vector<std::string> hosts;
-    for (const std::string& line :
-         split(readTextFile(*nodefile, "PBS_NODEFILE"), '\n')) {
+    for (const std::string& line : split(readTextFile(*nodefile, "PBS_NODEFILE"), '\n')) {
       std::string host(trim(line));
       if (!host.empty() && (hosts.empty() || hosts.back() != host)) {
         hosts.push_back(host);
@@ -109,15 +103,12 @@ JobLayout detectStandalone(const Environment& env, const HostFacts& host) {
     layout.worldSize = detail::requireInt(env, "WORLD_SIZE");
     layout.rank = detail::requireInt(env, "RANK");
     detail::checkBelow(layout.rank, "RANK", layout.worldSize, "WORLD_SIZE");
-    layout.localWorldSize =
-        detail::readInt(env, "LOCAL_WORLD_SIZE").value_or(layout.worldSize);
+    layout.localWorldSize = detail::readInt(env, "LOCAL_WORLD_SIZE").value_or(layout.worldSize);
     layout.localRank = detail::readInt(env, "LOCAL_RANK").value_or(layout.rank);
-    detail::checkBelow(layout.localRank, "LOCAL_RANK", layout.localWorldSize,
-                       "LOCAL_WORLD_SIZE");
+    detail::checkBelow(layout.localRank, "LOCAL_RANK", layout.localWorldSize, "LOCAL_WORLD_SIZE");
     layout.nodeRank = detail::readInt(env, "GROUP_RANK").value_or(0);
     layout.numNodes = detail::readInt(env, "GROUP_WORLD_SIZE").value_or(1);
-    detail::checkBelow(layout.nodeRank, "GROUP_RANK", layout.numNodes,
-                       "GROUP_WORLD_SIZE");
+    detail::checkBelow(layout.nodeRank, "GROUP_RANK", layout.numNodes, "GROUP_WORLD_SIZE");
   }
   detail::readVisibleDevices(env, layout);
   return layout;
@@ -130,8 +121,7 @@ JobLayout detectJobLayout(const Environment& env, const HostFacts& host) {
   // srun --mpi=pmi2 sets PMI_RANK too; when it agrees with SLURM_PROCID the
   // Slurm view is the richer one. When it does not, an MPI launcher runs
   // inside the step (mpiexec.hydra under salloc) and PMI is the truth.
-  if (slurm && mpich && (slurm->rank != mpich->rank ||
-                         slurm->worldSize != mpich->worldSize)) {
+  if (slurm && mpich && (slurm->rank != mpich->rank || slurm->worldSize != mpich->worldSize)) {
     return *mpich;
   }
   if (slurm) return *slurm;

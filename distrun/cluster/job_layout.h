@@ -47,8 +47,7 @@ std::string defaultRunId(const JobLayout& layout);
 // The GPU ids this process may use and the variable that says so: the first
 // of CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and
 // SLURM_STEP_GPUS that is set and not empty. Empty when none is.
-std::pair<std::vector<std::string>, std::string> readVisibleDevices(
-    const Environment& env);
+std::pair<std::vector<std::string>, std::string> readVisibleDevices(const Environment& env);
 
 // Reads the layout from the environment. Precedence, innermost launcher
 // first: Open MPI (OMPI_COMM_WORLD_*), a Slurm step task (SLURM_PROCID with
@@ -59,14 +58,10 @@ JobLayout detectJobLayout(const Environment& env, const HostFacts& host);
 
 // The detectors, each for one scheduler; nullopt when its variables are
 // absent. Exposed for tests.
-std::optional<JobLayout> detectSlurm(const Environment& env,
-                                     const HostFacts& host);
-std::optional<JobLayout> detectOpenMpi(const Environment& env,
-                                       const HostFacts& host);
-std::optional<JobLayout> detectMpich(const Environment& env,
-                                     const HostFacts& host);
-std::optional<JobLayout> detectPbs(const Environment& env,
-                                   const HostFacts& host);
+std::optional<JobLayout> detectSlurm(const Environment& env, const HostFacts& host);
+std::optional<JobLayout> detectOpenMpi(const Environment& env, const HostFacts& host);
+std::optional<JobLayout> detectMpich(const Environment& env, const HostFacts& host);
+std::optional<JobLayout> detectPbs(const Environment& env, const HostFacts& host);
 JobLayout detectStandalone(const Environment& env, const HostFacts& host);
 
 namespace detail {
@@ -76,13 +71,11 @@ std::optional<int> readInt(const Environment& env, const std::string& name);
 // Like readInt, but a missing variable is a ConfigError too.
 int requireInt(const Environment& env, const std::string& name);
 // The first of `names` that is set.
-std::optional<std::string> firstOf(const Environment& env,
-                                   const std::vector<std::string>& names);
+std::optional<std::string> firstOf(const Environment& env, const std::vector<std::string>& names);
 // Fills layout.visibleDevices with readVisibleDevices(env).
 void readVisibleDevices(const Environment& env, JobLayout& layout);
 // Throws ConfigError unless 0 <= value < bound, naming both variables.
-void checkBelow(int value, const std::string& valueName, int bound,
-                const std::string& boundName);
+void checkBelow(int value, const std::string& valueName, int bound, const std::string& boundName);
 // The hosts of an enclosing allocation (Slurm job or PBS node file), if any.
 std::vector<std::string> allocationHosts(const Environment& env);
 

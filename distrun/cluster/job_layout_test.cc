@@ -80,11 +80,16 @@ TEST(SlurmLayoutTest, CyclicDistributionKeepsProcid) {
 }
 
 TEST(SlurmLayoutTest, FallsBackToJobVariablesWithoutStepOnes) {
-  Vars v = {{"SLURM_JOB_ID", "7"},         {"SLURM_STEPID", "0"},
-            {"SLURM_PROCID", "2"},         {"SLURM_NODEID", "1"},
-            {"SLURM_LOCALID", "0"},        {"SLURM_NTASKS", "3"},
-            {"SLURM_NNODES", "2"},         {"SLURM_TASKS_PER_NODE", "2,1"},
-            {"SLURM_JOB_NODELIST", "n[1-2]"}, {"SLURM_CPUS_PER_TASK", "4"}};
+  Vars v = {{"SLURM_JOB_ID", "7"},
+            {"SLURM_STEPID", "0"},
+            {"SLURM_PROCID", "2"},
+            {"SLURM_NODEID", "1"},
+            {"SLURM_LOCALID", "0"},
+            {"SLURM_NTASKS", "3"},
+            {"SLURM_NNODES", "2"},
+            {"SLURM_TASKS_PER_NODE", "2,1"},
+            {"SLURM_JOB_NODELIST", "n[1-2]"},
+            {"SLURM_CPUS_PER_TASK", "4"}};
   JobLayout l = detect(v);
   EXPECT_EQ(l.worldSize, 3);
   EXPECT_EQ(l.localWorldSize, 1);
@@ -93,8 +98,10 @@ TEST(SlurmLayoutTest, FallsBackToJobVariablesWithoutStepOnes) {
 }
 
 TEST(SlurmLayoutTest, BatchScriptIsAWorldOfOne) {
-  Vars v = {{"SLURM_JOB_ID", "9"}, {"SLURM_PROCID", "0"},
-            {"SLURM_NODEID", "0"}, {"SLURM_NTASKS", "8"},
+  Vars v = {{"SLURM_JOB_ID", "9"},
+            {"SLURM_PROCID", "0"},
+            {"SLURM_NODEID", "0"},
+            {"SLURM_NTASKS", "8"},
             {"SLURM_JOB_NODELIST", "n[1-2]"}};
   JobLayout l = detect(v);
   EXPECT_EQ(l.scheduler, Scheduler::kSlurm);
@@ -122,11 +129,9 @@ TEST(SlurmLayoutTest, ContradictionsNameTheVariables) {
             "< SLURM_NTASKS");
   v = slurmStep(0, 0, 0);
   v["SLURM_STEP_TASKS_PER_NODE"] = "2(x3),2";
-  EXPECT_EQ(configError(v),
-            "SLURM_STEP_TASKS_PER_NODE adds up to 8 tasks but the step has 7");
+  EXPECT_EQ(configError(v), "SLURM_STEP_TASKS_PER_NODE adds up to 8 tasks but the step has 7");
   v["SLURM_STEP_TASKS_PER_NODE"] = "2(x3)";
-  EXPECT_EQ(configError(v),
-            "SLURM_STEP_TASKS_PER_NODE lists 3 nodes but the step has 4 nodes");
+  EXPECT_EQ(configError(v), "SLURM_STEP_TASKS_PER_NODE lists 3 nodes but the step has 4 nodes");
   v = slurmStep(6, 3, 1);
   EXPECT_EQ(configError(v),
             "SLURM_LOCALID=1 contradicts SLURM_STEP_TASKS_PER_NODE on node 3=1: "
@@ -137,8 +142,7 @@ TEST(SlurmLayoutTest, ContradictionsNameTheVariables) {
             "< SLURM_NNODES");
   v = slurmStep(0, 0, 0);
   v["SLURM_STEP_NODELIST"] = "gpu-[07-09]";
-  EXPECT_EQ(configError(v),
-            "SLURM_STEP_NODELIST names 3 hosts but the step has 4 nodes");
+  EXPECT_EQ(configError(v), "SLURM_STEP_NODELIST names 3 hosts but the step has 4 nodes");
   v = slurmStep(0, 0, 0);
   v["SLURMD_NODENAME"] = "gpu-08";
   EXPECT_EQ(configError(v),
@@ -146,8 +150,7 @@ TEST(SlurmLayoutTest, ContradictionsNameTheVariables) {
             "SLURM_STEP_NODELIST is gpu-07");
   v = slurmStep(0, 0, 0);
   v["SLURM_PROCID"] = "x";
-  EXPECT_EQ(configError(v),
-            "SLURM_PROCID='x' is not a whole number (unexpected 'x')");
+  EXPECT_EQ(configError(v), "SLURM_PROCID='x' is not a whole number (unexpected 'x')");
   v = slurmStep(0, 0, 0);
   v.erase("SLURM_STEP_NUM_TASKS");
   v.erase("SLURM_NTASKS");
@@ -249,9 +252,7 @@ class PbsLayoutTest : public ::testing::Test {
 };
 
 TEST_F(PbsLayoutTest, TaskPlacedFromNodefile) {
-  Vars v = {{"PBS_JOBID", "1234.pbs01"},
-            {"PBS_NODEFILE", path_},
-            {"PBS_VNODENUM", "3"}};
+  Vars v = {{"PBS_JOBID", "1234.pbs01"}, {"PBS_NODEFILE", path_}, {"PBS_VNODENUM", "3"}};
   JobLayout l = detect(v);
   EXPECT_EQ(l.scheduler, Scheduler::kPbs);
   EXPECT_EQ(l.rank, 3);
@@ -271,15 +272,11 @@ TEST_F(PbsLayoutTest, JobScriptIsAWorldOfOne) {
 }
 
 TEST_F(PbsLayoutTest, ErrorsNameTheInput) {
-  EXPECT_EQ(configError({{"PBS_JOBID", "1"},
-                         {"PBS_NODEFILE", path_},
-                         {"PBS_VNODENUM", "5"}}),
+  EXPECT_EQ(configError({{"PBS_JOBID", "1"}, {"PBS_NODEFILE", path_}, {"PBS_VNODENUM", "5"}}),
             "PBS_VNODENUM=5 contradicts the line count of PBS_NODEFILE=5: "
             "expected PBS_VNODENUM < the line count of PBS_NODEFILE");
   try {
-    detect({{"PBS_JOBID", "1"},
-            {"PBS_NODEFILE", "/nonexistent/nodes"},
-            {"PBS_VNODENUM", "0"}});
+    detect({{"PBS_JOBID", "1"}, {"PBS_NODEFILE", "/nonexistent/nodes"}, {"PBS_VNODENUM", "0"}});
     FAIL();
   } catch (const IoError& e) {
     EXPECT_STREQ(e.what(), "PBS_NODEFILE: cannot open '/nonexistent/nodes'");

@@ -33,8 +33,8 @@ const MpiVariables kOpenMpi{Scheduler::kOpenMpi,
                             "OMPI_MCA_orte_num_nodes",
                             {"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"}};
 
-const MpiVariables kMpich{Scheduler::kMpich, "PMI_RANK",        "PMI_SIZE",
-                          "MPI_LOCALRANKID", "MPI_LOCALNRANKS", nullptr,
+const MpiVariables kMpich{Scheduler::kMpich,           "PMI_RANK",        "PMI_SIZE",
+                          "MPI_LOCALRANKID",           "MPI_LOCALNRANKS", nullptr,
                           {"PMI_JOBID", "PMI_KVSNAME"}};
 
 // The node count when the launcher does not say: one node when every task
@@ -48,8 +48,7 @@ int guessNodes(const JobLayout& layout) {
 // Which node this is, and which host runs rank 0. Single-node worlds use
 // loopback. Across nodes the enclosing allocation (Slurm, PBS) names the
 // hosts; without one only the user can say where rank 0 runs.
-void placeOnNodes(const Environment& env, const HostFacts& host,
-                  JobLayout& layout) {
+void placeOnNodes(const Environment& env, const HostFacts& host, JobLayout& layout) {
   if (layout.numNodes == 1) {
     layout.hosts = {host.hostname};
     layout.masterHost = "127.0.0.1";
@@ -61,23 +60,21 @@ void placeOnNodes(const Environment& env, const HostFacts& host,
     layout.nodeRank = static_cast<int>(self - layout.hosts.begin());
   } else {
     layout.nodeRank = layout.rank / std::max(layout.localWorldSize, 1);
-    layout.notes.push_back(
-        "GROUP_RANK assumes the MPI launcher's default by-slot placement");
+    layout.notes.push_back("GROUP_RANK assumes the MPI launcher's default by-slot placement");
   }
   layout.nodeRank = std::min(layout.nodeRank, layout.numNodes - 1);
   if (!layout.hosts.empty()) {
     layout.masterHost = layout.hosts.front();
   } else if (!env.has("MASTER_ADDR")) {
-    throw ConfigError(fmt::format(
-        "{} job spans {} nodes and no allocation (SLURM_JOB_NODELIST, "
-        "PBS_NODEFILE) says which host runs rank 0: set MASTER_ADDR "
-        "(mpirun -x MASTER_ADDR=HOST)",
-        schedulerName(layout.scheduler), layout.numNodes));
+    throw ConfigError(
+        fmt::format("{} job spans {} nodes and no allocation (SLURM_JOB_NODELIST, "
+                    "PBS_NODEFILE) says which host runs rank 0: set MASTER_ADDR "
+                    "(mpirun -x MASTER_ADDR=HOST)",
+                    schedulerName(layout.scheduler), layout.numNodes));
   }
 }
 
-std::optional<JobLayout> detectMpi(const Environment& env,
-                                   const HostFacts& host,
+std::optional<JobLayout> detectMpi(const Environment& env, const HostFacts& host,
                                    const MpiVariables& vars) {
   if (!env.has(vars.rank)) return std::nullopt;
   JobLayout layout;
@@ -87,16 +84,13 @@ std::optional<JobLayout> detectMpi(const Environment& env,
   checkBelow(layout.rank, vars.rank, layout.worldSize, vars.size);
   layout.localWorldSize = readInt(env, vars.localSize).value_or(1);
   layout.localRank = readInt(env, vars.localRank).value_or(0);
-  checkBelow(layout.localRank, vars.localRank, layout.localWorldSize,
-             vars.localSize);
+  checkBelow(layout.localRank, vars.localRank, layout.localWorldSize, vars.localSize);
   if (layout.localWorldSize > layout.worldSize) {
-    throw ConfigError(fmt::format("{}={} contradicts {}={}: expected {} <= {}",
-                                  vars.localSize, layout.localWorldSize,
-                                  vars.size, layout.worldSize, vars.localSize,
-                                  vars.size));
+    throw ConfigError(fmt::format("{}={} contradicts {}={}: expected {} <= {}", vars.localSize,
+                                  layout.localWorldSize, vars.size, layout.worldSize,
+                                  vars.localSize, vars.size));
   }
-  std::optional<int> nodes =
-      vars.numNodes ? readInt(env, vars.numNodes) : std::nullopt;
+  std::optional<int> nodes = vars.numNodes ? readInt(env, vars.numNodes) : std::nullopt;
   layout.numNodes = nodes.value_or(guessNodes(layout));
   for (const std::string& name : vars.jobId) {
     if (auto id = env.get(name)) {
@@ -111,13 +105,11 @@ std::optional<JobLayout> detectMpi(const Environment& env,
 
 }  // namespace
 
-std::optional<JobLayout> detectOpenMpi(const Environment& env,
-                                       const HostFacts& host) {
+std::optional<JobLayout> detectOpenMpi(const Environment& env, const HostFacts& host) {
   return detectMpi(env, host, kOpenMpi);
 }
 
-std::optional<JobLayout> detectMpich(const Environment& env,
-                                     const HostFacts& host) {
+std::optional<JobLayout> detectMpich(const Environment& env, const HostFacts& host) {
   return detectMpi(env, host, kMpich);
 }
 

@@ -45,8 +45,7 @@ void placeTask(const std::vector<std::string>& slots, JobLayout& layout) {
 
 }  // namespace
 
-std::optional<JobLayout> detectPbs(const Environment& env,
-                                   const HostFacts& host) {
+std::optional<JobLayout> detectPbs(const Environment& env, const HostFacts& host) {
   std::optional<std::string> jobId = env.get("PBS_JOBID");
   if (!jobId) return std::nullopt;
   JobLayout layout;

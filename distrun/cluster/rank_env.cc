@@ -32,8 +32,7 @@ class RankEnvironmentBuilder {
   // A setting: the user's value wins over `fallback()`. A name already
   // set (a site profile repeating a contract variable) keeps its value.
   template <typename Fallback>
-  void setting(const std::string& name, Fallback fallback,
-               Source source = Source::kDerived) {
+  void setting(const std::string& name, Fallback fallback, Source source = Source::kDerived) {
     if (built_.has(name)) return;
     if (std::optional<std::string> had = user_.get(name)) {
       add({name, *had, Source::kKept, ""});
@@ -71,10 +70,10 @@ int masterPort(const JobLayout& layout, const RankEnvironmentOptions& options) {
     return derivedMasterPort(layout.jobId, layout.stepId);
   }
   if (layout.worldSize > 1) {
-    throw ConfigError(fmt::format(
-        "MASTER_PORT is not set and there is no job id to derive it from: "
-        "set MASTER_PORT for this {}-process world",
-        layout.worldSize));
+    throw ConfigError(
+        fmt::format("MASTER_PORT is not set and there is no job id to derive it from: "
+                    "set MASTER_PORT for this {}-process world",
+                    layout.worldSize));
   }
   DISTRUN_ENFORCE(options.pickFreePort, "no pickFreePort given");
   return options.pickFreePort();
@@ -117,10 +116,8 @@ void addContract(const JobLayout& layout, const RankEnvironmentOptions& options,
   } else {
     b.setting("TORCHELASTIC_RUN_ID", [&] { return defaultRunId(layout); });
   }
-  b.setting("TORCHELASTIC_RESTART_COUNT",
-            [&] { return str(options.restartCount); });
-  b.setting("TORCHELASTIC_MAX_RESTARTS",
-            [&] { return str(options.maxRestarts); });
+  b.setting("TORCHELASTIC_RESTART_COUNT", [&] { return str(options.restartCount); });
+  b.setting("TORCHELASTIC_MAX_RESTARTS", [&] { return str(options.maxRestarts); });
   b.identity("TORCHELASTIC_USE_AGENT_STORE", "False");
   b.setting("TORCH_NCCL_ASYNC_ERROR_HANDLING", [] { return std::string("1"); });
   b.setting("OMP_NUM_THREADS", [&] { return str(ompThreads(layout, options)); });
@@ -146,10 +143,10 @@ void addNodeDirs(const SiteProfile& site, RankEnvironment& env) {
   for (const std::string& variable : site.nodeDirs) {
     const RankVariable* v = env.find(variable);
     if (v == nullptr) {
-      throw ConfigError(fmt::format(
-          "site profile {}: node-dir {} names a variable the profile does "
-          "not set",
-          site.name, variable));
+      throw ConfigError(
+          fmt::format("site profile {}: node-dir {} names a variable the profile does "
+                      "not set",
+                      site.name, variable));
     }
     env.nodeDirs.push_back(v->value);
   }
@@ -164,8 +161,7 @@ const RankVariable* RankEnvironment::find(const std::string& name) const {
   return nullptr;
 }
 
-RankEnvironment buildRankEnvironment(const JobLayout& layout,
-                                     const Environment& user,
+RankEnvironment buildRankEnvironment(const JobLayout& layout, const Environment& user,
                                      const RankEnvironmentOptions& options) {
   RankEnvironmentBuilder b(user);
   addContract(layout, options, b);

@@ -63,8 +63,7 @@ struct RankEnvironmentOptions {
 // the layout; for everything else a value the user already set wins.
 // Throws ConfigError when MASTER_PORT cannot be chosen or a site value
 // refers to an unset variable.
-RankEnvironment buildRankEnvironment(const JobLayout& layout,
-                                     const Environment& user,
+RankEnvironment buildRankEnvironment(const JobLayout& layout, const Environment& user,
                                      const RankEnvironmentOptions& options);
 
 }  // namespace distrun::cluster

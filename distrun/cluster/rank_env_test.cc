@@ -39,19 +39,16 @@ std::string value(const RankEnvironment& env, const std::string& name) {
 }
 
 TEST(RankEnvironmentTest, TorchrunContractFromLayout) {
-  RankEnvironment env =
-      buildRankEnvironment(slurmTask(), MapEnvironment(), options());
+  RankEnvironment env = buildRankEnvironment(slurmTask(), MapEnvironment(), options());
   std::vector<std::string> names;
   for (const RankVariable& v : env.variables) names.push_back(v.name);
   EXPECT_THAT(names,
               ::testing::ElementsAre(
-                  "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-                  "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
-                  "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT",
-                  "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
+                  "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                  "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR",
+                  "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
                   "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE",
-                  "TORCH_NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS",
-                  "DISTRUN_SCHEDULER"));
+                  "TORCH_NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS", "DISTRUN_SCHEDULER"));
   EXPECT_EQ(value(env, "RANK"), "5");
   EXPECT_EQ(value(env, "LOCAL_RANK"), "1");
   EXPECT_EQ(value(env, "WORLD_SIZE"), "7");
@@ -61,8 +58,7 @@ TEST(RankEnvironmentTest, TorchrunContractFromLayout) {
   EXPECT_EQ(value(env, "ROLE_RANK"), "5");
   EXPECT_EQ(value(env, "ROLE_NAME"), "default");
   EXPECT_EQ(value(env, "MASTER_ADDR"), "gpu-07");
-  EXPECT_EQ(value(env, "MASTER_PORT"),
-            std::to_string(derivedMasterPort("4242", "3")));
+  EXPECT_EQ(value(env, "MASTER_PORT"), std::to_string(derivedMasterPort("4242", "3")));
   EXPECT_EQ(value(env, "TORCHELASTIC_RUN_ID"), "4242.3");
   EXPECT_EQ(value(env, "TORCHELASTIC_USE_AGENT_STORE"), "False");
   EXPECT_EQ(value(env, "OMP_NUM_THREADS"), "4");  // 8 CPUs / 2 local tasks
@@ -92,28 +88,22 @@ TEST(RankEnvironmentTest, UserSettingsWinIdentityIsReplaced) {
 TEST(RankEnvironmentTest, CpusPerTaskSetsThreads) {
   JobLayout l = slurmTask();
   l.cpusPerTask = 16;
-  EXPECT_EQ(value(buildRankEnvironment(l, MapEnvironment(), options()),
-                  "OMP_NUM_THREADS"),
-            "16");
+  EXPECT_EQ(value(buildRankEnvironment(l, MapEnvironment(), options()), "OMP_NUM_THREADS"), "16");
 }
 
 TEST(RankEnvironmentTest, LocalDeviceFollowsVisibleDevices) {
   JobLayout l = slurmTask();
   l.visibleDevices = {"3"};  // Slurm bound one GPU to this task
-  EXPECT_EQ(value(buildRankEnvironment(l, MapEnvironment(), options()),
-                  "DISTRUN_LOCAL_DEVICE"),
+  EXPECT_EQ(value(buildRankEnvironment(l, MapEnvironment(), options()), "DISTRUN_LOCAL_DEVICE"),
             "0");
   l.visibleDevices = {"0", "1", "2", "3"};
-  EXPECT_EQ(value(buildRankEnvironment(l, MapEnvironment(), options()),
-                  "DISTRUN_LOCAL_DEVICE"),
+  EXPECT_EQ(value(buildRankEnvironment(l, MapEnvironment(), options()), "DISTRUN_LOCAL_DEVICE"),
             "1");
 }
 
 TEST(RankEnvironmentTest, StandalonePortIsPickedFreeOrRequired) {
   JobLayout one;
-  EXPECT_EQ(value(buildRankEnvironment(one, MapEnvironment(), options()),
-                  "MASTER_PORT"),
-            "41000");
+  EXPECT_EQ(value(buildRankEnvironment(one, MapEnvironment(), options()), "MASTER_PORT"), "41000");
   JobLayout two;
   two.worldSize = 2;
   try {
@@ -138,9 +128,7 @@ SiteProfile lumiLike() {
 TEST(RankEnvironmentTest, SiteSettingsExpandAndUserWins) {
   RankEnvironmentOptions o = options();
   o.site = lumiLike();
-  MapEnvironment user({{"USER", "ada"},
-                       {"SLURM_NODEID", "2"},
-                       {"NCCL_SOCKET_IFNAME", "ib0"}});
+  MapEnvironment user({{"USER", "ada"}, {"SLURM_NODEID", "2"}, {"NCCL_SOCKET_IFNAME", "ib0"}});
   RankEnvironment env = buildRankEnvironment(slurmTask(), user, o);
   EXPECT_EQ(env.siteName, "lumi");
   EXPECT_EQ(value(env, "DISTRUN_SITE"), "lumi");

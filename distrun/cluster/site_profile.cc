@@ -22,30 +22,25 @@ struct ProfileLine {
   const std::string& path;
   int number;
   [[noreturn]] void fail(const std::string& expected) const {
-    throw ConfigError(
-        fmt::format("site profile {}:{}: {}", path, number, expected));
+    throw ConfigError(fmt::format("site profile {}:{}: {}", path, number, expected));
   }
 };
 
 // Splits "NAME = value" at the first '='; both sides trimmed.
-std::pair<std::string, std::string> assignment(std::string_view text,
-                                               const ProfileLine& line) {
+std::pair<std::string, std::string> assignment(std::string_view text, const ProfileLine& line) {
   size_t eq = text.find('=');
   if (eq == std::string_view::npos) line.fail("expected 'NAME = value'");
   std::string name(trim(text.substr(0, eq)));
   if (name.empty() || name.find_first_of(" \t") != std::string::npos) {
-    line.fail(fmt::format("expected one variable name before '=', found '{}'",
-                          name));
+    line.fail(fmt::format("expected one variable name before '=', found '{}'", name));
   }
   return {name, std::string(trim(text.substr(eq + 1)))};
 }
 
-void parseLine(std::string_view text, const ProfileLine& line,
-               SiteProfile& profile) {
+void parseLine(std::string_view text, const ProfileLine& line, SiteProfile& profile) {
   size_t space = text.find_first_of(" \t=");
   std::string keyword(text.substr(0, space));
-  std::string_view rest =
-      space == std::string_view::npos ? "" : trim(text.substr(space));
+  std::string_view rest = space == std::string_view::npos ? "" : trim(text.substr(space));
   if (keyword == "description") {
     if (rest.empty() || rest[0] != '=') line.fail("expected 'description = TEXT'");
     profile.description = std::string(trim(rest.substr(1)));
@@ -59,8 +54,7 @@ void parseLine(std::string_view text, const ProfileLine& line,
     if (rest.empty()) line.fail("expected 'node-dir VARIABLE'");
     profile.nodeDirs.emplace_back(rest);
   } else {
-    line.fail(fmt::format(
-        "expected description, match, set or node-dir, found '{}'", keyword));
+    line.fail(fmt::format("expected description, match, set or node-dir, found '{}'", keyword));
   }
 }
 
@@ -90,8 +84,7 @@ SiteProfile parseSiteProfile(const std::string& text, const std::string& name,
   return profile;
 }
 
-std::vector<std::string> siteSearchPath(const Environment& env,
-                                        const std::string& builtinDir) {
+std::vector<std::string> siteSearchPath(const Environment& env, const std::string& builtinDir) {
   std::vector<std::string> path;
   if (auto extra = env.get("DISTRUN_SITE_PATH")) {
     for (const std::string& dir : split(*extra, ':')) {
@@ -115,25 +108,23 @@ std::vector<std::string> listSiteProfiles(const std::vector<std::string>& path) 
   return {names.begin(), names.end()};
 }
 
-SiteProfile loadSiteProfile(const std::string& name,
-                            const std::vector<std::string>& path) {
+SiteProfile loadSiteProfile(const std::string& name, const std::vector<std::string>& path) {
   for (const std::string& dir : path) {
     fs::path file = fs::path(dir) / (name + std::string(kExtension));
     std::error_code ec;
     if (fs::is_regular_file(file, ec)) {
-      return parseSiteProfile(readTextFile(file.string(), "site profile"),
-                              name, file.string());
+      return parseSiteProfile(readTextFile(file.string(), "site profile"), name, file.string());
     }
   }
   std::vector<std::string> known = listSiteProfiles(path);
-  throw ConfigError(fmt::format(
-      "site profile '{}' not found in {}: expected one of {} (or none)", name,
-      join(path, ":"), known.empty() ? "(no profiles)" : join(known, ", ")));
+  throw ConfigError(fmt::format("site profile '{}' not found in {}: expected one of {} (or none)",
+                                name, join(path, ":"),
+                                known.empty() ? "(no profiles)" : join(known, ", ")));
 }
 
-std::optional<SiteProfile> selectSiteProfile(
-    const std::optional<std::string>& requested, const Environment& env,
-    const std::vector<std::string>& path) {
+std::optional<SiteProfile> selectSiteProfile(const std::optional<std::string>& requested,
+                                             const Environment& env,
+                                             const std::vector<std::string>& path) {
   std::optional<std::string> name = requested;
   if (!name) name = env.get("DISTRUN_SITE");
   if (name) {
@@ -160,16 +151,14 @@ std::string expandSiteValue(const std::string& value, const Environment& env,
     if (start == std::string::npos) break;
     size_t end = value.find('}', start);
     if (end == std::string::npos) {
-      throw ConfigError(fmt::format(
-          "site profile {}: unclosed '${{' in '{}'", profileName, value));
+      throw ConfigError(fmt::format("site profile {}: unclosed '${{' in '{}'", profileName, value));
     }
     out += value.substr(pos, start - pos);
     std::string variable = value.substr(start + 2, end - start - 2);
     std::optional<std::string> replacement = env.get(variable);
     if (!replacement) {
-      throw ConfigError(fmt::format(
-          "site profile {}: '{}' uses ${{{}}}, which is not set", profileName,
-          value, variable));
+      throw ConfigError(fmt::format("site profile {}: '{}' uses ${{{}}}, which is not set",
+                                    profileName, value, variable));
     }
     out += *replacement;
     pos = end + 1;

@@ -45,23 +45,21 @@ SiteProfile parseSiteProfile(const std::string& text, const std::string& name,
 
 // Where profiles are looked for, in order: each directory of
 // $DISTRUN_SITE_PATH (colon-separated), then `builtinDir`.
-std::vector<std::string> siteSearchPath(const Environment& env,
-                                        const std::string& builtinDir);
+std::vector<std::string> siteSearchPath(const Environment& env, const std::string& builtinDir);
 
 // The names of every profile on the search path, sorted, first found wins.
 std::vector<std::string> listSiteProfiles(const std::vector<std::string>& path);
 
 // Loads profile `name` from the search path. ConfigError listing the
 // available names when there is none.
-SiteProfile loadSiteProfile(const std::string& name,
-                            const std::vector<std::string>& path);
+SiteProfile loadSiteProfile(const std::string& name, const std::vector<std::string>& path);
 
 // Chooses the profile: `requested` when given ("none" means no profile),
 // else $DISTRUN_SITE, else the first profile (by name) whose match lines all
 // hold, else "generic" when present. nullopt means no profile applies.
-std::optional<SiteProfile> selectSiteProfile(
-    const std::optional<std::string>& requested, const Environment& env,
-    const std::vector<std::string>& path);
+std::optional<SiteProfile> selectSiteProfile(const std::optional<std::string>& requested,
+                                             const Environment& env,
+                                             const std::vector<std::string>& path);
 
 // Expands ${VAR} in `value` from `env`. ConfigError naming the profile and
 // the variable when a referenced variable is unset.

@@ -55,8 +55,7 @@ TEST(SiteProfileTest, ErrorsNameFileAndLine) {
 class SiteDirectoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("sites_" + std::to_string(::getpid()));
+    dir_ = fs::path(::testing::TempDir()) / ("sites_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     write("generic", "description = g\n");
     write("alpha", "match CLUSTER = alpha\nset A = 1\n");
@@ -91,9 +90,8 @@ TEST_F(SiteDirectoryTest, UnknownNameListsTheKnownOnes) {
     selectSiteProfile(std::string("lumi"), MapEnvironment(), path());
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "site profile 'lumi' not found in " + dir_.string() +
-                  ": expected one of alpha, beta, generic (or none)");
+    EXPECT_EQ(std::string(e.what()), "site profile 'lumi' not found in " + dir_.string() +
+                                         ": expected one of alpha, beta, generic (or none)");
   }
 }
 
@@ -109,8 +107,7 @@ TEST_F(SiteDirectoryTest, SitePathComesFirst) {
 }
 
 TEST(ShippedProfilesTest, EveryShippedProfileParses) {
-  std::vector<std::string> path = {std::string(DISTRUN_SOURCE_DIR) +
-                                   "/share/sites"};
+  std::vector<std::string> path = {std::string(DISTRUN_SOURCE_DIR) + "/share/sites"};
   std::vector<std::string> names = listSiteProfiles(path);
   EXPECT_THAT(names, ::testing::IsSupersetOf({"generic", "lumi", "marenostrum5"}));
   for (const std::string& name : names) loadSiteProfile(name, path);

@@ -20,13 +20,12 @@ using detail::requireInt;
 
 // A step variable, or its job-level twin when the step one is absent (an
 // older Slurm, or srun --export=NONE). Returns the name actually used.
-std::pair<std::string, std::string> stepOrJob(
-    const Environment& env, const std::vector<std::string>& names) {
+std::pair<std::string, std::string> stepOrJob(const Environment& env,
+                                              const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     if (auto value = env.get(name)) return {name, *value};
   }
-  throw ConfigError(fmt::format("inside a Slurm step but none of {} is set",
-                                join(names, ", ")));
+  throw ConfigError(fmt::format("inside a Slurm step but none of {} is set", join(names, ", ")));
 }
 
 int stepInt(const Environment& env, const std::vector<std::string>& names) {
@@ -36,8 +35,7 @@ int stepInt(const Environment& env, const std::vector<std::string>& names) {
 
 // The batch script, or an salloc shell: one process of an allocation, not
 // a task of a parallel step.
-JobLayout allocationShell(const Environment& env, const HostFacts& host,
-                          const std::string& jobId) {
+JobLayout allocationShell(const Environment& env, const HostFacts& host, const std::string& jobId) {
   JobLayout layout;
   layout.scheduler = Scheduler::kSlurm;
   layout.jobId = jobId;
@@ -52,33 +50,29 @@ JobLayout allocationShell(const Environment& env, const HostFacts& host,
   return layout;
 }
 
-void checkHosts(const JobLayout& layout, const std::string& listName,
-                const Environment& env) {
+void checkHosts(const JobLayout& layout, const std::string& listName, const Environment& env) {
   if (static_cast<int>(layout.hosts.size()) != layout.numNodes) {
-    throw ConfigError(fmt::format(
-        "{} names {} hosts but the step has {} nodes", listName,
-        layout.hosts.size(), layout.numNodes));
+    throw ConfigError(fmt::format("{} names {} hosts but the step has {} nodes", listName,
+                                  layout.hosts.size(), layout.numNodes));
   }
   std::optional<std::string> nodeName = env.get("SLURMD_NODENAME");
   if (nodeName && *nodeName != layout.hosts[layout.nodeRank]) {
     throw ConfigError(fmt::format(
-        "SLURMD_NODENAME={} contradicts SLURM_NODEID={}: node {} of {} is {}",
-        *nodeName, layout.nodeRank, layout.nodeRank, listName,
-        layout.hosts[layout.nodeRank]));
+        "SLURMD_NODENAME={} contradicts SLURM_NODEID={}: node {} of {} is {}", *nodeName,
+        layout.nodeRank, layout.nodeRank, listName, layout.hosts[layout.nodeRank]));
   }
 }
 
 void checkTaskCounts(const JobLayout& layout, const std::vector<int>& perNode,
                      const std::string& perNodeName) {
   if (static_cast<int>(perNode.size()) != layout.numNodes) {
-    throw ConfigError(fmt::format(
-        "{} lists {} nodes but the step has {} nodes", perNodeName,
-        perNode.size(), layout.numNodes));
+    throw ConfigError(fmt::format("{} lists {} nodes but the step has {} nodes", perNodeName,
+                                  perNode.size(), layout.numNodes));
   }
   int total = std::accumulate(perNode.begin(), perNode.end(), 0);
   if (total != layout.worldSize) {
-    throw ConfigError(fmt::format("{} adds up to {} tasks but the step has {}",
-                                  perNodeName, total, layout.worldSize));
+    throw ConfigError(fmt::format("{} adds up to {} tasks but the step has {}", perNodeName, total,
+                                  layout.worldSize));
   }
 }
 
@@ -87,26 +81,24 @@ JobLayout stepTask(const Environment& env, const std::string& jobId) {
   layout.scheduler = Scheduler::kSlurm;
   layout.jobId = jobId;
   layout.stepId = *firstOf(env, {"SLURM_STEP_ID", "SLURM_STEPID"});
-  layout.worldSize = stepInt(env, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS",
-                                   "SLURM_NPROCS"});
-  layout.numNodes = stepInt(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES",
-                                  "SLURM_JOB_NUM_NODES"});
+  layout.worldSize = stepInt(env, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"});
+  layout.numNodes = stepInt(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"});
   layout.rank = requireInt(env, "SLURM_PROCID");
   layout.nodeRank = requireInt(env, "SLURM_NODEID");
   layout.localRank = requireInt(env, "SLURM_LOCALID");
   checkBelow(layout.rank, "SLURM_PROCID", layout.worldSize, "SLURM_NTASKS");
   checkBelow(layout.nodeRank, "SLURM_NODEID", layout.numNodes, "SLURM_NNODES");
 
-  auto [perNodeName, perNodeValue] = stepOrJob(
-      env, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"});
+  auto [perNodeName, perNodeValue] =
+      stepOrJob(env, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"});
   std::vector<int> perNode = parseTasksPerNode(perNodeValue, perNodeName);
   checkTaskCounts(layout, perNode, perNodeName);
   layout.localWorldSize = perNode[layout.nodeRank];
   checkBelow(layout.localRank, "SLURM_LOCALID", layout.localWorldSize,
              fmt::format("{} on node {}", perNodeName, layout.nodeRank));
 
-  auto [listName, list] = stepOrJob(
-      env, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"});
+  auto [listName, list] =
+      stepOrJob(env, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"});
   layout.hosts = expandHostlist(list);
   checkHosts(layout, listName, env);
   layout.masterHost = layout.hosts.front();
@@ -117,8 +109,7 @@ JobLayout stepTask(const Environment& env, const std::string& jobId) {
 
 }  // namespace
 
-std::optional<JobLayout> detectSlurm(const Environment& env,
-                                     const HostFacts& host) {
+std::optional<JobLayout> detectSlurm(const Environment& env, const HostFacts& host) {
   std::optional<std::string> jobId = firstOf(env, {"SLURM_JOB_ID", "SLURM_JOBID"});
   if (!jobId) return std::nullopt;
   bool inStep = env.has("SLURM_STEP_ID") || env.has("SLURM_STEPID");

@@ -15,14 +15,12 @@ constexpr int64_t kMaxRepeat = 1 << 20;
 
 [[noreturn]] void malformed(std::string_view value, std::string_view variable,
                             std::string_view part) {
-  throw ConfigError(fmt::format(
-      "{}='{}' is malformed at '{}': expected counts like '2(x3),1'",
-      variable, value, part));
+  throw ConfigError(fmt::format("{}='{}' is malformed at '{}': expected counts like '2(x3),1'",
+                                variable, value, part));
 }
 
-int64_t parseNumber(std::string_view value, std::string_view variable,
-                    std::string_view part, std::string_view number,
-                    int64_t max) {
+int64_t parseNumber(std::string_view value, std::string_view variable, std::string_view part,
+                    std::string_view number, int64_t max) {
   try {
     return parseCount(number, variable, max);
   } catch (const ConfigError&) {
@@ -30,29 +28,26 @@ int64_t parseNumber(std::string_view value, std::string_view variable,
   }
 }
 
-void appendEntry(std::string_view value, std::string_view variable,
-                 std::string_view part, std::vector<int>& counts) {
+void appendEntry(std::string_view value, std::string_view variable, std::string_view part,
+                 std::vector<int>& counts) {
   size_t paren = part.find('(');
   std::string_view countText = part.substr(0, paren);
   int64_t repeat = 1;
   if (paren != std::string_view::npos) {
-    if (part.size() < paren + 4 || part.substr(paren, 2) != "(x" ||
-        part.back() != ')') {
+    if (part.size() < paren + 4 || part.substr(paren, 2) != "(x" || part.back() != ')') {
       malformed(value, variable, part);
     }
     std::string_view repeatText = part.substr(paren + 2, part.size() - paren - 3);
     repeat = parseNumber(value, variable, part, repeatText, kMaxRepeat);
     if (repeat == 0) malformed(value, variable, part);
   }
-  int count = static_cast<int>(
-      parseNumber(value, variable, part, countText, INT32_MAX));
+  int count = static_cast<int>(parseNumber(value, variable, part, countText, INT32_MAX));
   counts.insert(counts.end(), static_cast<size_t>(repeat), count);
 }
 
 }  // namespace
 
-std::vector<int> parseTasksPerNode(std::string_view value,
-                                   std::string_view variable) {
+std::vector<int> parseTasksPerNode(std::string_view value, std::string_view variable) {
   std::vector<int> counts;
   for (const std::string& part : split(value, ',')) {
     appendEntry(value, variable, part, counts);

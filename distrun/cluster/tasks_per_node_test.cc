@@ -18,15 +18,14 @@ TEST(TasksPerNodeTest, ParsesRepeatsAndPlainCounts) {
 }
 
 TEST(TasksPerNodeTest, MalformedValuesNameTheVariable) {
-  for (const char* bad : {"", "2(x", "2(3)", "(x3)", "2(x0)", "2(xa)", "a",
-                          "2,,1", "2(x3)1", "-1"}) {
+  for (const char* bad :
+       {"", "2(x", "2(3)", "(x3)", "2(x0)", "2(xa)", "a", "2,,1", "2(x3)1", "-1"}) {
     try {
       parseTasksPerNode(bad, "SLURM_TASKS_PER_NODE");
       FAIL() << "accepted '" << bad << "'";
     } catch (const ConfigError& e) {
-      EXPECT_THAT(e.what(), ::testing::StartsWith(
-                                std::string("SLURM_TASKS_PER_NODE='") + bad +
-                                "' is malformed at '"));
+      EXPECT_THAT(e.what(), ::testing::StartsWith(std::string("SLURM_TASKS_PER_NODE='") + bad +
+                                                  "' is malformed at '"));
       EXPECT_THAT(e.what(), ::testing::EndsWith("expected counts like '2(x3),1'"));
     }
   }

@@ -4,15 +4,13 @@ namespace distrun::cluster {
 
 namespace {
 
-RankEnvironmentOptions rankOptions(const JobLayout& layout,
-                                   const HostFacts& host,
+RankEnvironmentOptions rankOptions(const JobLayout& layout, const HostFacts& host,
                                    const ThisTaskOptions& options) {
   RankEnvironmentOptions o;
   o.site = options.site;
   o.pickFreePort = options.pickFreePort;
   o.usableCpus = host.usableCpus;
-  if (layout.worldSize == 1 &&
-      options.loneTaskStore == LoneTaskStore::kPrivate) {
+  if (layout.worldSize == 1 && options.loneTaskStore == LoneTaskStore::kPrivate) {
     o.masterAddr = "127.0.0.1";
     o.masterPort = options.pickFreePort();
   }
@@ -27,12 +25,11 @@ MapEnvironment ThisTask::variables() const {
   return vars;
 }
 
-ThisTask thisTask(const Environment& env, const HostFacts& host,
-                  const ThisTaskOptions& options) {
+ThisTask thisTask(const Environment& env, const HostFacts& host, const ThisTaskOptions& options) {
   ThisTask task;
   task.layout = detectJobLayout(env, host);
-  task.environment = buildRankEnvironment(
-      task.layout, env, rankOptions(task.layout, host, options));
+  task.environment =
+      buildRankEnvironment(task.layout, env, rankOptions(task.layout, host, options));
   return task;
 }
 

@@ -56,8 +56,7 @@ std::string value(const ThisTask& t, const std::string& name) {
   return t.variables().getOr(name, "<unset>");
 }
 
-std::string configError(const Vars& vars,
-                        const ThisTaskOptions& o = options()) {
+std::string configError(const Vars& vars, const ThisTaskOptions& o = options()) {
   try {
     task(vars, o);
   } catch (const ConfigError& e) {
@@ -78,8 +77,7 @@ TEST(ThisTaskTest, SlurmStepTaskTakesItsIdsFromSlurm) {
   EXPECT_EQ(value(t, "GROUP_RANK"), "2");
   EXPECT_EQ(value(t, "GROUP_WORLD_SIZE"), "4");
   EXPECT_EQ(value(t, "MASTER_ADDR"), "gpu-07");
-  EXPECT_EQ(value(t, "MASTER_PORT"),
-            std::to_string(derivedMasterPort("4242", "3")));
+  EXPECT_EQ(value(t, "MASTER_PORT"), std::to_string(derivedMasterPort("4242", "3")));
   EXPECT_EQ(value(t, "TORCHELASTIC_RUN_ID"), "4242.3");
   EXPECT_EQ(value(t, "OMP_NUM_THREADS"), "4");  // the host's 8 CPUs / 2 tasks
   EXPECT_EQ(value(t, "DISTRUN_SCHEDULER"), "slurm");
@@ -96,8 +94,7 @@ TEST(ThisTaskTest, OpenMpiRankWinsOverTheSlurmVariablesAroundIt) {
   EXPECT_EQ(value(t, "LOCAL_WORLD_SIZE"), "3");
   EXPECT_EQ(value(t, "GROUP_WORLD_SIZE"), "1");
   EXPECT_EQ(value(t, "MASTER_ADDR"), "127.0.0.1");  // one node
-  EXPECT_EQ(value(t, "MASTER_PORT"),
-            std::to_string(derivedMasterPort("77", "")));
+  EXPECT_EQ(value(t, "MASTER_PORT"), std::to_string(derivedMasterPort("77", "")));
   EXPECT_EQ(value(t, "OMP_NUM_THREADS"), "2");  // 8 CPUs / 3 tasks
   EXPECT_EQ(value(t, "DISTRUN_SCHEDULER"), "openmpi");
 }
@@ -117,8 +114,7 @@ TEST(ThisTaskTest, StandaloneIsAWorldOfOneOnAFreePort) {
 }
 
 TEST(ThisTaskTest, HandDescribedWorldIsTakenAsGiven) {
-  ThisTask t =
-      task({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "6000"}});
+  ThisTask t = task({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "6000"}});
   EXPECT_EQ(value(t, "RANK"), "1");
   EXPECT_EQ(value(t, "WORLD_SIZE"), "2");
   EXPECT_EQ(value(t, "MASTER_PORT"), "6000");
@@ -151,21 +147,18 @@ TEST(ThisTaskTest, PrivateStoreOnlyForAWorldOfOne) {
   ThisTask asAny = task(shell);
   EXPECT_EQ(value(asAny, "WORLD_SIZE"), "1");
   EXPECT_EQ(value(asAny, "MASTER_ADDR"), "gpu-09");
-  EXPECT_EQ(value(asAny, "MASTER_PORT"),
-            std::to_string(derivedMasterPort("4242", "interactive")));
+  EXPECT_EQ(value(asAny, "MASTER_PORT"), std::to_string(derivedMasterPort("4242", "interactive")));
   ThisTask own = task(shell, options(LoneTaskStore::kPrivate));
   EXPECT_EQ(value(own, "MASTER_ADDR"), "127.0.0.1");
   EXPECT_EQ(value(own, "MASTER_PORT"), std::to_string(kFreePort));
   ThisTask step = task(slurmStep(0, 0, 0), options(LoneTaskStore::kPrivate));
   EXPECT_EQ(value(step, "MASTER_ADDR"), "gpu-07");
-  EXPECT_EQ(value(step, "MASTER_PORT"),
-            std::to_string(derivedMasterPort("4242", "3")));
+  EXPECT_EQ(value(step, "MASTER_PORT"), std::to_string(derivedMasterPort("4242", "3")));
 }
 
 TEST(ThisTaskTest, SiteProfileOnlyWhenGiven) {
   ThisTaskOptions o = options();
-  o.site =
-      parseSiteProfile("set NCCL_SOCKET_IFNAME = hsn0\n", "lumi", "lumi.site");
+  o.site = parseSiteProfile("set NCCL_SOCKET_IFNAME = hsn0\n", "lumi", "lumi.site");
   ThisTask t = task(slurmStep(0, 0, 0), o);
   EXPECT_EQ(t.environment.siteName, "lumi");
   EXPECT_EQ(value(t, "DISTRUN_SITE"), "lumi");
@@ -179,12 +172,10 @@ TEST(ThisTaskTest, ContradictionIsAConfigErrorNamingTheVariables) {
             "< SLURM_NTASKS");
   Vars mpi = openMpiRank(0);
   mpi["OMPI_COMM_WORLD_RANK"] = "3";
-  EXPECT_EQ(
-      configError(mpi),
-      "OMPI_COMM_WORLD_RANK=3 contradicts OMPI_COMM_WORLD_SIZE=3: expected "
-      "OMPI_COMM_WORLD_RANK < OMPI_COMM_WORLD_SIZE");
-  EXPECT_EQ(configError(
-                {{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "6000"}}),
+  EXPECT_EQ(configError(mpi),
+            "OMPI_COMM_WORLD_RANK=3 contradicts OMPI_COMM_WORLD_SIZE=3: expected "
+            "OMPI_COMM_WORLD_RANK < OMPI_COMM_WORLD_SIZE");
+  EXPECT_EQ(configError({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "6000"}}),
             "RANK=2 contradicts WORLD_SIZE=2: expected RANK < WORLD_SIZE");
 }
 

@@ -8,23 +8,41 @@ namespace distrun::comm {
 
 void storeValue(DataType t, void* base, size_t i, double v) {
   switch (t) {
-    case DataType::kFloat32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case DataType::kFloat64: static_cast<double*>(base)[i] = v; break;
-    case DataType::kFloat16: static_cast<Half*>(base)[i] = toHalf(static_cast<float>(v)); break;
-    case DataType::kBFloat16: static_cast<BFloat16*>(base)[i] = toBFloat16(static_cast<float>(v)); break;
-    case DataType::kInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case DataType::kInt64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
+    case DataType::kFloat32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case DataType::kFloat64:
+      static_cast<double*>(base)[i] = v;
+      break;
+    case DataType::kFloat16:
+      static_cast<Half*>(base)[i] = toHalf(static_cast<float>(v));
+      break;
+    case DataType::kBFloat16:
+      static_cast<BFloat16*>(base)[i] = toBFloat16(static_cast<float>(v));
+      break;
+    case DataType::kInt32:
+      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
+      break;
+    case DataType::kInt64:
+      static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
+      break;
   }
 }
 
 double loadValue(DataType t, const void* base, size_t i) {
   switch (t) {
-    case DataType::kFloat32: return static_cast<const float*>(base)[i];
-    case DataType::kFloat64: return static_cast<const double*>(base)[i];
-    case DataType::kFloat16: return toFloat(static_cast<const Half*>(base)[i]);
-    case DataType::kBFloat16: return toFloat(static_cast<const BFloat16*>(base)[i]);
-    case DataType::kInt32: return static_cast<const int32_t*>(base)[i];
-    case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+    case DataType::kFloat32:
+      return static_cast<const float*>(base)[i];
+    case DataType::kFloat64:
+      return static_cast<const double*>(base)[i];
+    case DataType::kFloat16:
+      return toFloat(static_cast<const Half*>(base)[i]);
+    case DataType::kBFloat16:
+      return toFloat(static_cast<const BFloat16*>(base)[i]);
+    case DataType::kInt32:
+      return static_cast<const int32_t*>(base)[i];
+    case DataType::kInt64:
+      return static_cast<double>(static_cast<const int64_t*>(base)[i]);
   }
   return 0;
 }
@@ -48,10 +66,18 @@ double reductionResult(ReduceOp op, DataType type, int size, size_t i) {
   for (int r = 1; r < size; ++r) {
     const double v = reductionInput(op, r, size, i);
     switch (op) {
-      case ReduceOp::kProd: acc *= v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
-      default: acc += v; break;
+      case ReduceOp::kProd:
+        acc *= v;
+        break;
+      case ReduceOp::kMin:
+        acc = std::min(acc, v);
+        break;
+      case ReduceOp::kMax:
+        acc = std::max(acc, v);
+        break;
+      default:
+        acc += v;
+        break;
     }
   }
   if (op != ReduceOp::kAvg) return acc;
@@ -64,11 +90,16 @@ double markerValue(int rank, size_t i) {
 
 double tolerance(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return 1e-6;
-    case DataType::kFloat64: return 1e-12;
-    case DataType::kFloat16: return 1e-3;
-    case DataType::kBFloat16: return 8e-3;
-    default: return 0;
+    case DataType::kFloat32:
+      return 1e-6;
+    case DataType::kFloat64:
+      return 1e-12;
+    case DataType::kFloat16:
+      return 1e-3;
+    case DataType::kBFloat16:
+      return 8e-3;
+    default:
+      return 0;
   }
 }
 

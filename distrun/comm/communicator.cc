@@ -18,8 +18,8 @@ namespace {
 size_t bytesOf(size_t count, DataType type, int blocks, std::string_view op) {
   const size_t per = sizeOf(type) * static_cast<size_t>(blocks);
   if (count > std::numeric_limits<size_t>::max() / per) {
-    throw UsageError(fmt::format("{}: count {} of {} overflows the address space",
-                                 op, count, nameOf(type)));
+    throw UsageError(
+        fmt::format("{}: count {} of {} overflows the address space", op, count, nameOf(type)));
   }
   return count * per;
 }
@@ -31,22 +31,22 @@ void requirePointer(const void* p, std::string_view op, std::string_view name) {
 }
 
 // Out-of-place buffers must not overlap; identical pointers are in-place.
-void requireDisjoint(const void* a, size_t aBytes, const void* b,
-                     size_t bBytes, std::string_view op) {
+void requireDisjoint(const void* a, size_t aBytes, const void* b, size_t bBytes,
+                     std::string_view op) {
   auto x = reinterpret_cast<uintptr_t>(a);
   auto y = reinterpret_cast<uintptr_t>(b);
   if (x < y + bBytes && y < x + aBytes) {
-    throw UsageError(fmt::format(
-        "{}: input and output overlap without being in-place (pass the "
-        "in-place position exactly, see communicator.h)",
-        op));
+    throw UsageError(
+        fmt::format("{}: input and output overlap without being in-place (pass the "
+                    "in-place position exactly, see communicator.h)",
+                    op));
   }
 }
 
 void requireRank(int r, int size, std::string_view op, std::string_view what) {
   if (r < 0 || r >= size) {
-    throw UsageError(fmt::format("{}: {} {} is not a rank of this world (0..{})",
-                                 op, what, r, size - 1));
+    throw UsageError(
+        fmt::format("{}: {} {} is not a rank of this world (0..{})", op, what, r, size - 1));
   }
 }
 
@@ -62,8 +62,8 @@ void requirePeer(int peer, int rank, int size, int tag, std::string_view op) {
 
 Communicator::Communicator(int rank, int size) : rank_(rank), size_(size) {
   if (size < 1 || rank < 0 || rank >= size) {
-    throw UsageError(fmt::format("communicator: rank {} of world size {} (expected 0 <= rank < size)",
-                                 rank, size));
+    throw UsageError(fmt::format(
+        "communicator: rank {} of world size {} (expected 0 <= rank < size)", rank, size));
   }
 }
 
@@ -71,9 +71,8 @@ Communicator::~Communicator() { shutdown(); }
 
 void Communicator::shutdown() { queue_.reset(); }
 
-Communicator::Task Communicator::makeAllreduce(const void* in, void* out,
-                                               size_t count, DataType type,
-                                               ReduceOp op) {
+Communicator::Task Communicator::makeAllreduce(const void* in, void* out, size_t count,
+                                               DataType type, ReduceOp op) {
   const size_t bytes = bytesOf(count, type, 1, "allreduce");
   if (count == 0) return {};
   requirePointer(in, "allreduce", "input");
@@ -86,9 +85,8 @@ Communicator::Task Communicator::makeAllreduce(const void* in, void* out,
   };
 }
 
-Communicator::Task Communicator::makeBroadcast(const void* in, void* out,
-                                               size_t count, DataType type,
-                                               int root) {
+Communicator::Task Communicator::makeBroadcast(const void* in, void* out, size_t count,
+                                               DataType type, int root) {
   requireRank(root, size_, "broadcast", "root");
   const size_t bytes = bytesOf(count, type, 1, "broadcast");
   if (count == 0) return {};
@@ -100,8 +98,8 @@ Communicator::Task Communicator::makeBroadcast(const void* in, void* out,
   return [=, this] { doBroadcast(in, out, count, type, root); };
 }
 
-Communicator::Task Communicator::makeAllgather(const void* in, void* out,
-                                               size_t count, DataType type) {
+Communicator::Task Communicator::makeAllgather(const void* in, void* out, size_t count,
+                                               DataType type) {
   const size_t total = bytesOf(count, type, size_, "allgather");
   if (count == 0) return {};
   requirePointer(in, "allgather", "input");
@@ -112,9 +110,8 @@ Communicator::Task Communicator::makeAllgather(const void* in, void* out,
   return [=, this] { doAllgather(in, out, count, type); };
 }
 
-Communicator::Task Communicator::makeReduceScatter(const void* in, void* out,
-                                                   size_t count, DataType type,
-                                                   ReduceOp op) {
+Communicator::Task Communicator::makeReduceScatter(const void* in, void* out, size_t count,
+                                                   DataType type, ReduceOp op) {
   const size_t total = bytesOf(count, type, size_, "reduce_scatter");
   if (count == 0) return {};
   requirePointer(in, "reduce_scatter", "input");
@@ -128,8 +125,8 @@ Communicator::Task Communicator::makeReduceScatter(const void* in, void* out,
   };
 }
 
-Communicator::Task Communicator::makeAlltoall(const void* in, void* out,
-                                              size_t count, DataType type) {
+Communicator::Task Communicator::makeAlltoall(const void* in, void* out, size_t count,
+                                              DataType type) {
   const size_t total = bytesOf(count, type, size_, "alltoall");
   if (count == 0) return {};
   requirePointer(in, "alltoall", "input");
@@ -138,8 +135,8 @@ Communicator::Task Communicator::makeAlltoall(const void* in, void* out,
   return [=, this] { doAlltoall(in, out, count, type); };
 }
 
-Communicator::Task Communicator::makeSend(const void* data, size_t count,
-                                          DataType type, int peer, int tag) {
+Communicator::Task Communicator::makeSend(const void* data, size_t count, DataType type, int peer,
+                                          int tag) {
   requirePeer(peer, rank_, size_, tag, "send");
   bytesOf(count, type, 1, "send");
   if (count == 0) return {};
@@ -147,8 +144,8 @@ Communicator::Task Communicator::makeSend(const void* data, size_t count,
   return [=, this] { doSend(data, count, type, peer, tag); };
 }
 
-Communicator::Task Communicator::makeRecv(void* data, size_t count,
-                                          DataType type, int peer, int tag) {
+Communicator::Task Communicator::makeRecv(void* data, size_t count, DataType type, int peer,
+                                          int tag) {
   requirePeer(peer, rank_, size_, tag, "recv");
   bytesOf(count, type, 1, "recv");
   if (count == 0) return {};
@@ -156,10 +153,8 @@ Communicator::Task Communicator::makeRecv(void* data, size_t count,
   return [=, this] { doRecv(data, count, type, peer, tag); };
 }
 
-Communicator::Task Communicator::makeSendRecv(const void* sendData,
-                                              int sendPeer, void* recvData,
-                                              int recvPeer, size_t count,
-                                              DataType type, int tag) {
+Communicator::Task Communicator::makeSendRecv(const void* sendData, int sendPeer, void* recvData,
+                                              int recvPeer, size_t count, DataType type, int tag) {
   requirePeer(sendPeer, rank_, size_, tag, "sendrecv");
   requirePeer(recvPeer, rank_, size_, tag, "sendrecv");
   const size_t bytes = bytesOf(count, type, 1, "sendrecv");
@@ -167,9 +162,7 @@ Communicator::Task Communicator::makeSendRecv(const void* sendData,
   requirePointer(sendData, "sendrecv", "send data");
   requirePointer(recvData, "sendrecv", "receive data");
   requireDisjoint(sendData, bytes, recvData, bytes, "sendrecv");
-  return [=, this] {
-    doSendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag);
-  };
+  return [=, this] { doSendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag); };
 }
 
 bool Communicator::doAllreduceInPlace(void* /*data*/, size_t /*count*/, DataType /*type*/,
@@ -179,8 +172,8 @@ bool Communicator::doAllreduceInPlace(void* /*data*/, size_t /*count*/, DataType
 
 std::shared_ptr<void> Communicator::doAllocateReducible(size_t bytes) {
   constexpr size_t kAlign = 64;
-  void* p = ::operator new(std::max<size_t>(bytes, 1), std::align_val_t{kAlign});
-  return std::shared_ptr<void>(p, [](void* q) { ::operator delete(q, std::align_val_t{kAlign}); });
+  void* p = ::operator new (std::max<size_t>(bytes, 1), std::align_val_t{kAlign});
+  return std::shared_ptr<void>(p, [](void* q) { ::operator delete (q, std::align_val_t{kAlign}); });
 }
 
 std::shared_ptr<void> Communicator::allocateReducible(size_t bytes) {
@@ -218,76 +211,63 @@ Work Communicator::runLater(Task task) {
   return queue_->submit([this, task = std::move(task)] { runGuarded(task); });
 }
 
-void Communicator::allreduce(const void* in, void* out, size_t count,
-                             DataType type, ReduceOp op) {
+void Communicator::allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
   runNow(makeAllreduce(in, out, count, type, op));
 }
-void Communicator::broadcast(const void* in, void* out, size_t count,
-                             DataType type, int root) {
+void Communicator::broadcast(const void* in, void* out, size_t count, DataType type, int root) {
   runNow(makeBroadcast(in, out, count, type, root));
 }
-void Communicator::allgather(const void* in, void* out, size_t count,
-                             DataType type) {
+void Communicator::allgather(const void* in, void* out, size_t count, DataType type) {
   runNow(makeAllgather(in, out, count, type));
 }
-void Communicator::reduceScatter(const void* in, void* out, size_t count,
-                                 DataType type, ReduceOp op) {
+void Communicator::reduceScatter(const void* in, void* out, size_t count, DataType type,
+                                 ReduceOp op) {
   runNow(makeReduceScatter(in, out, count, type, op));
 }
-void Communicator::alltoall(const void* in, void* out, size_t count,
-                            DataType type) {
+void Communicator::alltoall(const void* in, void* out, size_t count, DataType type) {
   runNow(makeAlltoall(in, out, count, type));
 }
-void Communicator::send(const void* data, size_t count, DataType type,
-                        int peer, int tag) {
+void Communicator::send(const void* data, size_t count, DataType type, int peer, int tag) {
   runNow(makeSend(data, count, type, peer, tag));
 }
-void Communicator::recv(void* data, size_t count, DataType type, int peer,
-                        int tag) {
+void Communicator::recv(void* data, size_t count, DataType type, int peer, int tag) {
   runNow(makeRecv(data, count, type, peer, tag));
 }
-void Communicator::sendRecv(const void* sendData, int sendPeer,
-                            void* recvData, int recvPeer, size_t count,
-                            DataType type, int tag) {
+void Communicator::sendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer,
+                            size_t count, DataType type, int tag) {
   runNow(makeSendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag));
 }
 void Communicator::barrier() {
   runNow([this] { doBarrier(); });
 }
 
-Work Communicator::allreduceAsync(const void* in, void* out, size_t count,
-                                  DataType type, ReduceOp op) {
+Work Communicator::allreduceAsync(const void* in, void* out, size_t count, DataType type,
+                                  ReduceOp op) {
   return runLater(makeAllreduce(in, out, count, type, op));
 }
-Work Communicator::broadcastAsync(const void* in, void* out, size_t count,
-                                  DataType type, int root) {
+Work Communicator::broadcastAsync(const void* in, void* out, size_t count, DataType type,
+                                  int root) {
   return runLater(makeBroadcast(in, out, count, type, root));
 }
-Work Communicator::allgatherAsync(const void* in, void* out, size_t count,
-                                  DataType type) {
+Work Communicator::allgatherAsync(const void* in, void* out, size_t count, DataType type) {
   return runLater(makeAllgather(in, out, count, type));
 }
-Work Communicator::reduceScatterAsync(const void* in, void* out, size_t count,
-                                      DataType type, ReduceOp op) {
+Work Communicator::reduceScatterAsync(const void* in, void* out, size_t count, DataType type,
+                                      ReduceOp op) {
   return runLater(makeReduceScatter(in, out, count, type, op));
 }
-Work Communicator::alltoallAsync(const void* in, void* out, size_t count,
-                                 DataType type) {
+Work Communicator::alltoallAsync(const void* in, void* out, size_t count, DataType type) {
   return runLater(makeAlltoall(in, out, count, type));
 }
-Work Communicator::sendAsync(const void* data, size_t count, DataType type,
-                             int peer, int tag) {
+Work Communicator::sendAsync(const void* data, size_t count, DataType type, int peer, int tag) {
   return runLater(makeSend(data, count, type, peer, tag));
 }
-Work Communicator::recvAsync(void* data, size_t count, DataType type, int peer,
-                             int tag) {
+Work Communicator::recvAsync(void* data, size_t count, DataType type, int peer, int tag) {
   return runLater(makeRecv(data, count, type, peer, tag));
 }
-Work Communicator::sendRecvAsync(const void* sendData, int sendPeer,
-                                 void* recvData, int recvPeer, size_t count,
-                                 DataType type, int tag) {
-  return runLater(
-      makeSendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag));
+Work Communicator::sendRecvAsync(const void* sendData, int sendPeer, void* recvData, int recvPeer,
+                                 size_t count, DataType type, int tag) {
+  return runLater(makeSendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag));
 }
 Work Communicator::barrierAsync() {
   return runLater([this] { doBarrier(); });

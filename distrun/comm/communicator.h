@@ -50,19 +50,16 @@ class Communicator {
   virtual std::string_view backend() const = 0;
 
   // out[i] = OP over ranks of in[i], on every rank. In-place: in == out.
-  void allreduce(const void* in, void* out, size_t count, DataType type,
-                 ReduceOp op);
+  void allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op);
   // out = root's `in` on every rank (`in` is read on the root only; the
   // root may pass in == out).
-  void broadcast(const void* in, void* out, size_t count, DataType type,
-                 int root);
+  void broadcast(const void* in, void* out, size_t count, DataType type, int root);
   // out holds size() blocks of `count`: block r is rank r's `in`.
   // In-place: in == out + rank() * count.
   void allgather(const void* in, void* out, size_t count, DataType type);
   // `in` holds size() blocks of `count`; out = OP over ranks of block
   // rank(). In-place: out == in + rank() * count.
-  void reduceScatter(const void* in, void* out, size_t count, DataType type,
-                     ReduceOp op);
+  void reduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op);
   // `in` and `out` hold size() blocks of `count`: block j of `in` goes to
   // rank j, block r of `out` comes from rank r. In-place: in == out.
   void alltoall(const void* in, void* out, size_t count, DataType type);
@@ -75,26 +72,22 @@ class Communicator {
   void recv(void* data, size_t count, DataType type, int peer, int tag);
   // Sends `sendData` to `sendPeer` and receives `recvData` from `recvPeer`
   // at the same time (a ring shift: sendPeer = rank+1, recvPeer = rank-1).
-  void sendRecv(const void* sendData, int sendPeer, void* recvData,
-                int recvPeer, size_t count, DataType type, int tag);
+  void sendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer, size_t count,
+                DataType type, int tag);
   // Returns once every rank has entered the barrier.
   void barrier();
 
   // Asynchronous forms: same arguments, run in issue order on a background
   // thread; the Work completes when the operation does.
-  Work allreduceAsync(const void* in, void* out, size_t count, DataType type,
-                      ReduceOp op);
-  Work broadcastAsync(const void* in, void* out, size_t count, DataType type,
-                      int root);
+  Work allreduceAsync(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  Work broadcastAsync(const void* in, void* out, size_t count, DataType type, int root);
   Work allgatherAsync(const void* in, void* out, size_t count, DataType type);
-  Work reduceScatterAsync(const void* in, void* out, size_t count,
-                          DataType type, ReduceOp op);
+  Work reduceScatterAsync(const void* in, void* out, size_t count, DataType type, ReduceOp op);
   Work alltoallAsync(const void* in, void* out, size_t count, DataType type);
-  Work sendAsync(const void* data, size_t count, DataType type, int peer,
-                 int tag);
+  Work sendAsync(const void* data, size_t count, DataType type, int peer, int tag);
   Work recvAsync(void* data, size_t count, DataType type, int peer, int tag);
-  Work sendRecvAsync(const void* sendData, int sendPeer, void* recvData,
-                     int recvPeer, size_t count, DataType type, int tag);
+  Work sendRecvAsync(const void* sendData, int sendPeer, void* recvData, int recvPeer, size_t count,
+                     DataType type, int tag);
   Work barrierAsync();
 
   // Memory for in-place allreduces, `bytes` long, 64-byte aligned.
@@ -124,23 +117,16 @@ class Communicator {
   // Backends implement these; they run on one thread at a time, after the
   // arguments were checked. kAvg never reaches them (it arrives as kSum and
   // the base divides). Counts are > 0. Failures throw.
-  virtual void doAllreduce(const void* in, void* out, size_t count,
-                           DataType type, ReduceOp op) = 0;
-  virtual void doBroadcast(const void* in, void* out, size_t count,
-                           DataType type, int root) = 0;
-  virtual void doAllgather(const void* in, void* out, size_t count,
-                           DataType type) = 0;
-  virtual void doReduceScatter(const void* in, void* out, size_t count,
-                               DataType type, ReduceOp op) = 0;
-  virtual void doAlltoall(const void* in, void* out, size_t count,
-                          DataType type) = 0;
-  virtual void doSend(const void* data, size_t count, DataType type, int peer,
-                      int tag) = 0;
-  virtual void doRecv(void* data, size_t count, DataType type, int peer,
-                      int tag) = 0;
-  virtual void doSendRecv(const void* sendData, int sendPeer, void* recvData,
-                          int recvPeer, size_t count, DataType type,
-                          int tag) = 0;
+  virtual void doAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) = 0;
+  virtual void doBroadcast(const void* in, void* out, size_t count, DataType type, int root) = 0;
+  virtual void doAllgather(const void* in, void* out, size_t count, DataType type) = 0;
+  virtual void doReduceScatter(const void* in, void* out, size_t count, DataType type,
+                               ReduceOp op) = 0;
+  virtual void doAlltoall(const void* in, void* out, size_t count, DataType type) = 0;
+  virtual void doSend(const void* data, size_t count, DataType type, int peer, int tag) = 0;
+  virtual void doRecv(void* data, size_t count, DataType type, int peer, int tag) = 0;
+  virtual void doSendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer,
+                          size_t count, DataType type, int tag) = 0;
   virtual void doBarrier() = 0;
 
   // An in-place allreduce the backend can run where `data` lies (kAvg
@@ -160,19 +146,15 @@ class Communicator {
 
  private:
   using Task = std::function<void()>;
-  Task makeAllreduce(const void* in, void* out, size_t count, DataType type,
-                     ReduceOp op);
-  Task makeBroadcast(const void* in, void* out, size_t count, DataType type,
-                     int root);
+  Task makeAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  Task makeBroadcast(const void* in, void* out, size_t count, DataType type, int root);
   Task makeAllgather(const void* in, void* out, size_t count, DataType type);
-  Task makeReduceScatter(const void* in, void* out, size_t count,
-                         DataType type, ReduceOp op);
+  Task makeReduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op);
   Task makeAlltoall(const void* in, void* out, size_t count, DataType type);
-  Task makeSend(const void* data, size_t count, DataType type, int peer,
-                int tag);
+  Task makeSend(const void* data, size_t count, DataType type, int peer, int tag);
   Task makeRecv(void* data, size_t count, DataType type, int peer, int tag);
-  Task makeSendRecv(const void* sendData, int sendPeer, void* recvData,
-                    int recvPeer, size_t count, DataType type, int tag);
+  Task makeSendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer, size_t count,
+                    DataType type, int tag);
 
   void runNow(const Task& task);
   Work runLater(Task task);
@@ -189,11 +171,16 @@ class Communicator {
 
 template <class T>
 constexpr DataType Communicator::dataTypeOf() {
-  if constexpr (std::is_same_v<T, float>) return DataType::kFloat32;
-  else if constexpr (std::is_same_v<T, double>) return DataType::kFloat64;
-  else if constexpr (std::is_same_v<T, Half>) return DataType::kFloat16;
-  else if constexpr (std::is_same_v<T, BFloat16>) return DataType::kBFloat16;
-  else if constexpr (std::is_same_v<T, int32_t>) return DataType::kInt32;
+  if constexpr (std::is_same_v<T, float>)
+    return DataType::kFloat32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DataType::kFloat64;
+  else if constexpr (std::is_same_v<T, Half>)
+    return DataType::kFloat16;
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return DataType::kBFloat16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DataType::kInt32;
   else {
     static_assert(std::is_same_v<T, int64_t>, "unsupported element type");
     return DataType::kInt64;

@@ -47,11 +47,13 @@ TEST(CommunicatorTest, BadArgumentsAreRefusedBeforeAnythingIsSent) {
               "send: peer " + std::to_string(comm.rank()) + " is this rank itself");
     EXPECT_EQ(usageErrorOf([&] { comm.recv(data, 1, DataType::kFloat32, 1 - comm.rank(), -1); }),
               "recv: tag -1 is negative");
-    EXPECT_EQ(usageErrorOf([&] { comm.allreduce(data, data + 1, 4, DataType::kFloat32, ReduceOp::kSum); }),
+    EXPECT_EQ(usageErrorOf(
+                  [&] { comm.allreduce(data, data + 1, 4, DataType::kFloat32, ReduceOp::kSum); }),
               "allreduce: input and output overlap without being in-place (pass "
               "the in-place position exactly, see communicator.h)");
-    EXPECT_EQ(usageErrorOf([&] { comm.allreduce(nullptr, data, 4, DataType::kFloat32, ReduceOp::kSum); }),
-              "allreduce: input is null but count is not 0");
+    EXPECT_EQ(
+        usageErrorOf([&] { comm.allreduce(nullptr, data, 4, DataType::kFloat32, ReduceOp::kSum); }),
+        "allreduce: input is null but count is not 0");
     EXPECT_THAT(usageErrorOf([&] { comm.allgather(data, data, SIZE_MAX / 2, DataType::kFloat64); }),
                 HasSubstr("overflows the address space"));
     // Count 0 is a no-op even with null buffers; the world still works.
@@ -65,14 +67,17 @@ TEST(CommunicatorTest, AsyncWorkOverlapsTheCaller) {
   auto errors = runGlooThreads(3, [](Communicator& comm) {
     std::vector<double> big(1 << 18, comm.rank() + 1.0);
     std::vector<int64_t> small(5, comm.rank());
-    Work a = comm.allreduceAsync(big.data(), big.data(), big.size(), DataType::kFloat64, ReduceOp::kSum);
-    Work b = comm.allreduceAsync(small.data(), small.data(), small.size(), DataType::kInt64, ReduceOp::kMax);
+    Work a =
+        comm.allreduceAsync(big.data(), big.data(), big.size(), DataType::kFloat64, ReduceOp::kSum);
+    Work b = comm.allreduceAsync(small.data(), small.data(), small.size(), DataType::kInt64,
+                                 ReduceOp::kMax);
     b.wait();
     a.wait();
     EXPECT_EQ(big[12345], 6.0);
     EXPECT_EQ(small[4], 2);
     // A blocking call after asynchronous ones runs after them.
-    Work c = comm.allreduceAsync(big.data(), big.data(), big.size(), DataType::kFloat64, ReduceOp::kAvg);
+    Work c =
+        comm.allreduceAsync(big.data(), big.data(), big.size(), DataType::kFloat64, ReduceOp::kAvg);
     comm.allreduce(small.data(), small.size(), ReduceOp::kSum);
     EXPECT_TRUE(c.isCompleted());
     EXPECT_EQ(big[0], 6.0);
@@ -93,36 +98,43 @@ class CommunicatorFailureTest : public ::testing::TestWithParam<bool> {
 };
 
 TEST_P(CommunicatorFailureTest, LostPeerIsNamedAndTheErrorSticks) {
-  auto errors = runGlooThreads(3, [](Communicator& comm) {
-    if (comm.rank() == 2) return;  // leaves: its connections close
-    std::vector<float> data(1000, 1.0f);
-    try {
-      for (int i = 0; i < 100; ++i) comm.allreduce(data.data(), data.size(), ReduceOp::kSum);
-      ADD_FAILURE() << "rank " << comm.rank() << " never noticed rank 2 leave";
-    } catch (const CommunicationError& e) {
-      // Threads share one process's sockets, so which rank is named is
-      // checked with processes (comm_process_test); here: it is an error.
-      EXPECT_THAT(e.what(), HasSubstr("allreduce: lost "));
-      EXPECT_EQ(e.exitCode(), ExitCode::kPeerLost);
-    }
-    EXPECT_THROW(comm.barrier(), CommunicationError);
-  }, options());
+  auto errors = runGlooThreads(
+      3,
+      [](Communicator& comm) {
+        if (comm.rank() == 2) return;  // leaves: its connections close
+        std::vector<float> data(1000, 1.0f);
+        try {
+          for (int i = 0; i < 100; ++i) comm.allreduce(data.data(), data.size(), ReduceOp::kSum);
+          ADD_FAILURE() << "rank " << comm.rank() << " never noticed rank 2 leave";
+        } catch (const CommunicationError& e) {
+          // Threads share one process's sockets, so which rank is named is
+          // checked with processes (comm_process_test); here: it is an error.
+          EXPECT_THAT(e.what(), HasSubstr("allreduce: lost "));
+          EXPECT_EQ(e.exitCode(), ExitCode::kPeerLost);
+        }
+        EXPECT_THROW(comm.barrier(), CommunicationError);
+      },
+      options());
   EXPECT_EQ(errors, std::vector<std::string>(3, ""));
 }
 
 TEST_P(CommunicatorFailureTest, ReduceScatterFailuresNameReduceScatter) {
-  auto errors = runGlooThreads(2, [](Communicator& comm) {
-    if (comm.rank() == 1) return;
-    std::vector<float> in(2000, 1.0f), out(1000);
-    try {
-      for (int i = 0; i < 100; ++i) {
-        comm.reduceScatter(in.data(), out.data(), out.size(), DataType::kFloat32, ReduceOp::kSum);
-      }
-      ADD_FAILURE() << "rank 0 never noticed rank 1 leave";
-    } catch (const CommunicationError& e) {
-      EXPECT_THAT(e.what(), ::testing::StartsWith("reduce_scatter: lost "));
-    }
-  }, options());
+  auto errors = runGlooThreads(
+      2,
+      [](Communicator& comm) {
+        if (comm.rank() == 1) return;
+        std::vector<float> in(2000, 1.0f), out(1000);
+        try {
+          for (int i = 0; i < 100; ++i) {
+            comm.reduceScatter(in.data(), out.data(), out.size(), DataType::kFloat32,
+                               ReduceOp::kSum);
+          }
+          ADD_FAILURE() << "rank 0 never noticed rank 1 leave";
+        } catch (const CommunicationError& e) {
+          EXPECT_THAT(e.what(), ::testing::StartsWith("reduce_scatter: lost "));
+        }
+      },
+      options());
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
 }
 
@@ -130,20 +142,23 @@ TEST_P(CommunicatorFailureTest, SilentPeerTimesOut) {
   std::atomic<bool> released{false};
   GlooOptions o = options();
   o.timeout = std::chrono::milliseconds(300);
-  auto errors = runGlooThreads(2, [&](Communicator& comm) {
-    if (comm.rank() == 1) {
-      while (!released) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      return;
-    }
-    float x = 1;
-    try {
-      comm.allreduce(&x, 1, ReduceOp::kSum);
-      ADD_FAILURE() << "allreduce with a silent peer returned";
-    } catch (const TimeoutError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("allreduce: rank 0 waited 0.3 s for its peers"));
-    }
-    released = true;
-  }, o);
+  auto errors = runGlooThreads(
+      2,
+      [&](Communicator& comm) {
+        if (comm.rank() == 1) {
+          while (!released) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          return;
+        }
+        float x = 1;
+        try {
+          comm.allreduce(&x, 1, ReduceOp::kSum);
+          ADD_FAILURE() << "allreduce with a silent peer returned";
+        } catch (const TimeoutError& e) {
+          EXPECT_THAT(e.what(), HasSubstr("allreduce: rank 0 waited 0.3 s for its peers"));
+        }
+        released = true;
+      },
+      o);
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
 }
 
@@ -156,33 +171,36 @@ TEST(SharedMemoryAllreduceTest, ARankThatFailsElsewhereReleasesItsWaitingPeers) 
   bool failedWhileRank0Alive = false;
   GlooOptions o;
   o.timeout = std::chrono::seconds(60);
-  auto errors = runGlooThreads(3, [&](Communicator& comm) {
-    float x = 1;
-    if (comm.rank() == 2) {  // leaves once rank 1 waits in shared memory
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      return;
-    }
-    try {
-      if (comm.rank() == 0) {
-        comm.barrier();  // fails: rank 2 left
-      } else {
-        comm.allreduce(&x, 1, ReduceOp::kSum);  // waits for rank 0
-      }
-      ADD_FAILURE() << "rank " << comm.rank() << " returned";
-    } catch (const CommunicationError& e) {
-      if (comm.rank() == 1) {
-        failedWhileRank0Alive = rank0Alive;
-        rank1Failed = true;
-        EXPECT_THAT(e.what(), HasSubstr("allreduce: "));
-      }
-    }
-    if (comm.rank() == 0) {  // stays, up to 20 s, until rank 1 has failed
-      for (int i = 0; i < 2000 && !rank1Failed; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-      rank0Alive = false;
-    }
-  }, o);
+  auto errors = runGlooThreads(
+      3,
+      [&](Communicator& comm) {
+        float x = 1;
+        if (comm.rank() == 2) {  // leaves once rank 1 waits in shared memory
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          return;
+        }
+        try {
+          if (comm.rank() == 0) {
+            comm.barrier();  // fails: rank 2 left
+          } else {
+            comm.allreduce(&x, 1, ReduceOp::kSum);  // waits for rank 0
+          }
+          ADD_FAILURE() << "rank " << comm.rank() << " returned";
+        } catch (const CommunicationError& e) {
+          if (comm.rank() == 1) {
+            failedWhileRank0Alive = rank0Alive;
+            rank1Failed = true;
+            EXPECT_THAT(e.what(), HasSubstr("allreduce: "));
+          }
+        }
+        if (comm.rank() == 0) {  // stays, up to 20 s, until rank 1 has failed
+          for (int i = 0; i < 2000 && !rank1Failed; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+          rank0Alive = false;
+        }
+      },
+      o);
   EXPECT_EQ(errors, std::vector<std::string>(3, ""));
   EXPECT_TRUE(failedWhileRank0Alive);
 }
@@ -201,8 +219,7 @@ TEST(SharedMemoryAllreduceTest, LeavesNothingInDevShm) {
     comm.allreduce(x.data(), x.size(), ReduceOp::kSum);
     EXPECT_EQ(x[99], 3.0);
     for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
-      EXPECT_EQ(entry.path().filename().string().rfind(mine, 0), std::string::npos)
-          << entry.path();
+      EXPECT_EQ(entry.path().filename().string().rfind(mine, 0), std::string::npos) << entry.path();
     }
   });
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
@@ -214,11 +231,14 @@ TEST(SharedMemoryAllreduceTest, ASegmentThatCannotBeMadeLeavesEveryRankOnTcp) {
   GlooOptions o;
   o.sharedSlotBytes = size_t{1} << 44;
   ::testing::internal::CaptureStderr();
-  auto errors = runGlooThreads(2, [](Communicator& comm) {
-    std::vector<float> x(1000, static_cast<float>(comm.rank() + 1));
-    comm.allreduce(x.data(), x.size(), ReduceOp::kSum);
-    EXPECT_EQ(x[999], 3.0f);
-  }, o);
+  auto errors = runGlooThreads(
+      2,
+      [](Communicator& comm) {
+        std::vector<float> x(1000, static_cast<float>(comm.rank() + 1));
+        comm.allreduce(x.data(), x.size(), ReduceOp::kSum);
+        EXPECT_EQ(x[999], 3.0f);
+      },
+      o);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
   EXPECT_THAT(err, HasSubstr("distrun: warning: rank 0: no shared-memory allreduce, the ranks "
@@ -257,13 +277,13 @@ TEST(SharedMemoryAllreduceTest, RanksThatReduceDifferentPartsOfTheirBuffersFail)
       comm.allreduce(x + offset, 100, ReduceOp::kSum);
       ADD_FAILURE() << "rank " << comm.rank() << " returned";
     } catch (const CommunicationError& e) {
-      EXPECT_THAT(e.what(), HasSubstr(fmt::format(
-                                "allreduce: rank {} called allreduce(sum, 100 x float, in "
-                                "place at byte {} of shared buffer 0) where this rank called "
-                                "allreduce(sum, 100 x float, in place at byte {} of shared "
-                                "buffer 0)",
-                                1 - comm.rank(), comm.rank() == 0 ? 64 : 0,
-                                comm.rank() == 0 ? 0 : 64)));
+      EXPECT_THAT(e.what(),
+                  HasSubstr(fmt::format(
+                      "allreduce: rank {} called allreduce(sum, 100 x float, in "
+                      "place at byte {} of shared buffer 0) where this rank called "
+                      "allreduce(sum, 100 x float, in place at byte {} of shared "
+                      "buffer 0)",
+                      1 - comm.rank(), comm.rank() == 0 ? 64 : 0, comm.rank() == 0 ? 0 : 64)));
     }
   });
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
@@ -290,18 +310,21 @@ TEST(SharedMemoryAllreduceTest, ABufferNoSegmentCanHoldIsOrdinaryMemory) {
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
   const auto savedSignal = ::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead
   ::testing::internal::CaptureStderr();
-  auto errors = runGlooThreads(2, [&](Communicator& comm) {
-    std::shared_ptr<void> big = comm.allocateReducible(2 << 20);
-    auto* x = static_cast<double*>(big.get());
-    x[7] = comm.rank() + 1.0;
-    comm.allreduce(x + 7, 1, ReduceOp::kSum);
-    EXPECT_EQ(x[7], 3.0);
-    std::shared_ptr<void> small = comm.allocateReducible(64);
-    auto* y = static_cast<double*>(small.get());
-    y[1] = comm.rank() + 1.0;
-    comm.allreduce(y + 1, 1, ReduceOp::kSum);
-    EXPECT_EQ(y[1], 3.0);
-  }, o);
+  auto errors = runGlooThreads(
+      2,
+      [&](Communicator& comm) {
+        std::shared_ptr<void> big = comm.allocateReducible(2 << 20);
+        auto* x = static_cast<double*>(big.get());
+        x[7] = comm.rank() + 1.0;
+        comm.allreduce(x + 7, 1, ReduceOp::kSum);
+        EXPECT_EQ(x[7], 3.0);
+        std::shared_ptr<void> small = comm.allocateReducible(64);
+        auto* y = static_cast<double*>(small.get());
+        y[1] = comm.rank() + 1.0;
+        comm.allreduce(y + 1, 1, ReduceOp::kSum);
+        EXPECT_EQ(y[1], 3.0);
+      },
+      o);
   const std::string err = ::testing::internal::GetCapturedStderr();
   ::signal(SIGXFSZ, savedSignal);
   ::setrlimit(RLIMIT_FSIZE, &saved);
@@ -330,8 +353,7 @@ TEST(SharedSegmentTest, OpenSeesWhatCreateWrote) {
     SharedSegment::open(name, 4096);
     FAIL();
   } catch (const SystemError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "shm_open(" + name + ") failed: No such file or directory");
+    EXPECT_EQ(std::string(e.what()), "shm_open(" + name + ") failed: No such file or directory");
   }
 }
 
@@ -353,8 +375,10 @@ TEST(ConnectTest, MasterAddrAndPortWithRankZeroHostingTheStore) {
   std::vector<double> sums(3);
   for (int r = 0; r < 3; ++r) {
     threads.emplace_back([&, r] {
-      MapEnvironment env{{"RANK", std::to_string(r)}, {"WORLD_SIZE", "3"},
-                         {"LOCAL_WORLD_SIZE", "3"}, {"MASTER_ADDR", "127.0.0.1"},
+      MapEnvironment env{{"RANK", std::to_string(r)},
+                         {"WORLD_SIZE", "3"},
+                         {"LOCAL_WORLD_SIZE", "3"},
+                         {"MASTER_ADDR", "127.0.0.1"},
                          {"MASTER_PORT", std::to_string(port)}};
       auto comm = connect(env);
       double x = r + 1;
@@ -428,7 +452,8 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
     EXPECT_STREQ(e.what(), "DISTRUN_STORE='nohost' is not HOST:PORT");
   }
   try {
-    connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}}, ConnectOptions{.backend = "nccl", .timeout = {}, .name = "world"});
+    connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}},
+            ConnectOptions{.backend = "nccl", .timeout = {}, .name = "world"});
     FAIL();
   } catch (const UsageError& e) {
     EXPECT_THAT(e.what(), HasSubstr("backend 'nccl' is not one of: gloo"));
@@ -442,8 +467,7 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
       EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
     }
   }
-  for (const char* flag :
-       {"DISTRUN_COMM_SPIN", "DISTRUN_COMM_SHM", "DISTRUN_COMM_SHM_BUFFERS"}) {
+  for (const char* flag : {"DISTRUN_COMM_SPIN", "DISTRUN_COMM_SHM", "DISTRUN_COMM_SHM_BUFFERS"}) {
     try {
       connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {flag, "2"}});
       FAIL() << flag;

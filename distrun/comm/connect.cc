@@ -20,11 +20,11 @@ using std::chrono::milliseconds;
 std::string required(const Environment& env, const char* name) {
   std::optional<std::string> value = env.get(name);
   if (!value || value->empty()) {
-    throw ConfigError(fmt::format(
-        "{} is not set: start this program with distrun run, distrun exec, "
-        "srun or mpirun, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT "
-        "(docs/comm.md)",
-        name));
+    throw ConfigError(
+        fmt::format("{} is not set: start this program with distrun run, distrun exec, "
+                    "srun or mpirun, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT "
+                    "(docs/comm.md)",
+                    name));
   }
   return *value;
 }
@@ -49,8 +49,7 @@ std::pair<std::string, int> splitEndpoint(const std::string& text, const char* w
   if (colon == std::string::npos || colon == 0) {
     throw ConfigError(fmt::format("{}='{}' is not HOST:PORT", what, text));
   }
-  return {text.substr(0, colon),
-          static_cast<int>(parseCount(text.substr(colon + 1), what, 65535))};
+  return {text.substr(0, colon), static_cast<int>(parseCount(text.substr(colon + 1), what, 65535))};
 }
 
 // The key space of this communicator in the store (the rule: connect.h).
@@ -70,8 +69,7 @@ std::string listenHost(const Environment& env, int worldSize) {
   return readHostFacts().hostname;
 }
 
-std::unique_ptr<Communicator> connectGloo(const Environment& env,
-                                          const ConnectOptions& options) {
+std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectOptions& options) {
   const int rank = static_cast<int>(parseCount(required(env, "RANK"), "RANK"));
   const int size = static_cast<int>(parseCount(required(env, "WORLD_SIZE"), "WORLD_SIZE"));
   if (size < 1 || rank >= size) {
@@ -103,8 +101,9 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env,
   } else {
     host = required(env, "MASTER_ADDR");
     port = static_cast<int>(parseCount(required(env, "MASTER_PORT"), "MASTER_PORT", 65535));
-    token = env.get("DISTRUN_TOKEN").value_or(
-        fmt::format("{:016x}", fnv1a(fmt::format("{}:{}/{}/{}", host, port, size, ::getuid()))));
+    token = env.get("DISTRUN_TOKEN")
+                .value_or(fmt::format(
+                    "{:016x}", fnv1a(fmt::format("{}:{}/{}/{}", host, port, size, ::getuid()))));
     if (rank == 0) server = std::make_unique<rdzv::StoreServer>("0.0.0.0", port, token);
   }
   auto client = std::make_unique<rdzv::StoreClient>(host, port, token, gloo.timeout);
@@ -121,8 +120,7 @@ std::vector<std::string> availableBackends() {
   return names;
 }
 
-std::unique_ptr<Communicator> connect(const Environment& env,
-                                      const ConnectOptions& options) {
+std::unique_ptr<Communicator> connect(const Environment& env, const ConnectOptions& options) {
   if (options.backend == "gloo") return connectGloo(env, options);
   if (options.backend == "mpi") return connectMpi();
   throw UsageError(fmt::format("backend '{}' is not one of: {}", options.backend,

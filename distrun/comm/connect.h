@@ -47,7 +47,6 @@ std::vector<std::string> availableBackends();
 // once (in two threads of a rank) share no order, and neither does a
 // group after a rank failed to connect: make the group's next
 // communicator in a new restart.
-std::unique_ptr<Communicator> connect(const Environment& env,
-                                      const ConnectOptions& options = {});
+std::unique_ptr<Communicator> connect(const Environment& env, const ConnectOptions& options = {});
 
 }  // namespace distrun::comm

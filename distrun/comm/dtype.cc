@@ -9,39 +9,54 @@ namespace distrun::comm {
 
 size_t sizeOf(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return 4;
-    case DataType::kFloat64: return 8;
-    case DataType::kFloat16: return 2;
-    case DataType::kBFloat16: return 2;
-    case DataType::kInt32: return 4;
-    case DataType::kInt64: return 8;
+    case DataType::kFloat32:
+      return 4;
+    case DataType::kFloat64:
+      return 8;
+    case DataType::kFloat16:
+      return 2;
+    case DataType::kBFloat16:
+      return 2;
+    case DataType::kInt32:
+      return 4;
+    case DataType::kInt64:
+      return 8;
   }
   return 0;
 }
 
-bool isFloating(DataType type) {
-  return type != DataType::kInt32 && type != DataType::kInt64;
-}
+bool isFloating(DataType type) { return type != DataType::kInt32 && type != DataType::kInt64; }
 
 std::string_view nameOf(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return "float";
-    case DataType::kFloat64: return "double";
-    case DataType::kFloat16: return "half";
-    case DataType::kBFloat16: return "bfloat16";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
+    case DataType::kFloat32:
+      return "float";
+    case DataType::kFloat64:
+      return "double";
+    case DataType::kFloat16:
+      return "half";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
   }
   return "?";
 }
 
 std::string_view nameOf(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kProd: return "prod";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kAvg: return "avg";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kProd:
+      return "prod";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kAvg:
+      return "avg";
   }
   return "?";
 }
@@ -64,8 +79,7 @@ DataType parseDataType(std::string_view text, std::string_view what) {
   for (const Alias& a : kAliases) {
     if (a.name == text) return a.type;
   }
-  throw UsageError(std::string(what) + ": unknown data type '" +
-                   std::string(text) +
+  throw UsageError(std::string(what) + ": unknown data type '" + std::string(text) +
                    "' (expected float, double, half, bfloat16, int32 or int64)");
 }
 
@@ -73,8 +87,7 @@ ReduceOp parseReduceOp(std::string_view text, std::string_view what) {
   for (ReduceOp op : kAllReduceOps) {
     if (nameOf(op) == text) return op;
   }
-  throw UsageError(std::string(what) + ": unknown reduction '" +
-                   std::string(text) +
+  throw UsageError(std::string(what) + ": unknown reduction '" + std::string(text) +
                    "' (expected sum, prod, min, max or avg)");
 }
 

@@ -14,12 +14,11 @@ enum class DataType { kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64 };
 // types the division truncates toward zero, as NCCL's ncclAvg does.
 enum class ReduceOp { kSum, kProd, kMin, kMax, kAvg };
 
-inline constexpr DataType kAllDataTypes[] = {
-    DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
-    DataType::kBFloat16, DataType::kInt32, DataType::kInt64};
-inline constexpr ReduceOp kAllReduceOps[] = {
-    ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
-    ReduceOp::kAvg};
+inline constexpr DataType kAllDataTypes[] = {DataType::kFloat32, DataType::kFloat64,
+                                             DataType::kFloat16, DataType::kBFloat16,
+                                             DataType::kInt32,   DataType::kInt64};
+inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
+                                             ReduceOp::kMax, ReduceOp::kAvg};
 
 size_t sizeOf(DataType type);
 bool isFloating(DataType type);

@@ -54,9 +54,7 @@ TEST(IdleSpinnerTest, NestedScopesAndANullSpinner) {
   IdleSpinner spinner;
   {
     IdleSpinner::Scope outer(&spinner);
-    {
-      IdleSpinner::Scope inner(&spinner);
-    }
+    { IdleSpinner::Scope inner(&spinner); }
     EXPECT_TRUE(eventually([&] { return spinner.rounds() > 0; }));  // outer still holds it
   }
   IdleSpinner::Scope nothing(nullptr);

@@ -8,16 +8,28 @@ namespace distrun::comm {
 namespace {
 
 struct Sum {
-  template <class T> static T apply(T a, T b) { return a + b; }
+  template <class T>
+  static T apply(T a, T b) {
+    return a + b;
+  }
 };
 struct Prod {
-  template <class T> static T apply(T a, T b) { return a * b; }
+  template <class T>
+  static T apply(T a, T b) {
+    return a * b;
+  }
 };
 struct Min {
-  template <class T> static T apply(T a, T b) { return std::min(a, b); }
+  template <class T>
+  static T apply(T a, T b) {
+    return std::min(a, b);
+  }
 };
 struct Max {
-  template <class T> static T apply(T a, T b) { return std::max(a, b); }
+  template <class T>
+  static T apply(T a, T b) {
+    return std::max(a, b);
+  }
 };
 
 template <class T, class Op>
@@ -47,12 +59,18 @@ void reduceWidened(void* out, const void* a, const void* b, size_t n) {
 template <class Op>
 ReduceKernel kernelFor(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return reduceNative<float, Op>;
-    case DataType::kFloat64: return reduceNative<double, Op>;
-    case DataType::kFloat16: return reduceWidened<Half, Op>;
-    case DataType::kBFloat16: return reduceWidened<BFloat16, Op>;
-    case DataType::kInt32: return reduceNative<int32_t, Op>;
-    case DataType::kInt64: return reduceNative<int64_t, Op>;
+    case DataType::kFloat32:
+      return reduceNative<float, Op>;
+    case DataType::kFloat64:
+      return reduceNative<double, Op>;
+    case DataType::kFloat16:
+      return reduceWidened<Half, Op>;
+    case DataType::kBFloat16:
+      return reduceWidened<BFloat16, Op>;
+    case DataType::kInt32:
+      return reduceNative<int32_t, Op>;
+    case DataType::kInt64:
+      return reduceNative<int64_t, Op>;
   }
   return nullptr;
 }
@@ -82,22 +100,32 @@ void divideWidened(void* data, size_t n, int divisor) {
 ReduceKernel reduceKernel(DataType type, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return kernelFor<Sum>(type);
-    case ReduceOp::kProd: return kernelFor<Prod>(type);
-    case ReduceOp::kMin: return kernelFor<Min>(type);
-    case ReduceOp::kMax: return kernelFor<Max>(type);
+    case ReduceOp::kAvg:
+      return kernelFor<Sum>(type);
+    case ReduceOp::kProd:
+      return kernelFor<Prod>(type);
+    case ReduceOp::kMin:
+      return kernelFor<Min>(type);
+    case ReduceOp::kMax:
+      return kernelFor<Max>(type);
   }
   return nullptr;
 }
 
 void divideInPlace(void* data, size_t n, DataType type, int divisor) {
   switch (type) {
-    case DataType::kFloat32: return divideNative<float>(data, n, divisor);
-    case DataType::kFloat64: return divideNative<double>(data, n, divisor);
-    case DataType::kFloat16: return divideWidened<Half>(data, n, divisor);
-    case DataType::kBFloat16: return divideWidened<BFloat16>(data, n, divisor);
-    case DataType::kInt32: return divideNative<int32_t>(data, n, divisor);
-    case DataType::kInt64: return divideNative<int64_t>(data, n, divisor);
+    case DataType::kFloat32:
+      return divideNative<float>(data, n, divisor);
+    case DataType::kFloat64:
+      return divideNative<double>(data, n, divisor);
+    case DataType::kFloat16:
+      return divideWidened<Half>(data, n, divisor);
+    case DataType::kBFloat16:
+      return divideWidened<BFloat16>(data, n, divisor);
+    case DataType::kInt32:
+      return divideNative<int32_t>(data, n, divisor);
+    case DataType::kInt64:
+      return divideNative<int64_t>(data, n, divisor);
   }
 }
 

@@ -3,8 +3,8 @@
 #include <pthread.h>
 
 #include <atomic>
-#include <string>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -21,11 +21,13 @@ TEST(WorkTest, DefaultWorkIsComplete) {
 TEST(WorkQueueTest, ItsThreadIsNamedForProcessListings) {
   WorkQueue queue;
   std::string name;
-  queue.submit([&name] {
-    char buffer[16] = {};
-    ::pthread_getname_np(::pthread_self(), buffer, sizeof buffer);
-    name = buffer;
-  }).wait();
+  queue
+      .submit([&name] {
+        char buffer[16] = {};
+        ::pthread_getname_np(::pthread_self(), buffer, sizeof buffer);
+        name = buffer;
+      })
+      .wait();
   EXPECT_EQ(name, "distrun-comm");
 }
 

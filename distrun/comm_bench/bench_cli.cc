@@ -1,13 +1,13 @@
 #include "distrun/comm_bench/bench_cli.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
+#include "distrun/cluster/this_task.h"
+#include "distrun/comm/connect.h"
 #include "distrun/comm_bench/collectives.h"
 #include "distrun/comm_bench/options.h"
 #include "distrun/comm_bench/runner.h"
-#include "distrun/cluster/this_task.h"
-#include "distrun/comm/connect.h"
 #include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
@@ -37,11 +37,13 @@ void addFlags(CLI::App& app, BenchOptions& o, RawFlags& raw) {
   app.add_option("-n,--iters", o.iters, "timed iterations per size (default 20)");
   app.add_option("-w,--warmup_iters", o.warmupIters, "untimed iterations first (default 5)");
   app.add_option("-c,--check", o.checkIters, "checking iterations; 0 disables #wrong (default 1)");
-  app.add_option("-d,--datatype", raw.datatype, "float, double, half, bfloat16, int32, int64 or all");
+  app.add_option("-d,--datatype", raw.datatype,
+                 "float, double, half, bfloat16, int32, int64 or all");
   app.add_option("-o,--op", raw.op, "sum, prod, min, max, avg or all");
   app.add_option("-a,--average", o.average, "time across ranks: 0 rank 0, 1 mean, 2 min, 3 max");
   app.add_option("-r,--root", o.root, "root rank of broadcast (default 0)");
-  app.add_option("-T,--timeout", o.timeoutSeconds, "seconds an operation may wait for a peer (300)");
+  app.add_option("-T,--timeout", o.timeoutSeconds,
+                 "seconds an operation may wait for a peer (300)");
   app.add_option("--format", o.format, "table (nccl-tests), json or csv");
   app.add_option("--backend", o.backend, "gloo or mpi (mpi needs mpirun)");
   app.add_option("--nproc-per-node", o.nprocPerNode, "local ranks when run bare (default 2)");
@@ -75,9 +77,8 @@ bool launchedAsMpi(const Environment& env) {
 
 // Measures as one rank of the job described by `env`.
 int join(const BenchOptions& o, const Environment& env, BenchContext& ctx) {
-  comm::ConnectOptions connect{.backend = o.backend,
-                               .timeout = std::chrono::seconds(o.timeoutSeconds),
-                               .name = "bench"};
+  comm::ConnectOptions connect{
+      .backend = o.backend, .timeout = std::chrono::seconds(o.timeoutSeconds), .name = "bench"};
   std::unique_ptr<comm::Communicator> comm = comm::connect(env, connect);
   if (o.collective == "pi") {
     PiResult pi = computePi(*comm, o.piIntervals);
@@ -89,9 +90,12 @@ int join(const BenchOptions& o, const Environment& env, BenchContext& ctx) {
   }
   BenchReport report = runCollectiveBench(*comm, o);
   if (comm->rank() == 0) {
-    if (o.format == "json") writeJson(ctx.out, report);
-    else if (o.format == "csv") writeCsv(ctx.out, report);
-    else writeTable(ctx.out, report);
+    if (o.format == "json")
+      writeJson(ctx.out, report);
+    else if (o.format == "csv")
+      writeCsv(ctx.out, report);
+    else
+      writeTable(ctx.out, report);
     ctx.out.flush();
   }
   if (report.wrongTotal() > 0) {
@@ -120,8 +124,7 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, Benc
   run.cpuBind = "none";
   run.program.push_back(ctx.executable);
   run.program.insert(run.program.end(), args.begin(), args.end());
-  launch::RunContext context{ctx.env, ctx.hostFacts(), usableCpus(),
-                             ctx.builtinSiteDir, 0};
+  launch::RunContext context{ctx.env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir, 0};
   return launch::Agent(launch::resolveAgentConfig(run, context), ctx.env, ctx.err).run();
 }
 

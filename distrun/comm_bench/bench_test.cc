@@ -7,11 +7,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "distrun/comm/testing/contract.h"
 #include "distrun/comm_bench/collectives.h"
 #include "distrun/comm_bench/options.h"
 #include "distrun/comm_bench/report.h"
 #include "distrun/comm_bench/runner.h"
-#include "distrun/comm/testing/contract.h"
 #include "distrun/common/error.h"
 
 namespace distrun::comm_bench {
@@ -34,9 +34,15 @@ BenchReport goldenReport() {
   r.checkIters = 1;
   r.average = 1;
   r.rankInfo = {{0, 4711, "node1"}, {1, 4712, "node1"}, {2, 815, "node2"}, {3, 816, "node2"}};
-  r.rows.push_back({1024, 256, "float", "sum", -1, {35.125, 0.0292, 0.0437, 0}, {33.5, 0.0306, 0.0459, 0}});
-  r.rows.push_back({1 << 30, 1 << 28, "float", "sum", -1,
-                    {2345678.9, 0.4577, 0.6866, std::nullopt}, {12345.67, 86.97, 130.46, std::nullopt}});
+  r.rows.push_back(
+      {1024, 256, "float", "sum", -1, {35.125, 0.0292, 0.0437, 0}, {33.5, 0.0306, 0.0459, 0}});
+  r.rows.push_back({1 << 30,
+                    1 << 28,
+                    "float",
+                    "sum",
+                    -1,
+                    {2345678.9, 0.4577, 0.6866, std::nullopt},
+                    {12345.67, 86.97, 130.46, std::nullopt}});
   return r;
 }
 
@@ -96,7 +102,8 @@ TEST(OptionsTest, SizesAndSweeps) {
     parseBytes("1T", "-e");
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "-e '1T' is not a size (expected a number with an optional K, M or G suffix)");
+    EXPECT_STREQ(e.what(),
+                 "-e '1T' is not a size (expected a number with an optional K, M or G suffix)");
   }
   BenchOptions o;
   o.minBytes = 1024;
@@ -135,11 +142,13 @@ TEST(OptionsTest, ContradictionsNameTheFlag) {
             "--format 'yaml' is not table, json or csv");
   EXPECT_EQ(validationError([](BenchOptions& o) { o.nprocPerNode = 0; }),
             "--nproc-per-node 0 must be at least 1");
-  EXPECT_EQ(validationError([](BenchOptions& o) { o.timeoutSeconds = 0; }), "-T 0 must be at least 1");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.timeoutSeconds = 0; }),
+            "-T 0 must be at least 1");
   EXPECT_EQ(validationError([](BenchOptions& o) { o.piIntervals = 0; }),
             "--intervals 0 must be at least 1");
-  EXPECT_EQ(validationError([](BenchOptions& o) { o.minBytes = 0, o.stepFactor = 0, o.stepBytes = 1; }),
-            "-b/-e/-i/-f give more than 4096 sizes; raise -i or -f");
+  EXPECT_EQ(
+      validationError([](BenchOptions& o) { o.minBytes = 0, o.stepFactor = 0, o.stepBytes = 1; }),
+      "-b/-e/-i/-f give more than 4096 sizes; raise -i or -f");
   EXPECT_EQ(validationError([](BenchOptions&) {}), "(valid)");
 }
 
@@ -214,8 +223,8 @@ class ZeroingCommunicator : public comm::Communicator {
 
 TEST(RunnerTest, WrongResultsAreCounted) {
   ZeroingCommunicator zeros;
-  CollectiveRun run(zeros, Collective::kAllreduce, 64, comm::DataType::kInt32,
-                    comm::ReduceOp::kSum, 0);
+  CollectiveRun run(zeros, Collective::kAllreduce, 64, comm::DataType::kInt32, comm::ReduceOp::kSum,
+                    0);
   // One rank's sum inputs are (3i mod 5) - 2: zero only at i = 4, 9, 14.
   EXPECT_EQ(run.check(false), 13);
   EXPECT_EQ(run.count(), 16u);

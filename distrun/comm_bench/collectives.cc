@@ -53,8 +53,8 @@ Collective parseCollective(std::string_view text) {
   for (const Entry& e : kEntries) {
     if (text == e.name || text == e.alias) return e.collective;
   }
-  throw UsageError(fmt::format("COLLECTIVE '{}' is not one of: {}, pi", text,
-                               join(collectiveNames(), ", ")));
+  throw UsageError(
+      fmt::format("COLLECTIVE '{}' is not one of: {}, pi", text, join(collectiveNames(), ", ")));
 }
 
 bool takesReduceOp(Collective c) {
@@ -66,18 +66,21 @@ bool takesRoot(Collective c) { return c == Collective::kBroadcast; }
 double busBandwidthFactor(Collective c, int ranks) {
   const double n = ranks;
   switch (c) {
-    case Collective::kAllreduce: return 2.0 * (n - 1) / n;
+    case Collective::kAllreduce:
+      return 2.0 * (n - 1) / n;
     case Collective::kAllgather:
     case Collective::kReduceScatter:
-    case Collective::kAlltoall: return (n - 1) / n;
+    case Collective::kAlltoall:
+      return (n - 1) / n;
     case Collective::kBroadcast:
-    case Collective::kSendRecv: return 1.0;
+    case Collective::kSendRecv:
+      return 1.0;
   }
   return 1.0;
 }
 
-CollectiveRun::CollectiveRun(comm::Communicator& comm, Collective c, size_t bytes,
-                             DataType type, ReduceOp op, int root)
+CollectiveRun::CollectiveRun(comm::Communicator& comm, Collective c, size_t bytes, DataType type,
+                             ReduceOp op, int root)
     : comm_(comm), collective_(c), type_(type), op_(op), root_(root) {
   const size_t ranks = static_cast<size_t>(comm.size());
   const size_t elements = bytes / comm::sizeOf(type);
@@ -116,11 +119,16 @@ void CollectiveRun::run(bool inPlace) {
   const int rank = comm_.rank();
   const int size = comm_.size();
   switch (collective_) {
-    case Collective::kAllreduce: return comm_.allreduce(in, out, block_, type_, op_);
-    case Collective::kBroadcast: return comm_.broadcast(in, out, block_, type_, root_);
-    case Collective::kAllgather: return comm_.allgather(in, out, block_, type_);
-    case Collective::kReduceScatter: return comm_.reduceScatter(in, out, block_, type_, op_);
-    case Collective::kAlltoall: return comm_.alltoall(in, out, block_, type_);
+    case Collective::kAllreduce:
+      return comm_.allreduce(in, out, block_, type_, op_);
+    case Collective::kBroadcast:
+      return comm_.broadcast(in, out, block_, type_, root_);
+    case Collective::kAllgather:
+      return comm_.allgather(in, out, block_, type_);
+    case Collective::kReduceScatter:
+      return comm_.reduceScatter(in, out, block_, type_, op_);
+    case Collective::kAlltoall:
+      return comm_.alltoall(in, out, block_, type_);
     case Collective::kSendRecv:
       // A ring shift between two buffers in both halves of the table (a
       // rank cannot send and receive in one buffer); a world of one copies.
@@ -135,15 +143,13 @@ void CollectiveRun::run(bool inPlace) {
 
 void CollectiveRun::fillInputs(bool inPlace) {
   char* in = inputFor(inPlace);
-  const size_t n = collective_ == Collective::kReduceScatter ||
-                           collective_ == Collective::kAlltoall
+  const size_t n = collective_ == Collective::kReduceScatter || collective_ == Collective::kAlltoall
                        ? count_
                        : block_;
   const int rank = comm_.rank();
   for (size_t i = 0; i < n; ++i) {
-    const double v = takesReduceOp(collective_)
-                         ? comm::reductionInput(op_, rank, comm_.size(), i)
-                         : comm::markerValue(rank, i);
+    const double v = takesReduceOp(collective_) ? comm::reductionInput(op_, rank, comm_.size(), i)
+                                                : comm::markerValue(rank, i);
     comm::storeValue(type_, collective_ == Collective::kSendRecv ? input_.data() : in, i, v);
   }
 }
@@ -152,16 +158,20 @@ double CollectiveRun::expected(size_t i) const {
   const int rank = comm_.rank();
   const int size = comm_.size();
   switch (collective_) {
-    case Collective::kAllreduce: return comm::reductionResult(op_, type_, size, i);
+    case Collective::kAllreduce:
+      return comm::reductionResult(op_, type_, size, i);
     case Collective::kReduceScatter:
       return comm::reductionResult(op_, type_, size, block_ * static_cast<size_t>(rank) + i);
-    case Collective::kBroadcast: return comm::markerValue(root_, i);
-    case Collective::kAllgather: return comm::markerValue(static_cast<int>(i / block_), i % block_);
+    case Collective::kBroadcast:
+      return comm::markerValue(root_, i);
+    case Collective::kAllgather:
+      return comm::markerValue(static_cast<int>(i / block_), i % block_);
     case Collective::kAlltoall:
       // Rank r's block `rank` holds elements rank*block .. of r's input.
       return comm::markerValue(static_cast<int>(i / block_),
                                block_ * static_cast<size_t>(rank) + i % block_);
-    case Collective::kSendRecv: return comm::markerValue(size == 1 ? rank : (rank + size - 1) % size, i);
+    case Collective::kSendRecv:
+      return comm::markerValue(size == 1 ? rank : (rank + size - 1) % size, i);
   }
   return 0;
 }

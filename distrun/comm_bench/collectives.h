@@ -31,11 +31,11 @@ double busBandwidthFactor(Collective c, int ranks);
 // reduce_scatter and alltoall, whose per-rank block is size / ranks).
 class CollectiveRun {
  public:
-  CollectiveRun(comm::Communicator& comm, Collective c, size_t bytes,
-                comm::DataType type, comm::ReduceOp op, int root);
+  CollectiveRun(comm::Communicator& comm, Collective c, size_t bytes, comm::DataType type,
+                comm::ReduceOp op, int root);
 
   size_t bytes() const { return count_ * comm::sizeOf(type_); }  // as reported
-  size_t count() const { return count_; }  // elements, as reported
+  size_t count() const { return count_; }                        // elements, as reported
 
   // One operation, out-of-place or in-place.
   void run(bool inPlace);
@@ -55,8 +55,8 @@ class CollectiveRun {
   comm::DataType type_;
   comm::ReduceOp op_;
   int root_;
-  size_t count_ = 0;   // reported elements
-  size_t block_ = 0;   // elements per rank block (the API's count)
+  size_t count_ = 0;  // reported elements
+  size_t block_ = 0;  // elements per rank block (the API's count)
   std::vector<char> input_;
   std::vector<char> output_;
 };

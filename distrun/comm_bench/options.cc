@@ -14,13 +14,17 @@ size_t parseBytes(const std::string& text, const std::string& what) {
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
   const std::string suffix = text.substr(digits);
   size_t shift = 0;
-  if (suffix == "K" || suffix == "k") shift = 10;
-  else if (suffix == "M" || suffix == "m") shift = 20;
-  else if (suffix == "G" || suffix == "g") shift = 30;
-  else if (!suffix.empty()) digits = 0;  // reject below
+  if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (!suffix.empty())
+    digits = 0;  // reject below
   if (digits == 0 || digits > 15) {
-    throw UsageError(fmt::format("{} '{}' is not a size (expected a number with an optional K, M or G suffix)",
-                                 what, text));
+    throw UsageError(fmt::format(
+        "{} '{}' is not a size (expected a number with an optional K, M or G suffix)", what, text));
   }
   return static_cast<size_t>(std::stoull(text.substr(0, digits))) << shift;
 }
@@ -49,7 +53,8 @@ void validate(const BenchOptions& o) {
   if (o.warmupIters < 0) throw UsageError(fmt::format("-w {} is negative", o.warmupIters));
   if (o.checkIters < 0) throw UsageError(fmt::format("-c {} is negative", o.checkIters));
   if (o.average < 0 || o.average > 3) {
-    throw UsageError(fmt::format("-a {} is not 0 (rank 0), 1 (mean), 2 (min) or 3 (max)", o.average));
+    throw UsageError(
+        fmt::format("-a {} is not 0 (rank 0), 1 (mean), 2 (min) or 3 (max)", o.average));
   }
   if (o.format != "table" && o.format != "json" && o.format != "csv") {
     throw UsageError(fmt::format("--format '{}' is not table, json or csv", o.format));
@@ -57,8 +62,10 @@ void validate(const BenchOptions& o) {
   if (o.nprocPerNode < 1) {
     throw UsageError(fmt::format("--nproc-per-node {} must be at least 1", o.nprocPerNode));
   }
-  if (o.timeoutSeconds < 1) throw UsageError(fmt::format("-T {} must be at least 1", o.timeoutSeconds));
-  if (o.piIntervals < 1) throw UsageError(fmt::format("--intervals {} must be at least 1", o.piIntervals));
+  if (o.timeoutSeconds < 1)
+    throw UsageError(fmt::format("-T {} must be at least 1", o.timeoutSeconds));
+  if (o.piIntervals < 1)
+    throw UsageError(fmt::format("--intervals {} must be at least 1", o.piIntervals));
   if (sweepSizes(o).size() > 4096) {
     throw UsageError("-b/-e/-i/-f give more than 4096 sizes; raise -i or -f");
   }

@@ -11,23 +11,23 @@ namespace distrun::comm_bench {
 // `distrun bench`'s settings, named after nccl-tests' flags
 // (docs/commands.md#distrun-bench).
 struct BenchOptions {
-  std::string collective;             // all_reduce, ..., or pi
-  size_t minBytes = 1024;             // -b
-  size_t maxBytes = 32 << 20;         // -e
-  size_t stepBytes = 1 << 20;         // -i, used when stepFactor <= 1
-  double stepFactor = 2;              // -f
-  int iters = 20;                     // -n
-  int warmupIters = 5;                // -w
-  int checkIters = 1;                 // -c
-  int average = 1;                    // -a: 0 rank 0, 1 mean, 2 min, 3 max
-  int root = 0;                       // -r
+  std::string collective;      // all_reduce, ..., or pi
+  size_t minBytes = 1024;      // -b
+  size_t maxBytes = 32 << 20;  // -e
+  size_t stepBytes = 1 << 20;  // -i, used when stepFactor <= 1
+  double stepFactor = 2;       // -f
+  int iters = 20;              // -n
+  int warmupIters = 5;         // -w
+  int checkIters = 1;          // -c
+  int average = 1;             // -a: 0 rank 0, 1 mean, 2 min, 3 max
+  int root = 0;                // -r
   std::vector<comm::DataType> types = {comm::DataType::kFloat32};  // -d
   std::vector<comm::ReduceOp> ops = {comm::ReduceOp::kSum};        // -o
-  std::string format = "table";       // --format table|json|csv
-  std::string backend = "gloo";       // --backend
-  int nprocPerNode = 2;               // ranks when launched bare
-  int timeoutSeconds = 300;           // -T
-  long long piIntervals = 100'000'000;  // --intervals
+  std::string format = "table";                                    // --format table|json|csv
+  std::string backend = "gloo";                                    // --backend
+  int nprocPerNode = 2;                                            // ranks when launched bare
+  int timeoutSeconds = 300;                                        // -T
+  long long piIntervals = 100'000'000;                             // --intervals
 };
 
 // "64", "4K", "1M", "2G" (binary multiples, as nccl-tests). Throws

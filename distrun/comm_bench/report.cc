@@ -28,9 +28,7 @@ std::string formatTime(double us) {
 
 namespace {
 
-std::string wrongText(const Measurement& m) {
-  return m.wrong ? std::to_string(*m.wrong) : "N/A";
-}
+std::string wrongText(const Measurement& m) { return m.wrong ? std::to_string(*m.wrong) : "N/A"; }
 
 std::string stepText(const BenchReport& r) {
   return r.stepFactor > 1 ? fmt::format("{}(factor)", r.stepFactor)
@@ -38,8 +36,8 @@ std::string stepText(const BenchReport& r) {
 }
 
 void writePreamble(std::ostream& out, const BenchReport& r) {
-  out << fmt::format("# distrun bench {} {}: backend {}, {} ranks\n", r.collective,
-                     r.version, r.backend, r.ranks);
+  out << fmt::format("# distrun bench {} {}: backend {}, {} ranks\n", r.collective, r.version,
+                     r.backend, r.ranks);
   out << fmt::format(
       "#  minBytes {} maxBytes {} step: {} warmup iters: {} iters: {} "
       "validation: {} average: {}\n#\n",
@@ -52,8 +50,8 @@ void writePreamble(std::ostream& out, const BenchReport& r) {
 }
 
 void writeHalf(std::ostream& out, const Measurement& m) {
-  out << fmt::format("  {} {:7.2f} {:7.2f} {:>6}", formatTime(m.timeUs), m.algBw,
-                     m.busBw, wrongText(m));
+  out << fmt::format("  {} {:7.2f} {:7.2f} {:>6}", formatTime(m.timeUs), m.algBw, m.busBw,
+                     wrongText(m));
 }
 
 }  // namespace

@@ -9,9 +9,9 @@ namespace distrun::comm_bench {
 
 // One half of a result row: out-of-place or in-place.
 struct Measurement {
-  double timeUs = 0;     // mean time per operation, reduced across ranks (-a)
-  double algBw = 0;      // GB/s (decimal): bytes / time
-  double busBw = 0;      // GB/s: algBw * the collective's factor
+  double timeUs = 0;               // mean time per operation, reduced across ranks (-a)
+  double algBw = 0;                // GB/s (decimal): bytes / time
+  double busBw = 0;                // GB/s: algBw * the collective's factor
   std::optional<long long> wrong;  // elements wrong on all ranks; unset: -c 0
 };
 
@@ -39,8 +39,8 @@ struct BenchReport {
   int ranks = 1;
   size_t minBytes = 0;
   size_t maxBytes = 0;
-  double stepFactor = 0;   // > 1: multiplicative steps
-  size_t stepBytes = 0;    // used when stepFactor <= 1
+  double stepFactor = 0;  // > 1: multiplicative steps
+  size_t stepBytes = 0;   // used when stepFactor <= 1
   int warmupIters = 0;
   int iters = 0;
   int checkIters = 0;

@@ -37,7 +37,8 @@ Measurement measure(comm::Communicator& comm, CollectiveRun& run, bool inPlace,
   comm.barrier();
   const auto start = Clock::now();
   for (int i = 0; i < o.iters; ++i) run.run(inPlace);
-  const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / o.iters;
+  const double us =
+      std::chrono::duration<double, std::micro>(Clock::now() - start).count() / o.iters;
   Measurement m;
   m.timeUs = reducedTime(comm, us, o.average);
   m.algBw = m.timeUs > 0 ? static_cast<double>(run.bytes()) / m.timeUs / 1e3 : 0;
@@ -69,7 +70,8 @@ std::vector<RankInfo> gatherRankInfo(comm::Communicator& comm) {
   std::vector<RankInfo> info;
   for (int r = 0; r < comm.size(); ++r) {
     const Entry& e = all[static_cast<size_t>(r)];
-    info.push_back({r, static_cast<long>(e.pid), std::string(e.host, strnlen(e.host, sizeof(e.host)))});
+    info.push_back(
+        {r, static_cast<long>(e.pid), std::string(e.host, strnlen(e.host, sizeof(e.host)))});
   }
   return info;
 }
@@ -141,18 +143,17 @@ PiResult computePi(comm::Communicator& comm, long long intervals) {
 void writePi(std::ostream& out, const PiResult& pi, const std::string& format,
              const std::string& backend) {
   if (format == "json") {
-    nlohmann::ordered_json j = {{"pi", pi.value}, {"error", pi.error},
-                                {"intervals", pi.intervals}, {"ranks", pi.ranks},
-                                {"backend", backend}, {"seconds", pi.seconds}};
+    nlohmann::ordered_json j = {
+        {"pi", pi.value},    {"error", pi.error},  {"intervals", pi.intervals},
+        {"ranks", pi.ranks}, {"backend", backend}, {"seconds", pi.seconds}};
     out << j.dump(2) << "\n";
   } else if (format == "csv") {
     out << "pi,error,intervals,ranks,backend,seconds\n"
-        << fmt::format("{:.15f},{:.3e},{},{},{},{:.6f}\n", pi.value, pi.error,
-                       pi.intervals, pi.ranks, backend, pi.seconds);
+        << fmt::format("{:.15f},{:.3e},{},{},{},{:.6f}\n", pi.value, pi.error, pi.intervals,
+                       pi.ranks, backend, pi.seconds);
   } else {
-    out << fmt::format(
-        "pi = {:.15f}  error = {:.3e}  ({} intervals on {} ranks, {}, {:.3f} s)\n",
-        pi.value, pi.error, pi.intervals, pi.ranks, backend, pi.seconds);
+    out << fmt::format("pi = {:.15f}  error = {:.3e}  ({} intervals on {} ranks, {}, {:.3f} s)\n",
+                       pi.value, pi.error, pi.intervals, pi.ranks, backend, pi.seconds);
   }
 }
 

@@ -2,9 +2,9 @@
 
 #include <string>
 
+#include "distrun/comm/communicator.h"
 #include "distrun/comm_bench/options.h"
 #include "distrun/comm_bench/report.h"
-#include "distrun/comm/communicator.h"
 
 namespace distrun::comm_bench {
 

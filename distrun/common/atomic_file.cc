@@ -18,14 +18,12 @@ namespace distrun {
 namespace {
 
 // Names one failed step of an atomic write; `err` is the errno it set.
-[[noreturn]] void fail(const std::string& what, const std::string& path,
-                       const std::string& step, int err) {
-  throw IoError(fmt::format("{} {}: {}: {}", what, path, step,
-                            std::strerror(err)));
+[[noreturn]] void fail(const std::string& what, const std::string& path, const std::string& step,
+                       int err) {
+  throw IoError(fmt::format("{} {}: {}: {}", what, path, step, std::strerror(err)));
 }
 
-void writeAll(int fd, std::string_view data, const std::string& what,
-              const std::string& path) {
+void writeAll(int fd, std::string_view data, const std::string& what, const std::string& path) {
   size_t done = 0;
   while (done < data.size()) {
     ssize_t n = ::write(fd, data.data() + done, data.size() - done);
@@ -46,10 +44,9 @@ void syncFolderOf(const std::string& path, const std::string& what) {
 }
 
 // Writes and syncs the temporary file; throws with `path` named.
-void writeTemporary(const std::string& tmp, std::string_view contents,
-                    const std::string& what, const std::string& path) {
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                     0644));
+void writeTemporary(const std::string& tmp, std::string_view contents, const std::string& what,
+                    const std::string& path) {
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd) fail(what, path, fmt::format("cannot create {}", tmp), errno);
   writeAll(fd.get(), contents, what, path);
   if (::fsync(fd.get()) != 0) fail(what, path, "cannot sync it", errno);

@@ -25,8 +25,7 @@ std::string slurp(const fs::path& p) {
 class AtomicFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("distrun_atomic_" + std::to_string(::getpid()));
+    dir_ = fs::temp_directory_path() / ("distrun_atomic_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -53,8 +52,7 @@ TEST_F(AtomicFile, MissingFolderIsAnIoErrorNamingWhatAndPath) {
   } catch (const IoError& e) {
     EXPECT_EQ(e.exitCode(), ExitCode::kIo);
     std::string what = e.what();
-    EXPECT_EQ(what.rfind("--metrics " + path + ": cannot create ", 0), 0)
-        << what;
+    EXPECT_EQ(what.rfind("--metrics " + path + ": cannot create ", 0), 0) << what;
     EXPECT_NE(what.find("No such file or directory"), std::string::npos);
   }
 }

@@ -14,8 +14,7 @@
 namespace distrun::detail {
 
 template <typename... Parts>
-std::string enforceMessage(const char* file, int line, const char* expr,
-                           const Parts&... parts) {
+std::string enforceMessage(const char* file, int line, const char* expr, const Parts&... parts) {
   std::ostringstream out;
   out << "internal error at " << file << ":" << line << ": " << expr;
   if constexpr (sizeof...(parts) > 0) {
@@ -26,8 +25,7 @@ std::string enforceMessage(const char* file, int line, const char* expr,
 }
 
 template <typename A, typename B, typename... Parts>
-[[noreturn]] void enforceCompareFailed(const char* file, int line,
-                                       const char* expr, const A& a,
+[[noreturn]] void enforceCompareFailed(const char* file, int line, const char* expr, const A& a,
                                        const B& b, const Parts&... parts) {
   std::ostringstream values;
   values << expr << " (" << a << " vs. " << b << ")";
@@ -36,24 +34,22 @@ template <typename A, typename B, typename... Parts>
 
 }  // namespace distrun::detail
 
-#define DISTRUN_ENFORCE(cond, ...)                                          \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      throw ::distrun::EnforceError(::distrun::detail::enforceMessage(      \
-          __FILE__, __LINE__, #cond __VA_OPT__(, ) __VA_ARGS__));           \
-    }                                                                       \
+#define DISTRUN_ENFORCE(cond, ...)                                     \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      throw ::distrun::EnforceError(::distrun::detail::enforceMessage( \
+          __FILE__, __LINE__, #cond __VA_OPT__(, ) __VA_ARGS__));      \
+    }                                                                  \
   } while (false)
 
-#define DISTRUN_ENFORCE_OP(a, op, b, ...)                                   \
-  do {                                                                      \
-    const auto& distrun_a_ = (a);                                           \
-    const auto& distrun_b_ = (b);                                           \
-    if (!(distrun_a_ op distrun_b_)) {                                      \
-      ::distrun::detail::enforceCompareFailed(__FILE__, __LINE__,           \
-                                              #a " " #op " " #b, distrun_a_, \
-                                              distrun_b_ __VA_OPT__(, )     \
-                                                  __VA_ARGS__);             \
-    }                                                                       \
+#define DISTRUN_ENFORCE_OP(a, op, b, ...)                                                        \
+  do {                                                                                           \
+    const auto& distrun_a_ = (a);                                                                \
+    const auto& distrun_b_ = (b);                                                                \
+    if (!(distrun_a_ op distrun_b_)) {                                                           \
+      ::distrun::detail::enforceCompareFailed(__FILE__, __LINE__, #a " " #op " " #b, distrun_a_, \
+                                              distrun_b_ __VA_OPT__(, ) __VA_ARGS__);            \
+    }                                                                                            \
   } while (false)
 
 #define DISTRUN_ENFORCE_EQ(a, b, ...) DISTRUN_ENFORCE_OP(a, ==, b, __VA_ARGS__)

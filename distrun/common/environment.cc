@@ -7,13 +7,11 @@ extern char** environ;
 
 namespace distrun {
 
-std::string Environment::getOr(const std::string& name,
-                               const std::string& fallback) const {
+std::string Environment::getOr(const std::string& name, const std::string& fallback) const {
   return get(name).value_or(fallback);
 }
 
-std::optional<std::string> ProcessEnvironment::get(
-    const std::string& name) const {
+std::optional<std::string> ProcessEnvironment::get(const std::string& name) const {
   const char* value = std::getenv(name.c_str());
   if (value == nullptr) return std::nullopt;
   return std::string(value);

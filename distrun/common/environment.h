@@ -35,16 +35,12 @@ class ProcessEnvironment : public Environment {
 class MapEnvironment : public Environment {
  public:
   MapEnvironment() = default;
-  explicit MapEnvironment(std::map<std::string, std::string> vars)
-      : vars_(std::move(vars)) {}
-  MapEnvironment(
-      std::initializer_list<std::pair<const std::string, std::string>> vars)
+  explicit MapEnvironment(std::map<std::string, std::string> vars) : vars_(std::move(vars)) {}
+  MapEnvironment(std::initializer_list<std::pair<const std::string, std::string>> vars)
       : vars_(vars) {}
   std::optional<std::string> get(const std::string& name) const override;
   std::map<std::string, std::string> all() const override { return vars_; }
-  void set(const std::string& name, const std::string& value) {
-    vars_[name] = value;
-  }
+  void set(const std::string& name, const std::string& value) { vars_[name] = value; }
   void unset(const std::string& name) { vars_.erase(name); }
   const std::map<std::string, std::string>& vars() const { return vars_; }
 
@@ -56,8 +52,7 @@ class MapEnvironment : public Environment {
 // Holds references; both must outlive it.
 class OverlayEnvironment : public Environment {
  public:
-  OverlayEnvironment(const Environment& base, const Environment& top)
-      : base_(base), top_(top) {}
+  OverlayEnvironment(const Environment& base, const Environment& top) : base_(base), top_(top) {}
   std::optional<std::string> get(const std::string& name) const override {
     if (auto value = top_.get(name)) return value;
     return base_.get(name);

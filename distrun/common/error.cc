@@ -6,10 +6,8 @@
 
 namespace distrun {
 
-SystemError::SystemError(const std::string& call, const std::string& what,
-                         int err)
-    : Error(ExitCode::kSystem,
-            fmt::format("{}({}) failed: {}", call, what, std::strerror(err))),
+SystemError::SystemError(const std::string& call, const std::string& what, int err)
+    : Error(ExitCode::kSystem, fmt::format("{}({}) failed: {}", call, what, std::strerror(err))),
       errno_(err) {}
 
 ExitCode exitCodeFor(const std::exception& e) {

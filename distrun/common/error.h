@@ -13,8 +13,7 @@ namespace distrun {
 // threads and processes as values and are re-thrown where work is joined.
 class Error : public std::runtime_error {
  public:
-  Error(ExitCode code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+  Error(ExitCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
   ExitCode exitCode() const { return code_; }
 
  private:
@@ -55,16 +54,14 @@ class TimeoutError : public Error {
 // Rendezvous failed: wrong token, peers that disagree, a missing node.
 class RendezvousError : public Error {
  public:
-  explicit RendezvousError(const std::string& m)
-      : Error(ExitCode::kRendezvous, m) {}
+  explicit RendezvousError(const std::string& m) : Error(ExitCode::kRendezvous, m) {}
 };
 
 // A communication peer was lost: it died or closed its connections during
 // a collective. The message names the peer (rank, host, pid).
 class CommunicationError : public Error {
  public:
-  explicit CommunicationError(const std::string& m)
-      : Error(ExitCode::kPeerLost, m) {}
+  explicit CommunicationError(const std::string& m) : Error(ExitCode::kPeerLost, m) {}
 };
 
 // A system call failed. The message names the call, what it was called on,
@@ -72,8 +69,7 @@ class CommunicationError : public Error {
 class SystemError : public Error {
  public:
   SystemError(const std::string& call, const std::string& what, int err);
-  SystemError(ExitCode code, const std::string& message)
-      : Error(code, message) {}
+  SystemError(ExitCode code, const std::string& message) : Error(code, message) {}
   int errorNumber() const { return errno_; }
 
  private:

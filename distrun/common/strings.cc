@@ -13,13 +13,12 @@ int64_t parseCount(std::string_view text, std::string_view what, int64_t max) {
   int64_t value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') {
-      throw ConfigError(fmt::format(
-          "{}='{}' is not a whole number (unexpected '{}')", what, text, c));
+      throw ConfigError(
+          fmt::format("{}='{}' is not a whole number (unexpected '{}')", what, text, c));
     }
     value = value * 10 + (c - '0');
     if (value > max) {
-      throw ConfigError(
-          fmt::format("{}='{}' is too large (at most {})", what, text, max));
+      throw ConfigError(fmt::format("{}='{}' is too large (at most {})", what, text, max));
     }
   }
   return value;
@@ -57,8 +56,7 @@ std::string_view trim(std::string_view text) {
 }
 
 static bool isShellSafe(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') ||
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
          std::string_view("_./,:=@%+-").find(c) != std::string_view::npos;
 }
 

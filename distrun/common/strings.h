@@ -10,8 +10,7 @@ namespace distrun {
 // Parses a whole string as a non-negative decimal integer. `what` names the
 // input (a variable or a flag) in the ConfigError thrown for anything else:
 // an empty string, a sign, trailing characters, or a value above `max`.
-int64_t parseCount(std::string_view text, std::string_view what,
-                   int64_t max = INT32_MAX);
+int64_t parseCount(std::string_view text, std::string_view what, int64_t max = INT32_MAX);
 
 // Splits on every occurrence of `sep`; "a,,b" gives {"a", "", "b"} and ""
 // gives {""}.

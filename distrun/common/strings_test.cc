@@ -20,12 +20,9 @@ TEST(ParseCountTest, AcceptsWholeNumbersOnly) {
     return std::string("no error");
   };
   EXPECT_EQ(message(""), "SLURM_NTASKS is empty: expected a whole number");
-  EXPECT_EQ(message("-1"),
-            "SLURM_NTASKS='-1' is not a whole number (unexpected '-')");
-  EXPECT_EQ(message("4 "),
-            "SLURM_NTASKS='4 ' is not a whole number (unexpected ' ')");
-  EXPECT_EQ(message("2147483648"),
-            "SLURM_NTASKS='2147483648' is too large (at most 2147483647)");
+  EXPECT_EQ(message("-1"), "SLURM_NTASKS='-1' is not a whole number (unexpected '-')");
+  EXPECT_EQ(message("4 "), "SLURM_NTASKS='4 ' is not a whole number (unexpected ' ')");
+  EXPECT_EQ(message("2147483648"), "SLURM_NTASKS='2147483648' is too large (at most 2147483647)");
 }
 
 TEST(StringsTest, SplitJoinTrim) {

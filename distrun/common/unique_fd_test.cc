@@ -17,7 +17,10 @@ int openNull() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
 TEST(UniqueFd, ClosesWhenDestroyed) {
   int raw = openNull();
   ASSERT_GE(raw, 0);
-  { UniqueFd fd(raw); EXPECT_TRUE(fd.valid()); }
+  {
+    UniqueFd fd(raw);
+    EXPECT_TRUE(fd.valid());
+  }
   EXPECT_FALSE(isOpen(raw));
 }
 
@@ -37,7 +40,10 @@ TEST(UniqueFd, MoveTransfersOwnershipOnce) {
 
 TEST(UniqueFd, ReleaseKeepsTheDescriptorOpen) {
   int raw = openNull();
-  { UniqueFd fd(raw); EXPECT_EQ(fd.release(), raw); }
+  {
+    UniqueFd fd(raw);
+    EXPECT_EQ(fd.release(), raw);
+  }
   EXPECT_TRUE(isOpen(raw));
   UniqueFd(raw).reset();  // the test owns it now
 }

@@ -29,8 +29,7 @@ struct IdxArray {
 // an IDX array: wrong magic number or element type, truncated header or
 // data, bytes after the data, a corrupt gzip stream. Every message starts
 // with the path. Thread-safe.
-IdxArray readIdxFile(const std::string& path,
-                     std::optional<int> expectedDims = std::nullopt);
+IdxArray readIdxFile(const std::string& path, std::optional<int> expectedDims = std::nullopt);
 
 // Encodes `array` as an uncompressed IDX file image (the inverse of
 // readIdxFile); for tests and tools that write datasets.

@@ -23,8 +23,7 @@ IdxArray smallArray() {
   return array;
 }
 
-std::vector<uint8_t> concat(std::vector<uint8_t> a,
-                            const std::vector<uint8_t>& b) {
+std::vector<uint8_t> concat(std::vector<uint8_t> a, const std::vector<uint8_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
@@ -40,8 +39,7 @@ class IdxTest : public ::testing::Test {
 
   // The failure of reading `bytes` as an IDX file of 3 dimensions; its
   // message with the path replaced by "P".
-  testing::Failure failureReading(const std::vector<uint8_t>& bytes,
-                                  std::optional<int> dims = 3) {
+  testing::Failure failureReading(const std::vector<uint8_t>& bytes, std::optional<int> dims = 3) {
     std::string path = write(bytes);
     testing::Failure f = failureOf([&] { readIdxFile(path, dims); });
     if (f.message.starts_with(path)) f.message.replace(0, path.size(), "P");
@@ -109,9 +107,7 @@ TEST_F(IdxTest, RejectsOtherElementTypesAndDimensionCounts) {
 
 TEST_F(IdxTest, RejectsATruncatedHeader) {
   testing::Failure f = failureReading({0, 0, 8});
-  EXPECT_EQ(
-      f.message,
-      "P: truncated: 3 bytes, shorter than an IDX magic number (4 bytes)");
+  EXPECT_EQ(f.message, "P: truncated: 3 bytes, shorter than an IDX magic number (4 bytes)");
   EXPECT_EQ(f.code, ExitCode::kData);
   f = failureReading({0, 0, 8, 3, 0, 0, 0, 2, 0, 0});
   EXPECT_EQ(f.message,
@@ -121,8 +117,7 @@ TEST_F(IdxTest, RejectsATruncatedHeader) {
 }
 
 TEST_F(IdxTest, RejectsTruncatedData) {
-  std::vector<uint8_t> header = {0, 0, 8, 3,  0, 0, 0xea, 0x60,
-                                 0, 0, 0, 28, 0, 0, 0,    28};
+  std::vector<uint8_t> header = {0, 0, 8, 3, 0, 0, 0xea, 0x60, 0, 0, 0, 28, 0, 0, 0, 28};
   std::vector<uint8_t> file = concat(header, std::vector<uint8_t>(1234));
   testing::Failure f = failureReading(file);
   EXPECT_EQ(f.message,
@@ -153,8 +148,7 @@ TEST_F(IdxTest, RejectsACorruptGzipStream) {
   std::vector<uint8_t> badCrc = good;
   badCrc[badCrc.size() - 8] ^= 0xff;  // the CRC-32 of the trailer
   testing::Failure f = failureReading(badCrc);
-  EXPECT_EQ(f.message, "P: corrupt gzip stream near byte " +
-                           std::to_string(good.size() - 4) +
+  EXPECT_EQ(f.message, "P: corrupt gzip stream near byte " + std::to_string(good.size() - 4) +
                            ": incorrect data check");
   EXPECT_EQ(f.code, ExitCode::kData);
   std::vector<uint8_t> badMethod = good;
@@ -172,16 +166,14 @@ TEST_F(IdxTest, RejectsATruncatedGzipStreamAndTrailingGarbage) {
                            " bytes, before the end of the compressed data");
   EXPECT_EQ(f.code, ExitCode::kData);
   f = failureReading(concat(good, {'x', 'y', 'z'}));
-  EXPECT_EQ(f.message,
-            "P: 3 unexpected bytes after the end of the gzip stream");
+  EXPECT_EQ(f.message, "P: 3 unexpected bytes after the end of the gzip stream");
   EXPECT_EQ(f.code, ExitCode::kData);
 }
 
 TEST_F(IdxTest, AMissingOrUnreadableFileIsAnIoError) {
   std::string missing = dir_.file("missing-idx1-ubyte");
   testing::Failure f = failureOf([&] { readIdxFile(missing); });
-  EXPECT_EQ(f.message,
-            "cannot open '" + missing + "': No such file or directory");
+  EXPECT_EQ(f.message, "cannot open '" + missing + "': No such file or directory");
   EXPECT_EQ(f.code, ExitCode::kIo);
   f = failureOf([&] { readIdxFile(dir_.path()); });
   EXPECT_EQ(f.message, "cannot read '" + dir_.path() + "': Is a directory");

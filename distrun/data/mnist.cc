@@ -24,13 +24,10 @@ constexpr const char* kHint =
     "run scripts/prepare-mnist, or give the folder of a torchvision MNIST "
     "download";
 
-std::string filePrefix(MnistSplit split) {
-  return split == MnistSplit::kTrain ? "train" : "t10k";
-}
+std::string filePrefix(MnistSplit split) { return split == MnistSplit::kTrain ? "train" : "t10k"; }
 
 // `folder/name`, else `folder/name.gz`, else nothing.
-std::optional<std::string> findFile(const fs::path& folder,
-                                    const std::string& name) {
+std::optional<std::string> findFile(const fs::path& folder, const std::string& name) {
   for (const std::string& candidate : {name, name + ".gz"}) {
     std::error_code error;
     fs::path path = folder / candidate;
@@ -41,48 +38,39 @@ std::optional<std::string> findFile(const fs::path& folder,
   return std::nullopt;
 }
 
-[[noreturn]] void throwNotFound(const std::string& root,
-                                const std::vector<fs::path>& folders,
-                                const std::string& images,
-                                const std::string& labels) {
+[[noreturn]] void throwNotFound(const std::string& root, const std::vector<fs::path>& folders,
+                                const std::string& images, const std::string& labels) {
   std::error_code error;
   if (!fs::exists(root, error)) {
-    throw IoError(
-        fmt::format("MNIST folder '{}' does not exist: {}", root, kHint));
+    throw IoError(fmt::format("MNIST folder '{}' does not exist: {}", root, kHint));
   }
-  throw IoError(fmt::format(
-      "no MNIST files {}[.gz] and {}[.gz] in '{}' or '{}': {}", images, labels,
-      folders[0].string(), folders[1].string(), kHint));
+  throw IoError(fmt::format("no MNIST files {}[.gz] and {}[.gz] in '{}' or '{}': {}", images,
+                            labels, folders[0].string(), folders[1].string(), kHint));
 }
 
 void checkImageSize(const std::string& path, const IdxArray& images) {
   if (images.dims[1] == kSide && images.dims[2] == kSide) return;
-  throw DataError(
-      fmt::format("{}: images are {}×{}: expected 28×28 MNIST digits", path,
-                  images.dims[1], images.dims[2]));
+  throw DataError(fmt::format("{}: images are {}×{}: expected 28×28 MNIST digits", path,
+                              images.dims[1], images.dims[2]));
 }
 
-void checkCounts(const MnistFiles& files, const IdxArray& images,
-                 const IdxArray& labels) {
+void checkCounts(const MnistFiles& files, const IdxArray& images, const IdxArray& labels) {
   if (images.dims[0] == labels.dims[0]) return;
-  throw DataError(fmt::format(
-      "images and labels do not match: {} images in {}, {} labels in {}",
-      images.dims[0], files.images, labels.dims[0], files.labels));
+  throw DataError(fmt::format("images and labels do not match: {} images in {}, {} labels in {}",
+                              images.dims[0], files.images, labels.dims[0], files.labels));
 }
 
 void checkLabels(const std::string& path, const IdxArray& labels) {
   for (size_t i = 0; i < labels.bytes.size(); ++i) {
     if (labels.bytes[i] > 9) {
       throw DataError(
-          fmt::format("{}: label {} at index {}: expected a digit 0-9", path,
-                      labels.bytes[i], i));
+          fmt::format("{}: label {} at index {}: expected a digit 0-9", path, labels.bytes[i], i));
     }
   }
 }
 
 // Copies `array` into a tensor of `shape` and element type `type`.
-at::Tensor toTensor(IdxArray& array, at::IntArrayRef shape,
-                    at::ScalarType type) {
+at::Tensor toTensor(IdxArray& array, at::IntArrayRef shape, at::ScalarType type) {
   return at::from_blob(array.bytes.data(), shape, at::kByte).to(type);
 }
 
@@ -98,9 +86,8 @@ MnistFiles findMnistFiles(const std::string& root, MnistSplit split) {
     if (imagesPath && labelsPath) return {*imagesPath, *labelsPath};
     if (imagesPath || labelsPath) {
       fs::path found(imagesPath ? *imagesPath : *labelsPath);
-      throw IoError(fmt::format("'{}' has {} but no {}[.gz]: {}",
-                                folder.string(), found.filename().string(),
-                                imagesPath ? labels : images, kHint));
+      throw IoError(fmt::format("'{}' has {} but no {}[.gz]: {}", folder.string(),
+                                found.filename().string(), imagesPath ? labels : images, kHint));
     }
   }
   throwNotFound(root, folders, images, labels);
@@ -113,10 +100,8 @@ MnistData loadMnist(const std::string& root, MnistSplit split) {
   IdxArray labels = readIdxFile(files.labels, 1);
   checkCounts(files, images, labels);
   checkLabels(files.labels, labels);
-  at::Tensor pixels =
-      toTensor(images, {images.dims[0], 1, kSide, kSide}, at::kFloat);
-  return {pixels.div_(255).sub_(kMean).div_(kStd),
-          toTensor(labels, {labels.dims[0]}, at::kLong)};
+  at::Tensor pixels = toTensor(images, {images.dims[0], 1, kSide, kSide}, at::kFloat);
+  return {pixels.div_(255).sub_(kMean).div_(kStd), toTensor(labels, {labels.dims[0]}, at::kLong)};
 }
 
 }  // namespace distrun::data

@@ -29,12 +29,10 @@ struct FakeSplit {
   bool gzipped = false;
 };
 
-void writeSplit(const std::string& folder, const std::string& prefix,
-                const FakeSplit& split) {
+void writeSplit(const std::string& folder, const std::string& prefix, const FakeSplit& split) {
   IdxArray images{{split.imageCount, split.side, split.side}, {}};
   for (int64_t i = 0; i < split.imageCount; ++i) {
-    images.bytes.insert(images.bytes.end(),
-                        static_cast<size_t>(split.side * split.side),
+    images.bytes.insert(images.bytes.end(), static_cast<size_t>(split.side * split.side),
                         static_cast<uint8_t>(51 * i % 256));
   }
   IdxArray labels{{static_cast<int64_t>(split.labels.size())}, split.labels};
@@ -60,21 +58,16 @@ TEST_F(MnistTest, LoadsTorchvisionsLayoutNormalised) {
   EXPECT_EQ(data.images.scalar_type(), at::kFloat);
   EXPECT_EQ(data.labels.scalar_type(), at::kLong);
   EXPECT_EQ(data.labels.sizes(), at::IntArrayRef({5}));
-  std::vector<int64_t> labels(data.labels.data_ptr<int64_t>(),
-                              data.labels.data_ptr<int64_t>() + 5);
+  std::vector<int64_t> labels(data.labels.data_ptr<int64_t>(), data.labels.data_ptr<int64_t>() + 5);
   EXPECT_THAT(labels, ::testing::ElementsAre(3, 1, 4, 1, 5));
   // Image 0 is all 0, image 1 all 51, image 4 all 204.
-  EXPECT_FLOAT_EQ(data.images[0][0][0][0].item<float>(),
-                  (0.0f - 0.1307f) / 0.3081f);
-  EXPECT_FLOAT_EQ(data.images[1][0][27][27].item<float>(),
-                  (0.2f - 0.1307f) / 0.3081f);
-  EXPECT_FLOAT_EQ(data.images[4][0][13][5].item<float>(),
-                  (0.8f - 0.1307f) / 0.3081f);
+  EXPECT_FLOAT_EQ(data.images[0][0][0][0].item<float>(), (0.0f - 0.1307f) / 0.3081f);
+  EXPECT_FLOAT_EQ(data.images[1][0][27][27].item<float>(), (0.2f - 0.1307f) / 0.3081f);
+  EXPECT_FLOAT_EQ(data.images[4][0][13][5].item<float>(), (0.8f - 0.1307f) / 0.3081f);
 }
 
 TEST_F(MnistTest, AcceptsTheRawFolderItselfAndGzipFiles) {
-  writeSplit(raw(), "t10k",
-             {.labels = {9, 0}, .imageCount = 2, .side = 28, .gzipped = true});
+  writeSplit(raw(), "t10k", {.labels = {9, 0}, .imageCount = 2, .side = 28, .gzipped = true});
   MnistFiles files = findMnistFiles(raw(), MnistSplit::kTest);
   EXPECT_EQ(files.images, raw() + "/t10k-images-idx3-ubyte.gz");
   EXPECT_EQ(files.labels, raw() + "/t10k-labels-idx1-ubyte.gz");
@@ -84,10 +77,8 @@ TEST_F(MnistTest, AcceptsTheRawFolderItselfAndGzipFiles) {
 }
 
 TEST_F(MnistTest, PrefersPlainFilesOverGzip) {
-  writeSplit(raw(), "train",
-             {.labels = {7}, .imageCount = 1, .side = 28, .gzipped = true});
-  writeSplit(raw(), "train",
-             {.labels = {2, 2}, .imageCount = 2, .side = 28, .gzipped = false});
+  writeSplit(raw(), "train", {.labels = {7}, .imageCount = 1, .side = 28, .gzipped = true});
+  writeSplit(raw(), "train", {.labels = {2, 2}, .imageCount = 2, .side = 28, .gzipped = false});
   MnistFiles files = findMnistFiles(dir_.path(), MnistSplit::kTrain);
   EXPECT_EQ(files.images, raw() + "/train-images-idx3-ubyte");
   EXPECT_EQ(loadMnist(dir_.path(), MnistSplit::kTrain).labels.size(0), 2);
@@ -95,8 +86,7 @@ TEST_F(MnistTest, PrefersPlainFilesOverGzip) {
 
 TEST_F(MnistTest, MissingFilesSayWhereItLookedAndWhatToDo) {
   writeSplit(raw(), "train", {});
-  testing::Failure f =
-      failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTest); });
+  testing::Failure f = failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTest); });
   EXPECT_EQ(f.message,
             "no MNIST files t10k-images-idx3-ubyte[.gz] and "
             "t10k-labels-idx1-ubyte[.gz] in '" +
@@ -104,16 +94,14 @@ TEST_F(MnistTest, MissingFilesSayWhereItLookedAndWhatToDo) {
   EXPECT_EQ(f.code, ExitCode::kIo);
   std::string nowhere = dir_.file("nowhere");
   f = failureOf([&] { loadMnist(nowhere, MnistSplit::kTrain); });
-  EXPECT_EQ(f.message,
-            "MNIST folder '" + nowhere + "' does not exist: " + kHint);
+  EXPECT_EQ(f.message, "MNIST folder '" + nowhere + "' does not exist: " + kHint);
   EXPECT_EQ(f.code, ExitCode::kIo);
 }
 
 TEST_F(MnistTest, AHalfPresentSplitNamesTheMissingFile) {
   writeSplit(raw(), "train", {});
   std::filesystem::remove(raw() + "/train-labels-idx1-ubyte");
-  testing::Failure f =
-      failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTrain); });
+  testing::Failure f = failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTrain); });
   EXPECT_EQ(f.message, "'" + raw() +
                            "' has train-images-idx3-ubyte but no "
                            "train-labels-idx1-ubyte[.gz]: " +
@@ -122,11 +110,8 @@ TEST_F(MnistTest, AHalfPresentSplitNamesTheMissingFile) {
 }
 
 TEST_F(MnistTest, RejectsMismatchedCounts) {
-  writeSplit(
-      raw(), "train",
-      {.labels = {1, 2, 3}, .imageCount = 4, .side = 28, .gzipped = false});
-  testing::Failure f =
-      failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTrain); });
+  writeSplit(raw(), "train", {.labels = {1, 2, 3}, .imageCount = 4, .side = 28, .gzipped = false});
+  testing::Failure f = failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTrain); });
   EXPECT_EQ(f.message, "images and labels do not match: 4 images in " + raw() +
                            "/train-images-idx3-ubyte, 3 labels in " + raw() +
                            "/train-labels-idx1-ubyte");
@@ -134,11 +119,8 @@ TEST_F(MnistTest, RejectsMismatchedCounts) {
 }
 
 TEST_F(MnistTest, RejectsALabelAboveNine) {
-  writeSplit(
-      raw(), "train",
-      {.labels = {1, 9, 12}, .imageCount = 3, .side = 28, .gzipped = false});
-  testing::Failure f =
-      failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTrain); });
+  writeSplit(raw(), "train", {.labels = {1, 9, 12}, .imageCount = 3, .side = 28, .gzipped = false});
+  testing::Failure f = failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTrain); });
   EXPECT_EQ(f.message, raw() +
                            "/train-labels-idx1-ubyte: label 12 at index 2: "
                            "expected a digit 0-9");
@@ -146,10 +128,8 @@ TEST_F(MnistTest, RejectsALabelAboveNine) {
 }
 
 TEST_F(MnistTest, RejectsImagesThatAreNot28By28) {
-  writeSplit(raw(), "train",
-             {.labels = {3, 1}, .imageCount = 2, .side = 32, .gzipped = false});
-  testing::Failure f =
-      failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTrain); });
+  writeSplit(raw(), "train", {.labels = {3, 1}, .imageCount = 2, .side = 32, .gzipped = false});
+  testing::Failure f = failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTrain); });
   EXPECT_EQ(f.message, raw() +
                            "/train-images-idx3-ubyte: images are 32×32: "
                            "expected 28×28 MNIST digits");
@@ -159,11 +139,9 @@ TEST_F(MnistTest, RejectsImagesThatAreNot28By28) {
 TEST_F(MnistTest, RejectsSwappedFiles) {
   writeSplit(raw(), "train", {});
   std::filesystem::rename(raw() + "/train-labels-idx1-ubyte", raw() + "/x");
-  std::filesystem::rename(raw() + "/train-images-idx3-ubyte",
-                          raw() + "/train-labels-idx1-ubyte");
+  std::filesystem::rename(raw() + "/train-images-idx3-ubyte", raw() + "/train-labels-idx1-ubyte");
   std::filesystem::rename(raw() + "/x", raw() + "/train-images-idx3-ubyte");
-  testing::Failure f =
-      failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTrain); });
+  testing::Failure f = failureOf([&] { loadMnist(dir_.path(), MnistSplit::kTrain); });
   EXPECT_EQ(f.message, raw() +
                            "/train-images-idx3-ubyte: wrong magic number "
                            "0x00000801: expected 0x00000803 (unsigned-byte "
@@ -186,8 +164,7 @@ TEST(PreparedMnistTest, LoadsTheFilesOfScriptsPrepareMnist) {
   at::Tensor testCounts = at::bincount(test.labels);
   std::vector<int64_t> counts(trainCounts.data_ptr<int64_t>(),
                               trainCounts.data_ptr<int64_t>() + 10);
-  EXPECT_THAT(counts, ::testing::ElementsAre(805, 894, 800, 817, 799, 685, 813,
-                                             853, 762, 772));
+  EXPECT_THAT(counts, ::testing::ElementsAre(805, 894, 800, 817, 799, 685, 813, 853, 762, 772));
   EXPECT_EQ(testCounts[0].item<int64_t>(), 196);
 }
 

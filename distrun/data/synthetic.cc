@@ -17,8 +17,8 @@ constexpr int64_t kInputs = 20;
 
 RegressionData makeSyntheticRegression(int64_t size, uint64_t seed) {
   if (size < 0) {
-    throw UsageError(fmt::format(
-        "synthetic dataset size {} is negative: expected 0 or more", size));
+    throw UsageError(
+        fmt::format("synthetic dataset size {} is negative: expected 0 or more", size));
   }
   at::Generator generator = at::detail::createCPUGenerator(seed);
   at::Tensor inputs = at::empty({size, kInputs}, at::kFloat);

@@ -19,8 +19,7 @@ TEST(SyntheticTest, HasTheTutorialsShapeAndRange) {
   EXPECT_LT(data.inputs.max().item<float>(), 1.0f);
   EXPECT_GE(data.targets.min().item<float>(), 0.0f);
   EXPECT_LT(data.targets.max().item<float>(), 1.0f);
-  EXPECT_EQ(makeSyntheticRegression(0).inputs.sizes(),
-            at::IntArrayRef({0, 20}));
+  EXPECT_EQ(makeSyntheticRegression(0).inputs.sizes(), at::IntArrayRef({0, 20}));
 }
 
 TEST(SyntheticTest, TheSameSeedGivesTheSameDataAndASmallerSetIsAPrefix) {
@@ -42,8 +41,7 @@ TEST(SyntheticTest, DifferentSeedsGiveDifferentData) {
 
 TEST(SyntheticTest, RejectsANegativeSize) {
   testing::Failure f = testing::failureOf([] { makeSyntheticRegression(-1); });
-  EXPECT_EQ(f.message,
-            "synthetic dataset size -1 is negative: expected 0 or more");
+  EXPECT_EQ(f.message, "synthetic dataset size -1 is negative: expected 0 or more");
   EXPECT_EQ(f.code, ExitCode::kUsage);
 }
 

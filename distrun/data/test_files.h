@@ -24,8 +24,7 @@ class TempDir {
  public:
   TempDir() {
     const char* base = getenv("TMPDIR");
-    std::string pattern =
-        std::string(base && *base ? base : "/tmp") + "/distrun-data-XXXXXX";
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/distrun-data-XXXXXX";
     if (mkdtemp(pattern.data()) == nullptr) {
       ADD_FAILURE() << "mkdtemp(" << pattern << ") failed";
     }
@@ -45,10 +44,8 @@ class TempDir {
   std::string path_;
 };
 
-inline void writeBytes(const std::string& path,
-                       const std::vector<uint8_t>& bytes) {
-  std::filesystem::create_directories(
-      std::filesystem::path(path).parent_path());
+inline void writeBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()),
             static_cast<std::streamsize>(bytes.size()));
@@ -58,8 +55,7 @@ inline void writeBytes(const std::string& path,
 // One gzip member holding `bytes`, as gzip(1) writes it.
 inline std::vector<uint8_t> gzip(const std::vector<uint8_t>& bytes) {
   z_stream s{};
-  EXPECT_EQ(deflateInit2(&s, Z_BEST_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
-                         Z_DEFAULT_STRATEGY),
+  EXPECT_EQ(deflateInit2(&s, Z_BEST_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY),
             Z_OK);
   std::vector<uint8_t> out(deflateBound(&s, static_cast<uLong>(bytes.size())));
   s.next_in = bytes.data();

@@ -49,8 +49,7 @@ class Join {
   }
   int fd() const { return done_.fd(); }
   bool ready() const {
-    return world_.wait_for(std::chrono::seconds(0)) ==
-           std::future_status::ready;
+    return world_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   }
   // The world agreed on; rethrows what the join threw.
   rdzv::World take() { return world_.get(); }
@@ -64,8 +63,7 @@ class Join {
 // workers. Destroying it kills the workers still running, then stops the
 // watcher.
 struct RoundIo {
-  RoundIo(const AgentConfig& config, int storePort, int round,
-          ProcessLauncher& launcher)
+  RoundIo(const AgentConfig& config, int storePort, int round, ProcessLauncher& launcher)
       : number(round),
         watcher(config.storeHost, storePort, config.token, round, events.fd()),
         group(launcher, config.layout.nodeRank, config.host) {}
@@ -79,8 +77,7 @@ std::unique_ptr<rdzv::StoreServer> startStoreServer(const AgentConfig& config) {
   if (config.layout.nodeRank != 0) return nullptr;
   raiseOpenFileLimit();
   std::string bind = config.layout.numNodes == 1 ? "127.0.0.1" : "0.0.0.0";
-  return std::make_unique<rdzv::StoreServer>(bind, config.storePort,
-                                             config.token);
+  return std::make_unique<rdzv::StoreServer>(bind, config.storePort, config.token);
 }
 
 }  // namespace
@@ -104,10 +101,9 @@ class Agent::Loop {
   }
 
   void operator()(const JoinRendezvous& a) {
-    rdzv::RendezvousConfig rc{
-        config_.layout.nodeRank,       config_.layout.numNodes,
-        config_.layout.localWorldSize, config_.host,
-        config_.joinTimeout,           pickFreeTcpPort};
+    rdzv::RendezvousConfig rc{config_.layout.nodeRank,       config_.layout.numNodes,
+                              config_.layout.localWorldSize, config_.host,
+                              config_.joinTimeout,           pickFreeTcpPort};
     join_ = std::make_unique<Join>(store_, a.round, rc);
   }
   void operator()(const InterruptRendezvous&) {
@@ -120,12 +116,10 @@ class Agent::Loop {
     join_.reset();
   }
   void operator()(const StartWorkers& a) {
-    round_ = std::make_unique<RoundIo>(config_, port_, a.world.round,
-                                       agent_.launcher_);
+    round_ = std::make_unique<RoundIo>(config_, port_, a.world.round, agent_.launcher_);
     for (int local = 0; local < config_.layout.localWorldSize; ++local) {
       int rank = workerRank(a.world, local);
-      round_->group.add(rank, local,
-                        workerSpec(config_, a.world, port_, local, agent_.env_),
+      round_->group.add(rank, local, workerSpec(config_, a.world, port_, local, agent_.env_),
                         workerOutput(config_, a.world.round, rank, local));
       feed(supervisor_.workerStarted(local, now()));
     }
@@ -229,8 +223,7 @@ class Agent::Loop {
   }
   int pollTimeout() const {
     if (!wakeAt_) return -1;
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(*wakeAt_ - now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*wakeAt_ - now());
     return static_cast<int>(std::max<long long>(left.count(), 0)) + 1;
   }
 
@@ -256,20 +249,15 @@ void Agent::Loop::operator()(const WriteFailureReport& a) {
   std::error_code error;
   std::filesystem::create_directories(folder, error);
   if (error) {
-    throw IoError(
-        fmt::format("failure report {}: cannot create its folder {}: {}",
-                    a.path, folder.string(), error.message()));
+    throw IoError(fmt::format("failure report {}: cannot create its folder {}: {}", a.path,
+                              folder.string(), error.message()));
   }
   writeFileAtomically(a.path, a.json, "failure report");
 }
 
-Agent::Agent(AgentConfig config, const Environment& env, std::ostream& err,
-             const Clock& clock, ProcessLauncher& launcher)
-    : config_(std::move(config)),
-      env_(env),
-      err_(err),
-      clock_(clock),
-      launcher_(launcher) {}
+Agent::Agent(AgentConfig config, const Environment& env, std::ostream& err, const Clock& clock,
+             ProcessLauncher& launcher)
+    : config_(std::move(config)), env_(env), err_(err), clock_(clock), launcher_(launcher) {}
 
 const Clock& Agent::steadyClock() {
   static const SteadyClock clock;
@@ -295,8 +283,7 @@ void Agent::Loop::operator()(const LeaveJob&) {
   }
 }
 
-std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus,
-                                        int workers) {
+std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus, int workers) {
   std::vector<std::vector<int>> shares(static_cast<size_t>(std::max(workers, 0)));
   if (workers <= 0 || static_cast<int>(cpus.size()) < workers) return shares;
   size_t each = cpus.size() / static_cast<size_t>(workers);

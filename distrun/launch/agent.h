@@ -26,8 +26,7 @@ class Agent {
   // `env` is the environment the workers inherit; `clock` and `launcher`
   // must outlive the agent.
   Agent(AgentConfig config, const Environment& env, std::ostream& err,
-        const Clock& clock = steadyClock(),
-        ProcessLauncher& launcher = systemProcessLauncher());
+        const Clock& clock = steadyClock(), ProcessLauncher& launcher = systemProcessLauncher());
   int run();
 
   // One SteadyClock for the whole process.
@@ -46,7 +45,6 @@ class Agent {
 // Splits `cpus` evenly over `workers`: worker i gets a contiguous share (the
 // first ones one more when it does not divide). Empty shares when there are
 // fewer CPUs than workers (no binding then).
-std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus,
-                                        int workers);
+std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus, int workers);
 
 }  // namespace distrun::launch

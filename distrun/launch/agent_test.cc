@@ -17,11 +17,9 @@ using ::testing::ElementsAre;
 
 TEST(SplitCpusTest, EvenContiguousShares) {
   auto shares = splitCpus({0, 1, 2, 3, 4, 5, 6}, 3);
-  EXPECT_THAT(shares, ElementsAre(ElementsAre(0, 1, 2), ElementsAre(3, 4),
-                                  ElementsAre(5, 6)));
+  EXPECT_THAT(shares, ElementsAre(ElementsAre(0, 1, 2), ElementsAre(3, 4), ElementsAre(5, 6)));
   auto none = splitCpus({0, 1}, 3);
-  EXPECT_THAT(none, ElementsAre(::testing::IsEmpty(), ::testing::IsEmpty(),
-                                ::testing::IsEmpty()));
+  EXPECT_THAT(none, ElementsAre(::testing::IsEmpty(), ::testing::IsEmpty(), ::testing::IsEmpty()));
 }
 
 // A one-node agent whose workers are shell commands.
@@ -66,8 +64,8 @@ TEST_F(AgentTest, CleanExitOfAllWorkersIsZero) {
 TEST_F(AgentTest, FirstFailureDecidesTheExitCodeAndReport) {
   int code = run(config(3, "if [ $RANK = 1 ]; then echo boom >&2; exit 7; fi; sleep 60"));
   EXPECT_EQ(code, 7);
-  EXPECT_THAT(err_.str(), ::testing::HasSubstr(
-                              "first failure was rank 1 (local rank 1) on node 0"));
+  EXPECT_THAT(err_.str(),
+              ::testing::HasSubstr("first failure was rank 1 (local rank 1) on node 0"));
   EXPECT_THAT(err_.str(), ::testing::HasSubstr("exit code 7"));
   EXPECT_THAT(err_.str(), ::testing::HasSubstr("  | boom\n"));
   EXPECT_THAT(file("test/failure.json"), ::testing::HasSubstr("\"exit_code\":7"));
@@ -81,11 +79,13 @@ TEST_F(AgentTest, SignalledWorkerGives128PlusSignal) {
 TEST_F(AgentTest, RestartsIncrementTheRestartCount) {
   // Rank 0 reports and succeeds; rank 1 fails the first two attempts, but
   // only once rank 0's line is in its log, so fail-fast cannot cut it off.
-  AgentConfig c = config(
-      2, "echo $TORCHELASTIC_RESTART_COUNT/$TORCHELASTIC_MAX_RESTARTS; "
-         "[ $RANK = 0 ] || [ $TORCHELASTIC_RESTART_COUNT = 2 ] && exit 0; "
-         "while [ ! -s " + dir_ + "/test/attempt_$TORCHELASTIC_RESTART_COUNT/0/stdout.log ]; "
-         "do sleep 0.01; done; exit 5");
+  AgentConfig c = config(2,
+                         "echo $TORCHELASTIC_RESTART_COUNT/$TORCHELASTIC_MAX_RESTARTS; "
+                         "[ $RANK = 0 ] || [ $TORCHELASTIC_RESTART_COUNT = 2 ] && exit 0; "
+                         "while [ ! -s " +
+                             dir_ +
+                             "/test/attempt_$TORCHELASTIC_RESTART_COUNT/0/stdout.log ]; "
+                             "do sleep 0.01; done; exit 5");
   c.maxRestarts = 2;
   EXPECT_EQ(run(c), 0);
   EXPECT_EQ(file("test/attempt_0/0/stdout.log"), "0/2\n");

@@ -64,17 +64,15 @@ std::string utcNow() {
   return text;
 }
 
-void printFailureReport(const WorkerFailure& f, const std::string& runId,
-                        int attempt, std::ostream& out) {
-  std::string how =
-      f.signal != 0
-          ? fmt::format("killed by signal {} ({})", f.signal, signalName(f.signal))
-          : fmt::format("exit code {}", f.exitCode);
+void printFailureReport(const WorkerFailure& f, const std::string& runId, int attempt,
+                        std::ostream& out) {
+  std::string how = f.signal != 0
+                        ? fmt::format("killed by signal {} ({})", f.signal, signalName(f.signal))
+                        : fmt::format("exit code {}", f.exitCode);
   out << fmt::format(
       "distrun: job {} failed (attempt {}): first failure was rank {} (local "
       "rank {}) on node {} ({}), pid {}, {}, at {}\n",
-      runId, attempt, f.rank, f.localRank, f.nodeRank, f.host, f.pid, how,
-      f.time);
+      runId, attempt, f.rank, f.localRank, f.nodeRank, f.host, f.pid, how, f.time);
   if (f.stderrTail.empty()) {
     out << "distrun: rank " << f.rank << " wrote nothing to stderr\n";
     return;

@@ -30,7 +30,7 @@ struct WorkerFailure {
 std::string utcNow();
 
 // Writes the human report: one header, the root cause, the stderr tail.
-void printFailureReport(const WorkerFailure& failure, const std::string& runId,
-                        int attempt, std::ostream& out);
+void printFailureReport(const WorkerFailure& failure, const std::string& runId, int attempt,
+                        std::ostream& out);
 
 }  // namespace distrun::launch

@@ -31,12 +31,10 @@ JobEvent decode(const std::string& text) {
   size_t nl = text.find('\n');
   std::string kind = text.substr(0, nl);
   std::string payload = nl == std::string::npos ? "" : text.substr(nl + 1);
-  for (auto k : {JobEvent::Kind::kFailure, JobEvent::Kind::kSignal,
-                 JobEvent::Kind::kComplete}) {
+  for (auto k : {JobEvent::Kind::kFailure, JobEvent::Kind::kSignal, JobEvent::Kind::kComplete}) {
     if (kind == kindName(k)) return JobEvent{k, payload};
   }
-  return JobEvent{JobEvent::Kind::kStoreLost,
-                  fmt::format("unknown event '{}' in the store", kind)};
+  return JobEvent{JobEvent::Kind::kStoreLost, fmt::format("unknown event '{}' in the store", kind)};
 }
 
 }  // namespace
@@ -47,8 +45,7 @@ void publishEvent(rdzv::StoreClient& store, int round, const JobEvent& event) {
             std::string(kindName(event.kind)) + "\n" + event.payload);
 }
 
-EventWatcher::EventWatcher(std::string host, int port, std::string token,
-                           int round, int notifyFd)
+EventWatcher::EventWatcher(std::string host, int port, std::string token, int round, int notifyFd)
     : round_(round), notifyFd_(notifyFd) {
   thread_ = std::thread([this, host, port, token] { watch(host, port, token); });
 }
@@ -64,8 +61,7 @@ EventWatcher::~EventWatcher() {
 
 void EventWatcher::watch(std::string host, int port, std::string token) {
   try {
-    auto client = std::make_unique<rdzv::StoreClient>(
-        host, port, token, std::chrono::seconds(30));
+    auto client = std::make_unique<rdzv::StoreClient>(host, port, token, std::chrono::seconds(30));
     rdzv::StoreClient* c = client.get();
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -74,8 +70,7 @@ void EventWatcher::watch(std::string host, int port, std::string token) {
     }
     for (int i = 0;; ++i) {
       std::optional<std::string> value =
-          c->get(rdzv::roundKey(round_, fmt::format("event/{}", i)),
-                 std::chrono::hours(24 * 365));
+          c->get(rdzv::roundKey(round_, fmt::format("event/{}", i)), std::chrono::hours(24 * 365));
       if (value) push(decode(*value));
     }
   } catch (const Error& e) {

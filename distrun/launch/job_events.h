@@ -16,10 +16,10 @@ namespace distrun::launch {
 // failure in it is the job's root cause.
 struct JobEvent {
   enum class Kind {
-    kFailure,   // payload: WorkerFailure JSON
-    kSignal,    // payload: the signal number
-    kComplete,  // every node's workers exited 0
-    kStoreLost, // (local) the watcher lost the store; payload: why
+    kFailure,    // payload: WorkerFailure JSON
+    kSignal,     // payload: the signal number
+    kComplete,   // every node's workers exited 0
+    kStoreLost,  // (local) the watcher lost the store; payload: why
   };
   Kind kind;
   std::string payload;
@@ -32,8 +32,7 @@ void publishEvent(rdzv::StoreClient& store, int round, const JobEvent& event);
 // signals `notifyFd` (an eventfd) whenever events are ready to take().
 class EventWatcher {
  public:
-  EventWatcher(std::string host, int port, std::string token, int round,
-               int notifyFd);
+  EventWatcher(std::string host, int port, std::string token, int round, int notifyFd);
   ~EventWatcher();  // interrupts and joins
   EventWatcher(const EventWatcher&) = delete;
   EventWatcher& operator=(const EventWatcher&) = delete;

@@ -14,8 +14,7 @@ namespace distrun::launch {
 
 namespace {
 
-constexpr int kHandledSignals[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP,
-                                   SIGQUIT, SIGUSR1, SIGUSR2};
+constexpr int kHandledSignals[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 }  // namespace
 

@@ -6,13 +6,9 @@
 
 namespace distrun::launch {
 
-WorkerProcess SystemProcessLauncher::start(const WorkerSpec& spec) {
-  return spawnWorker(spec);
-}
+WorkerProcess SystemProcessLauncher::start(const WorkerSpec& spec) { return spawnWorker(spec); }
 
-void SystemProcessLauncher::signal(pid_t group, int signal) {
-  signalWorker(group, signal);
-}
+void SystemProcessLauncher::signal(pid_t group, int signal) { signalWorker(group, signal); }
 
 std::vector<ProcessLauncher::Exit> SystemProcessLauncher::reap() {
   std::vector<Exit> exits;

@@ -28,10 +28,10 @@ int parseNodes(const std::optional<std::string>& value) {
   int min = static_cast<int>(parseCount(parts[0], "--nnodes"));
   int max = parts.size() == 2 ? static_cast<int>(parseCount(parts[1], "--nnodes")) : min;
   if (parts.size() > 2 || min == 0 || max != min) {
-    throw UsageError(fmt::format(
-        "--nnodes {}: expected a node count N (or N:N); distrun starts a fixed "
-        "set of nodes, elastic MIN:MAX ranges are not supported",
-        *value));
+    throw UsageError(
+        fmt::format("--nnodes {}: expected a node count N (or N:N); distrun starts a fixed "
+                    "set of nodes, elastic MIN:MAX ranges are not supported",
+                    *value));
   }
   return min;
 }
@@ -51,8 +51,8 @@ int parseNproc(const std::string& value, const RunContext& ctx) {
     if (n > 0) return n;
   } catch (const ConfigError&) {
   }
-  throw UsageError(fmt::format(
-      "--nproc-per-node {}: expected a positive number, cpu, gpu or auto", value));
+  throw UsageError(
+      fmt::format("--nproc-per-node {}: expected a positive number, cpu, gpu or auto", value));
 }
 
 // --rdzv-conf join_timeout=S,...: distrun reads join_timeout; the other
@@ -89,8 +89,8 @@ bool inSlurmStep(const cluster::JobLayout& l) {
 // protects against).
 std::string slurmToken(const cluster::JobLayout& l, const Environment& env) {
   return env.getOr("DISTRUN_TOKEN",
-                   fmt::format("{:016x}", fnv1a(fmt::format("distrun:{}:{}:{}", l.jobId,
-                                                            l.stepId, ::getuid()))));
+                   fmt::format("{:016x}", fnv1a(fmt::format("distrun:{}:{}:{}", l.jobId, l.stepId,
+                                                            ::getuid()))));
 }
 
 void placeStandalone(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
@@ -106,11 +106,11 @@ void placeStandalone(const RunOptions& o, const RunContext& ctx, AgentConfig& c)
 void placeFromSlurm(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
   const cluster::JobLayout& l = c.layout;
   if (l.localWorldSize != 1) {
-    throw UsageError(fmt::format(
-        "distrun run must be the only task on its node, but this Slurm step "
-        "has {} tasks on node {}: use srun --ntasks-per-node=1 and "
-        "--nproc-per-node for the workers",
-        l.localWorldSize, l.hosts.at(static_cast<size_t>(l.nodeRank))));
+    throw UsageError(
+        fmt::format("distrun run must be the only task on its node, but this Slurm step "
+                    "has {} tasks on node {}: use srun --ntasks-per-node=1 and "
+                    "--nproc-per-node for the workers",
+                    l.localWorldSize, l.hosts.at(static_cast<size_t>(l.nodeRank))));
   }
   auto [host, port] = splitEndpoint(o.rdzvEndpoint.value_or(l.hosts.front()),
                                     cluster::derivedMasterPort(l.jobId, l.stepId));
@@ -121,8 +121,7 @@ void placeFromSlurm(const RunOptions& o, const RunContext& ctx, AgentConfig& c) 
   c.token = slurmToken(l, ctx.env);
 }
 
-void placeExplicit(const RunOptions& o, const RunContext& ctx, int nodes,
-                   AgentConfig& c) {
+void placeExplicit(const RunOptions& o, const RunContext& ctx, int nodes, AgentConfig& c) {
   if (!o.nodeRank && !inSlurmStep(c.layout)) {
     throw UsageError(fmt::format("--nnodes {} needs --node-rank on every node", nodes));
   }
@@ -140,10 +139,10 @@ void placeExplicit(const RunOptions& o, const RunContext& ctx, int nodes,
     c.storeHost = *o.masterAddr;
     c.storePort = o.masterPort.value_or(29500);
   } else {
-    throw UsageError(fmt::format(
-        "--nnodes {} needs --rdzv-endpoint HOST:PORT (or --master-addr and "
-        "--master-port): where node 0's agent hosts the store",
-        nodes));
+    throw UsageError(
+        fmt::format("--nnodes {} needs --rdzv-endpoint HOST:PORT (or --master-addr and "
+                    "--master-port): where node 0's agent hosts the store",
+                    nodes));
   }
   c.host = o.localAddr.value_or(ctx.host.hostname);
   bool slurm = inSlurmStep(c.layout);
@@ -213,12 +212,12 @@ std::vector<std::string> workerCommand(const RunOptions& o, const Environment& e
   }
   if (o.module && o.noPython) throw UsageError("-m/--module cannot be combined with --no-python");
   const std::string& program = o.program.front();
-  bool python = o.module || o.runPath ||
-                (!o.noPython && program.size() > 3 &&
-                 program.compare(program.size() - 3, 3, ".py") == 0);
+  bool python =
+      o.module || o.runPath ||
+      (!o.noPython && program.size() > 3 && program.compare(program.size() - 3, 3, ".py") == 0);
   if (!python) return o.program;
-  std::string interpreter = o.python.value_or(
-      env.getOr("DISTRUN_PYTHON", env.getOr("PYTHON_EXEC", "python3")));
+  std::string interpreter =
+      o.python.value_or(env.getOr("DISTRUN_PYTHON", env.getOr("PYTHON_EXEC", "python3")));
   std::vector<std::string> argv = {interpreter, "-u"};
   if (o.module) argv.push_back("-m");
   argv.insert(argv.end(), o.program.begin(), o.program.end());

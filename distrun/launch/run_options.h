@@ -14,14 +14,14 @@ namespace distrun::launch {
 // docs/launcher.md). Unset optionals take the defaults the resolution below
 // picks from the scheduler.
 struct RunOptions {
-  std::optional<std::string> nnodes;        // "N" or "MIN:MAX"
-  std::string nprocPerNode = "1";           // N, cpu, gpu, auto
+  std::optional<std::string> nnodes;  // "N" or "MIN:MAX"
+  std::string nprocPerNode = "1";     // N, cpu, gpu, auto
   std::optional<int> nodeRank;
   std::optional<std::string> masterAddr;
   std::optional<int> masterPort;
   std::optional<std::string> rdzvEndpoint;  // host[:port]
   std::optional<std::string> rdzvId;
-  std::string rdzvConf;                     // k=v,k=v
+  std::string rdzvConf;  // k=v,k=v
   bool standalone = false;
   int maxRestarts = 0;
   std::string role = "default";
@@ -62,8 +62,7 @@ AgentConfig resolveAgentConfig(const RunOptions& options, const RunContext& ctx)
 
 // The worker command: PROGRAM run directly, or under Python for a .py
 // file, -m MODULE or --run-path (with -u, as torchrun).
-std::vector<std::string> workerCommand(const RunOptions& options,
-                                       const Environment& env);
+std::vector<std::string> workerCommand(const RunOptions& options, const Environment& env);
 
 // A random 128-bit hex string from /dev/urandom.
 std::string randomHex();

@@ -14,8 +14,11 @@ using Vars = std::map<std::string, std::string>;
 
 AgentConfig resolve(const RunOptions& o, const Vars& vars = {}, int gpus = 0) {
   MapEnvironment env(vars);
-  RunContext ctx{env, HostFacts{"nodeA", 4}, {0, 1, 2, 3},
-                 std::string(DISTRUN_SOURCE_DIR) + "/share/sites", gpus};
+  RunContext ctx{env,
+                 HostFacts{"nodeA", 4},
+                 {0, 1, 2, 3},
+                 std::string(DISTRUN_SOURCE_DIR) + "/share/sites",
+                 gpus};
   return resolveAgentConfig(o, ctx);
 }
 
@@ -74,11 +77,14 @@ TEST(ResolveTest, NprocForms) {
 }
 
 Vars slurmAgent(int node) {
-  return {{"SLURM_JOB_ID", "77"},           {"SLURM_STEP_ID", "2"},
+  return {{"SLURM_JOB_ID", "77"},
+          {"SLURM_STEP_ID", "2"},
           {"SLURM_PROCID", std::to_string(node)},
           {"SLURM_NODEID", std::to_string(node)},
-          {"SLURM_LOCALID", "0"},           {"SLURM_STEP_NUM_TASKS", "2"},
-          {"SLURM_STEP_NUM_NODES", "2"},    {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"},
+          {"SLURM_LOCALID", "0"},
+          {"SLURM_STEP_NUM_TASKS", "2"},
+          {"SLURM_STEP_NUM_NODES", "2"},
+          {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"},
           {"SLURM_STEP_NODELIST", "gpu[01-02]"}};
 }
 
@@ -133,8 +139,8 @@ TEST(ResolveTest, ExplicitNodesNeedEndpointRankAndToken) {
   o.nodeRank = 1;
   EXPECT_THAT(usageError(o), ::testing::StartsWith("--nnodes 2 needs --rdzv-endpoint"));
   o.rdzvEndpoint = "head:1234";
-  EXPECT_THAT(usageError(o), ::testing::StartsWith(
-                                 "a run of several nodes outside Slurm needs DISTRUN_TOKEN"));
+  EXPECT_THAT(usageError(o),
+              ::testing::StartsWith("a run of several nodes outside Slurm needs DISTRUN_TOKEN"));
   AgentConfig c = resolve(o, {{"DISTRUN_TOKEN", "s3cret"}});
   EXPECT_EQ(c.storeHost, "head");
   EXPECT_EQ(c.storePort, 1234);

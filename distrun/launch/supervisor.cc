@@ -15,9 +15,7 @@ using Kind = JobEvent::Kind;
 
 // TERM, INT, HUP, QUIT end the job; USR1 and USR2 are messages to the
 // workers; CHLD only says that a child is ready to be reaped.
-bool isTerminal(int signal) {
-  return signal != SIGUSR1 && signal != SIGUSR2 && signal != SIGCHLD;
-}
+bool isTerminal(int signal) { return signal != SIGUSR1 && signal != SIGUSR2 && signal != SIGCHLD; }
 
 void append(Actions& to, Actions more) {
   for (Action& a : more) to.push_back(std::move(a));
@@ -26,8 +24,7 @@ void append(Actions& to, Actions more) {
 std::string describeEvent(const JobEvent& e) {
   switch (e.kind) {
     case Kind::kFailure:
-      return fmt::format("failure of rank {}",
-                         WorkerFailure::fromJson(e.payload).rank);
+      return fmt::format("failure of rank {}", WorkerFailure::fromJson(e.payload).rank);
     case Kind::kSignal:
       return "signal " + e.payload;
     case Kind::kComplete:
@@ -43,9 +40,7 @@ struct Describe {
   std::string operator()(const JoinRendezvous& a) const {
     return fmt::format("join round {}", a.round);
   }
-  std::string operator()(const InterruptRendezvous&) const {
-    return "interrupt rendezvous";
-  }
+  std::string operator()(const InterruptRendezvous&) const { return "interrupt rendezvous"; }
   std::string operator()(const StartWorkers& a) const {
     return fmt::format("start round {}", a.world.round);
   }
@@ -54,8 +49,7 @@ struct Describe {
   }
   std::string operator()(const KillWorkers&) const { return "kill"; }
   std::string operator()(const WakeAt& a) const {
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-        a.time.time_since_epoch());
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(a.time.time_since_epoch());
     return fmt::format("wake at {} ms", ms.count());
   }
   std::string operator()(const PublishEvent& a) const {
@@ -68,19 +62,13 @@ struct Describe {
   std::string operator()(const WriteFailureReport& a) const {
     return "write failure report " + a.path;
   }
-  std::string operator()(const Exit& a) const {
-    return fmt::format("exit {}", a.code);
-  }
-  std::string operator()(const EndWithError& a) const {
-    return "error " + a.message;
-  }
+  std::string operator()(const Exit& a) const { return fmt::format("exit {}", a.code); }
+  std::string operator()(const EndWithError& a) const { return "error " + a.message; }
 };
 
 }  // namespace
 
-std::string describe(const Action& action) {
-  return std::visit(Describe{}, action);
-}
+std::string describe(const Action& action) { return std::visit(Describe{}, action); }
 
 Supervisor::Supervisor(AgentConfig config, int storePort)
     : config_(std::move(config)), storePort_(storePort) {}
@@ -91,8 +79,7 @@ Actions Supervisor::start(TimePoint) {
 }
 
 Actions Supervisor::rendezvousCompleted(const rdzv::World& world, TimePoint) {
-  DISTRUN_ENFORCE(phase_ == Phase::kJoining,
-                  "a rendezvous completed that was not under way");
+  DISTRUN_ENFORCE(phase_ == Phase::kJoining, "a rendezvous completed that was not under way");
   DISTRUN_ENFORCE_EQ(world.round, round_);
   phase_ = Phase::kRunning;
   return {StartWorkers{world}};
@@ -108,8 +95,7 @@ Actions Supervisor::workerStarted(int localRank, TimePoint) {
 
 Actions Supervisor::workerExited(const WorkerFailure& exit, TimePoint now) {
   DISTRUN_ENFORCE(inRound(), "a worker exited outside a round");
-  DISTRUN_ENFORCE_EQ(state_.running.erase(exit.localRank), 1u, "local rank ",
-                     exit.localRank);
+  DISTRUN_ENFORCE_EQ(state_.running.erase(exit.localRank), 1u, "local rank ", exit.localRank);
   Actions out;
   if (exit.exitCode == 0 && exit.signal == 0) {
     out = workerSucceeded();
@@ -138,8 +124,7 @@ Actions Supervisor::signalReceived(int signal, TimePoint now) {
   if (!inRound()) return {};
   Actions out;
   if (isTerminal(signal)) {
-    if (state_.signal != 0)
-      out.push_back(KillWorkers{});  // a second one: no grace
+    if (state_.signal != 0) out.push_back(KillWorkers{});  // a second one: no grace
     append(out, takeSignal(signal, now));
   }
   // Every node forwards it when it comes back from the store.
@@ -155,8 +140,7 @@ Actions Supervisor::deadlinePassed(TimePoint now) {
 
 Actions Supervisor::storeLost(const std::string& why, TimePoint now) {
   if (!inRound()) return {};
-  if (state_.complete || state_.rootCause || state_.signal != 0)
-    return {};  // the end is known
+  if (state_.complete || state_.rootCause || state_.signal != 0) return {};  // the end is known
   if (state_.lost.empty()) state_.lost = why;
   return endRoundIfOver(stopWorkers(now));
 }
@@ -180,8 +164,7 @@ Actions Supervisor::storeEvent(const JobEvent& event, TimePoint now) {
   return {};
 }
 
-Actions Supervisor::failurePublished(const WorkerFailure& failure,
-                                     TimePoint now) {
+Actions Supervisor::failurePublished(const WorkerFailure& failure, TimePoint now) {
   if (!inRound()) return {};  // an event of a round already over
   if (!state_.rootCause) state_.rootCause = failure;
   return endRoundIfOver(stopWorkers(now));
@@ -199,13 +182,10 @@ Actions Supervisor::jobCompleted(TimePoint) {
   return endRoundIfOver({});
 }
 
-bool Supervisor::inRound() const {
-  return phase_ == Phase::kRunning || phase_ == Phase::kStopping;
-}
+bool Supervisor::inRound() const { return phase_ == Phase::kRunning || phase_ == Phase::kStopping; }
 
 bool Supervisor::allExited() const {
-  return state_.started == config_.layout.localWorldSize &&
-         state_.running.empty();
+  return state_.started == config_.layout.localWorldSize && state_.running.empty();
 }
 
 Actions Supervisor::join(int round) {
@@ -255,10 +235,10 @@ Actions Supervisor::endJob() {
   if (state_.rootCause) return endWithFailure(*state_.rootCause);
   if (state_.signal != 0) return {LeaveJob{}, Exit{128 + state_.signal}};
   if (state_.complete) return {LeaveJob{}, Exit{0}};
-  return {EndWithError{fmt::format(
-      "node {} lost the rendezvous store at {}:{} (did node 0's agent die?): "
-      "{}",
-      config_.layout.nodeRank, config_.storeHost, storePort_, state_.lost)}};
+  return {EndWithError{
+      fmt::format("node {} lost the rendezvous store at {}:{} (did node 0's agent die?): "
+                  "{}",
+                  config_.layout.nodeRank, config_.storeHost, storePort_, state_.lost)}};
 }
 
 // The report goes to stderr before anything can fail; the file is written
@@ -268,8 +248,7 @@ Actions Supervisor::endWithFailure(const WorkerFailure& failure) {
   Actions out{Print{failureText(failure)}, LeaveJob{}};
   if (!config_.logDir.empty()) {
     out.push_back(WriteFailureReport{
-        fmt::format("{}/{}/failure.json", config_.logDir, config_.runId),
-        failure.toJson() + "\n"});
+        fmt::format("{}/{}/failure.json", config_.logDir, config_.runId), failure.toJson() + "\n"});
   }
   out.push_back(Exit{failure.agentExitCode()});
   return out;
@@ -280,8 +259,7 @@ std::string Supervisor::restartLine(const WorkerFailure& f) const {
       "distrun: node {}: rank {} failed ({}); restarting all workers "
       "(restart {} of {})\n",
       config_.layout.nodeRank, f.rank,
-      f.signal ? fmt::format("signal {}", f.signal)
-               : fmt::format("exit code {}", f.exitCode),
+      f.signal ? fmt::format("signal {}", f.signal) : fmt::format("exit code {}", f.exitCode),
       round_ + 1, config_.maxRestarts);
 }
 

@@ -66,10 +66,9 @@ struct EndWithError {
   std::string message;
 };
 
-using Action = std::variant<JoinRendezvous, InterruptRendezvous, StartWorkers,
-                            SignalWorkers, KillWorkers, WakeAt, PublishEvent,
-                            MarkNodeDone, Print, EndRound, LeaveJob,
-                            WriteFailureReport, Exit, EndWithError>;
+using Action = std::variant<JoinRendezvous, InterruptRendezvous, StartWorkers, SignalWorkers,
+                            KillWorkers, WakeAt, PublishEvent, MarkNodeDone, Print, EndRound,
+                            LeaveJob, WriteFailureReport, Exit, EndWithError>;
 using Actions = std::vector<Action>;
 
 // One line naming an action ("signal 15", "exit 7"), for tests and logs.

@@ -62,8 +62,7 @@ std::string printed(const Actions& actions) {
   return text;
 }
 
-WorkerFailure exitOf(int rank, int localRank, int code, int signal = 0,
-                     int nodeRank = 0) {
+WorkerFailure exitOf(int rank, int localRank, int code, int signal = 0, int nodeRank = 0) {
   WorkerFailure f;
   f.rank = rank;
   f.localRank = localRank;
@@ -82,8 +81,7 @@ class SupervisorTest : public ::testing::Test {
   TimePoint now() const { return clock_.now(); }
 
   // Takes `s` through a rendezvous of round `round` and starts its workers.
-  void startRound(Supervisor& s, int round, int firstRank = 0,
-                  int worldSize = 2) {
+  void startRound(Supervisor& s, int round, int firstRank = 0, int worldSize = 2) {
     rdzv::World world{round, 1, worldSize, firstRank, "head", 29500};
     EXPECT_THAT(names(s.rendezvousCompleted(world, now())),
                 ElementsAre("start round " + std::to_string(round)));
@@ -118,28 +116,25 @@ TEST_F(SupervisorTest, ANodeDoneFirstWaitsForTheJobCompleteEvent) {
   Supervisor s(nodeOfTwo(1, 2), kPort);
   startJob(s, 2, 4);
   s.workerExited(exitOf(2, 0, 0, 0, 1), now());
-  EXPECT_THAT(names(s.workerExited(exitOf(3, 1, 0, 0, 1), now())),
-              ElementsAre("mark node done"));
+  EXPECT_THAT(names(s.workerExited(exitOf(3, 1, 0, 0, 1), now())), ElementsAre("mark node done"));
   EXPECT_THAT(s.nodesDone(1, now()), IsEmpty()) << "node 0 has not finished";
   EXPECT_EQ(s.phase(), Phase::kRunning);
   // The last node to finish publishes the end; this node reads it.
-  EXPECT_THAT(names(s.jobCompleted(now())),
-              ElementsAre("end round", "leave job", "exit 0"));
+  EXPECT_THAT(names(s.jobCompleted(now())), ElementsAre("end round", "leave job", "exit 0"));
 }
 
 // A failure of local rank 1 in round `round`, up to its end: the worker
 // fails, is published and read back, and local rank 0 is stopped by TERM.
 Actions failRound(Supervisor& s, TimePoint now) {
   Actions failed = s.workerExited(exitOf(1, 1, 5), now);
-  EXPECT_THAT(names(failed), ElementsAre("signal 15", "wake at 25000 ms",
-                                         "publish failure of rank 1"));
+  EXPECT_THAT(names(failed),
+              ElementsAre("signal 15", "wake at 25000 ms", "publish failure of rank 1"));
   EXPECT_THAT(s.storeEvent(published(failed), now), IsEmpty());  // rank 0 runs
   EXPECT_EQ(s.phase(), Phase::kStopping);
   return s.workerExited(exitOf(0, 0, 0, SIGTERM), now);
 }
 
-class RestartTest : public SupervisorTest,
-                    public ::testing::WithParamInterface<int> {};
+class RestartTest : public SupervisorTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(RestartTest, RestartsExactlyMaxRestartsTimesThenReportsTheWorkersCode) {
   const int maxRestarts = GetParam();
@@ -148,41 +143,34 @@ TEST_P(RestartTest, RestartsExactlyMaxRestartsTimesThenReportsTheWorkersCode) {
   for (int round = 0; round < maxRestarts; ++round) {
     startRound(s, round);
     Actions end = failRound(s, now());
-    EXPECT_THAT(
-        names(end),
-        ElementsAre(
-            "end round",
-            fmt::format("print distrun: node 0: rank 1 failed (exit code 5); "
-                        "restarting all workers (restart {} of {})\n",
-                        round + 1, maxRestarts),
-            fmt::format("join round {}", round + 1)));
+    EXPECT_THAT(names(end),
+                ElementsAre("end round",
+                            fmt::format("print distrun: node 0: rank 1 failed (exit code 5); "
+                                        "restarting all workers (restart {} of {})\n",
+                                        round + 1, maxRestarts),
+                            fmt::format("join round {}", round + 1)));
     EXPECT_EQ(s.phase(), Phase::kJoining);
-    EXPECT_EQ(s.round(), round + 1)
-        << "the restart count handed to the next round";
+    EXPECT_EQ(s.round(), round + 1) << "the restart count handed to the next round";
   }
   startRound(s, maxRestarts);
   Actions end = failRound(s, now());
-  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "),
-                                      "leave job", "exit 5"));
+  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "), "leave job", "exit 5"));
   EXPECT_THAT(printed(end),
-              StartsWith(fmt::format(
-                  "distrun: job job failed (attempt {}): first failure "
-                  "was rank 1 (local rank 1) on node 0 (node0), pid 1001, "
-                  "exit code 5, at 2026-01-02T03:04:05Z\n",
-                  maxRestarts + 1)));
+              StartsWith(fmt::format("distrun: job job failed (attempt {}): first failure "
+                                     "was rank 1 (local rank 1) on node 0 (node0), pid 1001, "
+                                     "exit code 5, at 2026-01-02T03:04:05Z\n",
+                                     maxRestarts + 1)));
   EXPECT_THAT(printed(end), HasSubstr("  | boom\n"));
   EXPECT_EQ(s.phase(), Phase::kEnded);
 }
 
-INSTANTIATE_TEST_SUITE_P(MaxRestarts, RestartTest,
-                         ::testing::Values(0, 1, 2, 3));
+INSTANTIATE_TEST_SUITE_P(MaxRestarts, RestartTest, ::testing::Values(0, 1, 2, 3));
 
 TEST_F(SupervisorTest, TerminalSignalDuringTheRestartRendezvousEndsTheAgent) {
   Supervisor s(config(2, 3), kPort);
   startJob(s);
   EXPECT_THAT(names(failRound(s, now())), ::testing::Contains("join round 1"));
-  EXPECT_THAT(s.signalReceived(SIGUSR1, now()), IsEmpty())
-      << "no workers to tell";
+  EXPECT_THAT(s.signalReceived(SIGUSR1, now()), IsEmpty()) << "no workers to tell";
   EXPECT_THAT(names(s.signalReceived(SIGINT, now())),
               ElementsAre("interrupt rendezvous", "exit 130"));
   EXPECT_EQ(s.phase(), Phase::kEnded);
@@ -193,13 +181,10 @@ TEST_F(SupervisorTest, SecondSignalDuringTheGraceKillsAtOnce) {
   Supervisor s(config(2), kPort);
   startJob(s);
   Actions first = s.signalReceived(SIGINT, now());
-  EXPECT_THAT(names(first),
-              ElementsAre("signal 2", "wake at 25000 ms", "publish signal 2"));
-  EXPECT_THAT(s.storeEvent(published(first), now()), IsEmpty())
-      << "already taken";
+  EXPECT_THAT(names(first), ElementsAre("signal 2", "wake at 25000 ms", "publish signal 2"));
+  EXPECT_THAT(s.storeEvent(published(first), now()), IsEmpty()) << "already taken";
   clock_.advance(1s);
-  EXPECT_THAT(names(s.signalReceived(SIGTERM, now())),
-              ElementsAre("kill", "publish signal 15"));
+  EXPECT_THAT(names(s.signalReceived(SIGTERM, now())), ElementsAre("kill", "publish signal 15"));
   s.workerExited(exitOf(0, 0, 0, SIGKILL), now());
   EXPECT_THAT(names(s.workerExited(exitOf(1, 1, 0, SIGKILL), now())),
               ElementsAre("end round", "leave job", "exit 130"));
@@ -210,8 +195,7 @@ TEST_F(SupervisorTest, WorkerIgnoringTermIsKilledWhenTheGraceEnds) {
   startJob(s);
   clock_.advance(5s);
   Actions forwarded = s.signalReceived(SIGTERM, now());
-  EXPECT_THAT(names(forwarded), ElementsAre("signal 15", "wake at 30000 ms",
-                                            "publish signal 15"));
+  EXPECT_THAT(names(forwarded), ElementsAre("signal 15", "wake at 30000 ms", "publish signal 15"));
   EXPECT_THAT(s.signalPublished(SIGTERM, now()), IsEmpty());
   EXPECT_THAT(s.workerExited(exitOf(0, 0, 0, SIGTERM), now()), IsEmpty());
   clock_.advance(25s - 1ms);
@@ -229,42 +213,35 @@ TEST_F(SupervisorTest, UserSignalsAreForwardedAndTheJobGoesOn) {
   startJob(s);
   Actions received = s.signalReceived(SIGUSR1, now());
   EXPECT_THAT(names(received), ElementsAre("publish signal 10"));
-  EXPECT_THAT(names(s.storeEvent(published(received), now())),
-              ElementsAre("signal 10"));
-  EXPECT_THAT(names(s.signalPublished(SIGUSR2, now())),
-              ElementsAre("signal 12"));
+  EXPECT_THAT(names(s.storeEvent(published(received), now())), ElementsAre("signal 10"));
+  EXPECT_THAT(names(s.signalPublished(SIGUSR2, now())), ElementsAre("signal 12"));
   EXPECT_THAT(s.signalReceived(SIGCHLD, now()), IsEmpty());
   EXPECT_EQ(s.phase(), Phase::kRunning);
   s.workerExited(exitOf(0, 0, 0), now());
-  EXPECT_THAT(names(s.workerExited(exitOf(1, 1, 0), now())),
-              ElementsAre("mark node done"));
+  EXPECT_THAT(names(s.workerExited(exitOf(1, 1, 0), now())), ElementsAre("mark node done"));
 }
 
 TEST_F(SupervisorTest, SignalFromAPeerStopsThisNodeWithItsCode) {
   Supervisor s(nodeOfTwo(1, 1), kPort);
   workers_ = 1;
   startJob(s, 1, 2);
-  EXPECT_THAT(
-      names(s.storeEvent(JobEvent{JobEvent::Kind::kSignal, "15"}, now())),
-      ElementsAre("signal 15", "wake at 25000 ms"));
+  EXPECT_THAT(names(s.storeEvent(JobEvent{JobEvent::Kind::kSignal, "15"}, now())),
+              ElementsAre("signal 15", "wake at 25000 ms"));
   EXPECT_THAT(names(s.workerExited(exitOf(1, 0, 0, SIGTERM, 1), now())),
               ElementsAre("end round", "leave job", "exit 143"));
 }
 
-TEST_F(SupervisorTest,
-       StoreLostMidRunStopsTheWorkersAndEndsWithARendezvousError) {
+TEST_F(SupervisorTest, StoreLostMidRunStopsTheWorkersAndEndsWithARendezvousError) {
   Supervisor s(nodeOfTwo(1, 2), kPort);
   startJob(s, 2, 4);
   EXPECT_THAT(names(s.storeLost("connection reset by peer", now())),
               ElementsAre("signal 15", "wake at 25000 ms"));
   EXPECT_THAT(s.storeLost("closed", now()), IsEmpty());
   s.workerExited(exitOf(2, 0, 0, SIGTERM, 1), now());
-  EXPECT_THAT(
-      names(s.workerExited(exitOf(3, 1, 143, 0, 1), now())),
-      ElementsAre(
-          "end round",
-          "error node 1 lost the rendezvous store at head:29400 (did node "
-          "0's agent die?): connection reset by peer"));
+  EXPECT_THAT(names(s.workerExited(exitOf(3, 1, 143, 0, 1), now())),
+              ElementsAre("end round",
+                          "error node 1 lost the rendezvous store at head:29400 (did node "
+                          "0's agent die?): connection reset by peer"));
 }
 
 TEST_F(SupervisorTest, StoreLostOnceTheEndIsKnownChangesNothing) {
@@ -273,9 +250,8 @@ TEST_F(SupervisorTest, StoreLostOnceTheEndIsKnownChangesNothing) {
   Actions failed = s.workerExited(exitOf(0, 0, 7), now());
   s.storeEvent(published(failed), now());
   EXPECT_THAT(s.storeLost("node 0 left", now()), IsEmpty());
-  EXPECT_THAT(
-      names(s.workerExited(exitOf(1, 1, 0, SIGTERM), now())),
-      ElementsAre("end round", StartsWith("print "), "leave job", "exit 7"));
+  EXPECT_THAT(names(s.workerExited(exitOf(1, 1, 0, SIGTERM), now())),
+              ElementsAre("end round", StartsWith("print "), "leave job", "exit 7"));
 }
 
 TEST_F(SupervisorTest, PeerFailureFromTheStoreStopsThisNodeAndIsReported) {
@@ -284,16 +260,12 @@ TEST_F(SupervisorTest, PeerFailureFromTheStoreStopsThisNodeAndIsReported) {
   Supervisor s(c, kPort);
   startJob(s, 2, 4);
   WorkerFailure peer = exitOf(0, 0, 0, SIGSEGV, 0);
-  EXPECT_THAT(names(s.failurePublished(peer, now())),
-              ElementsAre("signal 15", "wake at 25000 ms"));
+  EXPECT_THAT(names(s.failurePublished(peer, now())), ElementsAre("signal 15", "wake at 25000 ms"));
   s.workerExited(exitOf(2, 0, 0, SIGTERM, 1), now());
   Actions end = s.workerExited(exitOf(3, 1, 1, 0, 1), now());
-  EXPECT_THAT(
-      names(end),
-      ElementsAre("end round",
-                  "print distrun: node 1: stopped: rank 0 on node 0 failed\n",
-                  "leave job", "write failure report /logs/job/failure.json",
-                  "exit 139"));
+  EXPECT_THAT(names(end),
+              ElementsAre("end round", "print distrun: node 1: stopped: rank 0 on node 0 failed\n",
+                          "leave job", "write failure report /logs/job/failure.json", "exit 139"));
   EXPECT_EQ(std::get<WriteFailureReport>(end[3]).json, peer.toJson() + "\n");
 }
 
@@ -302,16 +274,14 @@ TEST_F(SupervisorTest, TwoWorkersFailingInOnePollRoundReportTheFirstPublished) {
   workers_ = 3;
   startJob(s, 0, 3);
   Actions first = s.workerExited(exitOf(2, 2, 3), now());
-  EXPECT_THAT(names(first), ElementsAre("signal 15", "wake at 25000 ms",
-                                        "publish failure of rank 2"));
+  EXPECT_THAT(names(first),
+              ElementsAre("signal 15", "wake at 25000 ms", "publish failure of rank 2"));
   EXPECT_THAT(s.workerExited(exitOf(0, 0, 4), now()), IsEmpty())
       << "stopped by the first: not published, not a root cause";
   s.storeEvent(published(first), now());
   Actions end = s.workerExited(exitOf(1, 1, 0, SIGTERM), now());
-  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "),
-                                      "leave job", "exit 3"));
-  EXPECT_THAT(printed(end),
-              HasSubstr("first failure was rank 2 (local rank 2)"));
+  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "), "leave job", "exit 3"));
+  EXPECT_THAT(printed(end), HasSubstr("first failure was rank 2 (local rank 2)"));
 }
 
 TEST_F(SupervisorTest, TheFirstFailureInTheStoresOrderIsTheRootCause) {
@@ -321,15 +291,11 @@ TEST_F(SupervisorTest, TheFirstFailureInTheStoresOrderIsTheRootCause) {
   startJob(s, 0, 4);
   Actions mine = s.workerExited(exitOf(1, 1, 4), now());
   WorkerFailure theirs = exitOf(3, 1, 9, 0, 1);
-  EXPECT_THAT(
-      s.storeEvent(JobEvent{JobEvent::Kind::kFailure, theirs.toJson()}, now()),
-      IsEmpty());
+  EXPECT_THAT(s.storeEvent(JobEvent{JobEvent::Kind::kFailure, theirs.toJson()}, now()), IsEmpty());
   EXPECT_THAT(s.storeEvent(published(mine), now()), IsEmpty());
   Actions end = s.workerExited(exitOf(0, 0, 0, SIGTERM), now());
-  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "),
-                                      "leave job", "exit 9"));
-  EXPECT_THAT(printed(end),
-              HasSubstr("first failure was rank 3 (local rank 1) on node 1"));
+  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "), "leave job", "exit 9"));
+  EXPECT_THAT(printed(end), HasSubstr("first failure was rank 3 (local rank 1) on node 1"));
   EXPECT_THAT(printed(end), ::testing::Not(HasSubstr("rank 1 (local rank 1)")));
 }
 
@@ -340,8 +306,8 @@ TEST_F(SupervisorTest, SignalAfterThisNodeFinishedEndsTheJobWithIt) {
   s.workerExited(exitOf(1, 1, 0), now());
   EXPECT_THAT(s.nodesDone(1, now()), IsEmpty());
   EXPECT_THAT(names(s.signalReceived(SIGHUP, now())),
-              ElementsAre("signal 1", "wake at 25000 ms", "publish signal 1",
-                          "end round", "leave job", "exit 129"));
+              ElementsAre("signal 1", "wake at 25000 ms", "publish signal 1", "end round",
+                          "leave job", "exit 129"));
 }
 
 TEST_F(SupervisorTest, EventsOfARoundThatIsOverAreIgnored) {

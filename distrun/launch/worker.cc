@@ -40,9 +40,8 @@ std::vector<char*> cStrings(const std::vector<std::string>& strings) {
 }
 
 // Runs in the child between fork and exec: async-signal-safe calls only.
-[[noreturn]] void becomeWorker(pid_t agent, const Pipe& out, const Pipe& err,
-                               const cpu_set_t* cpus, char* const* argv,
-                               char* const* envp) {
+[[noreturn]] void becomeWorker(pid_t agent, const Pipe& out, const Pipe& err, const cpu_set_t* cpus,
+                               char* const* argv, char* const* envp) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != agent) ::_exit(128 + SIGKILL);  // the agent died already

@@ -7,8 +7,7 @@
 
 namespace distrun::launch {
 
-WorkerGroup::WorkerGroup(ProcessLauncher& launcher, int nodeRank,
-                         std::string host)
+WorkerGroup::WorkerGroup(ProcessLauncher& launcher, int nodeRank, std::string host)
     : launcher_(launcher), nodeRank_(nodeRank), host_(std::move(host)) {}
 
 WorkerGroup::~WorkerGroup() {
@@ -61,8 +60,7 @@ void WorkerGroup::drain(Member& m) {
   for (int round = 0; round < 1024 && !fds.empty(); ++round) {
     pumpOutput(fds);
     std::erase_if(fds, [&](const pollfd& p) {
-      return p.fd != m.process.stdoutFd.get() &&
-             p.fd != m.process.stderrFd.get();
+      return p.fd != m.process.stdoutFd.get() && p.fd != m.process.stderrFd.get();
     });
     if (::poll(fds.data(), fds.size(), 0) <= 0) break;
   }

@@ -27,8 +27,7 @@ class WorkerGroup {
   ~WorkerGroup();
 
   // Starts a worker; throws SystemError when it cannot be started.
-  void add(int rank, int localRank, const WorkerSpec& spec,
-           std::unique_ptr<WorkerOutput> output);
+  void add(int rank, int localRank, const WorkerSpec& spec, std::unique_ptr<WorkerOutput> output);
 
   // Poll entries for every open output pipe, appended to `fds`.
   void addPollFds(std::vector<pollfd>& fds) const;

@@ -29,9 +29,7 @@ class FakeProcessLauncher : public ProcessLauncher {
     p.stderrFd = pipeTo(stderrOf[pid]);
     return p;
   }
-  void signal(pid_t group, int signal) override {
-    signals.emplace_back(group, signal);
-  }
+  void signal(pid_t group, int signal) override { signals.emplace_back(group, signal); }
   std::vector<Exit> reap() override {
     std::vector<Exit> out(exits.begin(), exits.end());
     exits.clear();
@@ -65,8 +63,7 @@ class FakeProcessLauncher : public ProcessLauncher {
 };
 
 std::unique_ptr<WorkerOutput> quietOutput() {
-  return std::make_unique<WorkerOutput>(
-      "", StreamRoute{false, false, false, false}, "");
+  return std::make_unique<WorkerOutput>("", StreamRoute{false, false, false, false}, "");
 }
 
 TEST(WorkerGroupTest, ReapGivesTheExitRecordWithTheStderrTail) {
@@ -77,8 +74,7 @@ TEST(WorkerGroupTest, ReapGivesTheExitRecordWithTheStderrTail) {
   EXPECT_THAT(group.reap(), IsEmpty());
   launcher.writeStderrAndClose(102, "loading\nout of memory\n");
   launcher.exits.push_back({102, 0, SIGABRT});
-  launcher.exits.push_back(
-      {999, 0, SIGKILL});  // an adopted orphan: not a worker
+  launcher.exits.push_back({999, 0, SIGKILL});  // an adopted orphan: not a worker
   std::vector<WorkerFailure> exited = group.reap();
   ASSERT_EQ(exited.size(), 1u);
   EXPECT_EQ(exited[0].rank, 5);
@@ -91,8 +87,7 @@ TEST(WorkerGroupTest, ReapGivesTheExitRecordWithTheStderrTail) {
   EXPECT_THAT(exited[0].stderrTail, ElementsAre("loading", "out of memory"));
 }
 
-TEST(WorkerGroupTest,
-     SignalsReachOnlyRunningWorkersAndTheRestAreKilledAtTheEnd) {
+TEST(WorkerGroupTest, SignalsReachOnlyRunningWorkersAndTheRestAreKilledAtTheEnd) {
   FakeProcessLauncher launcher;
   {
     WorkerGroup group(launcher, 0, "a");
@@ -103,8 +98,7 @@ TEST(WorkerGroupTest,
     group.signalAll(SIGUSR1);
     EXPECT_THAT(launcher.signals, ElementsAre(Pair(102, SIGUSR1)));
   }
-  EXPECT_THAT(launcher.signals,
-              ElementsAre(Pair(102, SIGUSR1), Pair(102, SIGKILL)));
+  EXPECT_THAT(launcher.signals, ElementsAre(Pair(102, SIGUSR1), Pair(102, SIGKILL)));
   EXPECT_THAT(launcher.waited, ElementsAre(102));
 }
 

@@ -11,14 +11,13 @@
 
 namespace distrun::launch {
 
-std::map<int, int> parseStreamSpec(const std::string& value,
-                                   const std::string& flag) {
+std::map<int, int> parseStreamSpec(const std::string& value, const std::string& flag) {
   auto bits = [&](const std::string& text) {
     if (text.size() != 1 || text[0] < '0' || text[0] > '3') {
-      throw UsageError(fmt::format(
-          "{} '{}': expected 0-3 (0 none, 1 stdout, 2 stderr, 3 both) or a "
-          "map like '0:3,1:2'",
-          flag, value));
+      throw UsageError(
+          fmt::format("{} '{}': expected 0-3 (0 none, 1 stdout, 2 stderr, 3 both) or a "
+                      "map like '0:3,1:2'",
+                      flag, value));
     }
     return text[0] - '0';
   };
@@ -50,16 +49,14 @@ std::FILE* openLog(const std::string& dir, const char* name) {
   std::string path = dir + "/" + name;
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
-    throw IoError(fmt::format("cannot write worker log '{}': {}", path,
-                              std::strerror(errno)));
+    throw IoError(fmt::format("cannot write worker log '{}': {}", path, std::strerror(errno)));
   }
   return f;
 }
 
 }  // namespace
 
-WorkerOutput::WorkerOutput(std::string prefix, StreamRoute route,
-                           const std::string& dir)
+WorkerOutput::WorkerOutput(std::string prefix, StreamRoute route, const std::string& dir)
     : prefix_(std::move(prefix)),
       out_{stdout, nullptr, route.stdoutToConsole, false, {}},
       err_{stderr, nullptr, route.stderrToConsole, true, {}} {
@@ -112,18 +109,17 @@ void WorkerOutput::emit(Stream& s, std::string_view line) {
   }
 }
 
-std::string expandPrefix(const std::string& format, int node, int rank,
-                         int localRank, const std::string& role,
-                         const std::string& host) {
+std::string expandPrefix(const std::string& format, int node, int rank, int localRank,
+                         const std::string& role, const std::string& host) {
   try {
-    return fmt::format(fmt::runtime(format), fmt::arg("node", node),
-                       fmt::arg("rank", rank), fmt::arg("local_rank", localRank),
-                       fmt::arg("role", role), fmt::arg("host", host));
+    return fmt::format(fmt::runtime(format), fmt::arg("node", node), fmt::arg("rank", rank),
+                       fmt::arg("local_rank", localRank), fmt::arg("role", role),
+                       fmt::arg("host", host));
   } catch (const fmt::format_error& e) {
-    throw UsageError(fmt::format(
-        "--log-prefix '{}': {} (fields: {{node}} {{rank}} {{local_rank}} "
-        "{{role}} {{host}})",
-        format, e.what()));
+    throw UsageError(
+        fmt::format("--log-prefix '{}': {} (fields: {{node}} {{rank}} {{local_rank}} "
+                    "{{role}} {{host}})",
+                    format, e.what()));
   }
 }
 

@@ -20,8 +20,7 @@ struct StreamRoute {
 
 // Parses a --redirects/--tee value: "3" for every local rank, or a map
 // "0:1,1:2". Throws UsageError naming `flag` for anything else.
-std::map<int, int> parseStreamSpec(const std::string& value,
-                                   const std::string& flag);
+std::map<int, int> parseStreamSpec(const std::string& value, const std::string& flag);
 
 // The value of a parsed spec for `localRank` (a single number applies to all).
 int streamBits(const std::map<int, int>& spec, int localRank);
@@ -65,8 +64,7 @@ class WorkerOutput {
 };
 
 // Expands a log prefix template: {node} {rank} {local_rank} {role} {host}.
-std::string expandPrefix(const std::string& format, int node, int rank,
-                         int localRank, const std::string& role,
-                         const std::string& host);
+std::string expandPrefix(const std::string& format, int node, int rank, int localRank,
+                         const std::string& role, const std::string& host);
 
 }  // namespace distrun::launch

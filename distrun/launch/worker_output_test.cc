@@ -40,9 +40,7 @@ TEST(PrefixTest, ExpandsFields) {
 
 class WorkerOutputTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "wo_" + std::to_string(::getpid());
-  }
+  void SetUp() override { dir_ = ::testing::TempDir() + "wo_" + std::to_string(::getpid()); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string read(const std::string& name) {
     return readTextFile(dir_ + "/" + name, "worker log");

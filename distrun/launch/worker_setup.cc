@@ -13,17 +13,14 @@ namespace distrun::launch {
 namespace {
 
 std::vector<int> cpuShare(const AgentConfig& config, int localRank) {
-  return splitCpus(config.cpus, config.layout.localWorldSize)
-      .at(static_cast<size_t>(localRank));
+  return splitCpus(config.cpus, config.layout.localWorldSize).at(static_cast<size_t>(localRank));
 }
 
 std::string workerDir(const AgentConfig& config, int round, int localRank) {
-  return fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId, round,
-                     localRank);
+  return fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId, round, localRank);
 }
 
-cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config,
-                                            const rdzv::World& world,
+cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config, const rdzv::World& world,
                                             int storePort, int localRank) {
   cluster::RankEnvironmentOptions o;
   o.site = config.site;
@@ -34,27 +31,22 @@ cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config,
   o.runId = config.runId;
   o.roleName = config.role;
   o.usableCpus = static_cast<int>(config.cpus.size());
-  o.launcherVariables = {
-      {"DISTRUN_STORE", fmt::format("{}:{}", config.storeHost, storePort)},
-      {"DISTRUN_TOKEN", config.token},
-      {"DISTRUN_RUN_ID", config.runId}};
+  o.launcherVariables = {{"DISTRUN_STORE", fmt::format("{}:{}", config.storeHost, storePort)},
+                         {"DISTRUN_TOKEN", config.token},
+                         {"DISTRUN_RUN_ID", config.runId}};
   if (!config.logDir.empty()) {
     o.launcherVariables.push_back(
-        {"TORCHELASTIC_ERROR_FILE",
-         workerDir(config, world.round, localRank) + "/error.json"});
+        {"TORCHELASTIC_ERROR_FILE", workerDir(config, world.round, localRank) + "/error.json"});
   }
   return o;
 }
 
 }  // namespace
 
-int workerRank(const rdzv::World& world, int localRank) {
-  return world.firstRank + localRank;
-}
+int workerRank(const rdzv::World& world, int localRank) { return world.firstRank + localRank; }
 
-cluster::JobLayout workerLayout(const cluster::JobLayout& node,
-                                const rdzv::World& world, int localRank,
-                                int cpus) {
+cluster::JobLayout workerLayout(const cluster::JobLayout& node, const rdzv::World& world,
+                                int localRank, int cpus) {
   cluster::JobLayout worker = node;
   worker.rank = workerRank(world, localRank);
   worker.worldSize = world.worldSize;
@@ -65,15 +57,12 @@ cluster::JobLayout workerLayout(const cluster::JobLayout& node,
   return worker;
 }
 
-std::vector<std::string> workerEnvironment(const AgentConfig& config,
-                                           const rdzv::World& world,
-                                           int storePort, int localRank,
-                                           const Environment& env) {
+std::vector<std::string> workerEnvironment(const AgentConfig& config, const rdzv::World& world,
+                                           int storePort, int localRank, const Environment& env) {
   int cpus = std::max(static_cast<int>(cpuShare(config, localRank).size()), 1);
-  cluster::JobLayout layout =
-      workerLayout(config.layout, world, localRank, cpus);
-  cluster::RankEnvironment rank = cluster::buildRankEnvironment(
-      layout, env, rankOptions(config, world, storePort, localRank));
+  cluster::JobLayout layout = workerLayout(config.layout, world, localRank, cpus);
+  cluster::RankEnvironment rank =
+      cluster::buildRankEnvironment(layout, env, rankOptions(config, world, storePort, localRank));
   std::map<std::string, std::string> vars = env.all();
   for (const cluster::RankVariable& v : rank.variables) vars[v.name] = v.value;
   std::vector<std::string> out;
@@ -81,17 +70,15 @@ std::vector<std::string> workerEnvironment(const AgentConfig& config,
   return out;
 }
 
-WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world,
-                      int storePort, int localRank, const Environment& env) {
-  std::vector<int> cpus =
-      config.bindCpus ? cpuShare(config, localRank) : std::vector<int>{};
-  return WorkerSpec{config.program,
-                    workerEnvironment(config, world, storePort, localRank, env),
+WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world, int storePort,
+                      int localRank, const Environment& env) {
+  std::vector<int> cpus = config.bindCpus ? cpuShare(config, localRank) : std::vector<int>{};
+  return WorkerSpec{config.program, workerEnvironment(config, world, storePort, localRank, env),
                     std::move(cpus)};
 }
 
-std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round,
-                                           int rank, int localRank) {
+std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round, int rank,
+                                           int localRank) {
   int redirect = streamBits(config.redirects, localRank);
   int tee = streamBits(config.tee, localRank);
   bool files = !config.logDir.empty();
@@ -101,10 +88,9 @@ std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round,
   route.stderrToFile = files || ((redirect | tee) & 2);
   route.stdoutToConsole = shown && !(redirect & 1);
   route.stderrToConsole = shown && !(redirect & 2);
-  std::string prefix = expandPrefix(config.logPrefix, config.layout.nodeRank,
-                                    rank, localRank, config.role, config.host);
-  return std::make_unique<WorkerOutput>(prefix, route,
-                                        workerDir(config, round, localRank));
+  std::string prefix = expandPrefix(config.logPrefix, config.layout.nodeRank, rank, localRank,
+                                    config.role, config.host);
+  return std::make_unique<WorkerOutput>(prefix, route, workerDir(config, round, localRank));
 }
 
 }  // namespace distrun::launch

@@ -27,26 +27,23 @@ int workerRank(const rdzv::World& world, int localRank);
 // worker's place in the world the rendezvous agreed on (rank =
 // world.firstRank + localRank, world size, MASTER_ADDR) and `cpus`, the
 // number of CPUs it may use.
-cluster::JobLayout workerLayout(const cluster::JobLayout& node,
-                                const rdzv::World& world, int localRank,
-                                int cpus);
+cluster::JobLayout workerLayout(const cluster::JobLayout& node, const rdzv::World& world,
+                                int localRank, int cpus);
 
 // The worker's whole environment as "NAME=value": every variable of `env`,
 // overlaid with its rank environment (torchrun's contract, DISTRUN_STORE
 // at storeHost:`storePort`, DISTRUN_TOKEN, DISTRUN_RUN_ID, and
 // TORCHELASTIC_ERROR_FILE with a log folder).
-std::vector<std::string> workerEnvironment(const AgentConfig& config,
-                                           const rdzv::World& world,
-                                           int storePort, int localRank,
-                                           const Environment& env);
+std::vector<std::string> workerEnvironment(const AgentConfig& config, const rdzv::World& world,
+                                           int storePort, int localRank, const Environment& env);
 
 // The program, environment and CPU share (when binding) of a worker.
-WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world,
-                      int storePort, int localRank, const Environment& env);
+WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world, int storePort,
+                      int localRank, const Environment& env);
 
 // Where a worker's output goes: prefixed console lines and, with a log
 // folder or --redirects/--tee, <log-dir>/<run-id>/attempt_<round>/<local>/.
-std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round,
-                                           int rank, int localRank);
+std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round, int rank,
+                                           int localRank);
 
 }  // namespace distrun::launch

@@ -32,12 +32,9 @@ AgentConfig nodeOne() {
   return c;
 }
 
-rdzv::World worldOfSix(int round = 0) {
-  return rdzv::World{round, 2, 6, 3, "gpu01", 29555};
-}
+rdzv::World worldOfSix(int round = 0) { return rdzv::World{round, 2, 6, 3, "gpu01", 29555}; }
 
-std::string valueIn(const std::vector<std::string>& environment,
-                    const std::string& name) {
+std::string valueIn(const std::vector<std::string>& environment, const std::string& name) {
   for (const std::string& entry : environment) {
     if (entry.rfind(name + "=", 0) == 0) return entry.substr(name.size() + 1);
   }
@@ -45,8 +42,7 @@ std::string valueIn(const std::vector<std::string>& environment,
 }
 
 TEST(WorkerLayoutTest, TheNodesLayoutWithTheWorkersPlaceInTheWorld) {
-  cluster::JobLayout worker =
-      workerLayout(nodeOne().layout, worldOfSix(), 2, 2);
+  cluster::JobLayout worker = workerLayout(nodeOne().layout, worldOfSix(), 2, 2);
   EXPECT_EQ(worker.rank, 5);
   EXPECT_EQ(worker.worldSize, 6);
   EXPECT_EQ(worker.localRank, 2);
@@ -64,10 +60,8 @@ TEST(WorkerLayoutTest, TheNodesLayoutWithTheWorkersPlaceInTheWorld) {
 TEST(WorkerEnvironmentTest, TheRankContractOverTheAgentsEnvironment) {
   AgentConfig c = nodeOne();
   c.logDir = "/logs";
-  MapEnvironment env(
-      {{"PATH", "/opt/bin"}, {"RANK", "99"}, {"HOME", "/home/u"}});
-  std::vector<std::string> vars =
-      workerEnvironment(c, worldOfSix(1), 29400, 1, env);
+  MapEnvironment env({{"PATH", "/opt/bin"}, {"RANK", "99"}, {"HOME", "/home/u"}});
+  std::vector<std::string> vars = workerEnvironment(c, worldOfSix(1), 29400, 1, env);
   EXPECT_EQ(valueIn(vars, "PATH"), "/opt/bin");
   EXPECT_EQ(valueIn(vars, "HOME"), "/home/u");
   EXPECT_EQ(valueIn(vars, "RANK"), "4") << "identity comes from the rendezvous";
@@ -83,8 +77,7 @@ TEST(WorkerEnvironmentTest, TheRankContractOverTheAgentsEnvironment) {
   EXPECT_EQ(valueIn(vars, "OMP_NUM_THREADS"), "2") << "CPUs 3-4 of 0-6";
   EXPECT_EQ(valueIn(vars, "DISTRUN_STORE"), "gpu01:29400");
   EXPECT_EQ(valueIn(vars, "DISTRUN_TOKEN"), "secret");
-  EXPECT_EQ(valueIn(vars, "TORCHELASTIC_ERROR_FILE"),
-            "/logs/77.2/attempt_1/1/error.json");
+  EXPECT_EQ(valueIn(vars, "TORCHELASTIC_ERROR_FILE"), "/logs/77.2/attempt_1/1/error.json");
 }
 
 TEST(WorkerEnvironmentTest, TheBaseIsTheEnvironmentSeamNotTheProcess) {
@@ -95,14 +88,12 @@ TEST(WorkerEnvironmentTest, TheBaseIsTheEnvironmentSeamNotTheProcess) {
   ProcessEnvironment process;
   MapEnvironment top({{"DISTRUN_WORKER_SETUP_TEST", "from-the-top"}});
   OverlayEnvironment overlay(process, top);
-  EXPECT_EQ(
-      valueIn(workerEnvironment(nodeOne(), worldOfSix(), 29400, 0, process),
-              "DISTRUN_WORKER_SETUP_TEST"),
-      "from-the-process");
-  EXPECT_EQ(
-      valueIn(workerEnvironment(nodeOne(), worldOfSix(), 29400, 0, overlay),
-              "DISTRUN_WORKER_SETUP_TEST"),
-      "from-the-top");
+  EXPECT_EQ(valueIn(workerEnvironment(nodeOne(), worldOfSix(), 29400, 0, process),
+                    "DISTRUN_WORKER_SETUP_TEST"),
+            "from-the-process");
+  EXPECT_EQ(valueIn(workerEnvironment(nodeOne(), worldOfSix(), 29400, 0, overlay),
+                    "DISTRUN_WORKER_SETUP_TEST"),
+            "from-the-top");
   EXPECT_EQ(overlay.all().at("PATH"), process.get("PATH"));
   ::unsetenv("DISTRUN_WORKER_SETUP_TEST");
 }
@@ -113,15 +104,12 @@ TEST(WorkerSpecTest, ProgramAndCpuShareWhenBinding) {
   WorkerSpec first = workerSpec(c, worldOfSix(), 29400, 0, env);
   EXPECT_THAT(first.argv, ElementsAre("train", "--lr", "1"));
   EXPECT_THAT(first.cpus, ElementsAre(0, 1, 2));
-  EXPECT_THAT(workerSpec(c, worldOfSix(), 29400, 2, env).cpus,
-              ElementsAre(5, 6));
+  EXPECT_THAT(workerSpec(c, worldOfSix(), 29400, 2, env).cpus, ElementsAre(5, 6));
   c.bindCpus = false;
   WorkerSpec unbound = workerSpec(c, worldOfSix(), 29400, 0, env);
   EXPECT_THAT(unbound.cpus, IsEmpty());
-  EXPECT_EQ(valueIn(unbound.environment, "OMP_NUM_THREADS"), "3")
-      << "its share still";
-  EXPECT_EQ(valueIn(unbound.environment, "TORCHELASTIC_ERROR_FILE"), "<unset>")
-      << "no --log-dir";
+  EXPECT_EQ(valueIn(unbound.environment, "OMP_NUM_THREADS"), "3") << "its share still";
+  EXPECT_EQ(valueIn(unbound.environment, "TORCHELASTIC_ERROR_FILE"), "<unset>") << "no --log-dir";
 }
 
 TEST(WorkerSpecTest, FewerCpusThanWorkersGiveOneThreadEach) {

@@ -30,8 +30,9 @@ int waitFor(pid_t pid) {
 }
 
 TEST(WorkerTest, RunsWithEnvironmentOwnGroupAndAffinity) {
-  WorkerSpec spec{{"sh", "-c", "echo $GREETING; echo err >&2; ps -o pgid= -p $$; "
-                               "grep Cpus_allowed_list /proc/self/status; exit 3"},
+  WorkerSpec spec{{"sh", "-c",
+                   "echo $GREETING; echo err >&2; ps -o pgid= -p $$; "
+                   "grep Cpus_allowed_list /proc/self/status; exit 3"},
                   {"GREETING=hi", "PATH=/usr/bin:/bin"},
                   {0}};
   WorkerProcess w = spawnWorker(spec);
@@ -55,8 +56,8 @@ TEST(WorkerTest, MissingProgramExits127WithAMessage) {
 
 TEST(WorkerTest, SignalReachesTheWholeGroup) {
   // The worker starts a grandchild in its group; killpg must end both.
-  WorkerProcess w = spawnWorker(
-      {{"sh", "-c", "sleep 60 & echo started; wait"}, {"PATH=/usr/bin:/bin"}, {}});
+  WorkerProcess w =
+      spawnWorker({{"sh", "-c", "sleep 60 & echo started; wait"}, {"PATH=/usr/bin:/bin"}, {}});
   char c;
   pollfd p{w.stdoutFd.get(), POLLIN, 0};
   ::poll(&p, 1, 30000);

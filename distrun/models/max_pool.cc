@@ -18,9 +18,7 @@ struct Planes {
   int64_t outWidth() const { return width / 2; }
 };
 
-Planes planesOf(const torch::Tensor& t) {
-  return {t.size(0) * t.size(1), t.size(2), t.size(3)};
-}
+Planes planesOf(const torch::Tensor& t) { return {t.size(0) * t.size(1), t.size(2), t.size(3)}; }
 
 // ATen's rule: scan the window row by row; a value wins when it is above the
 // best so far or NaN (so the first of equal maxima, the last NaN).
@@ -65,8 +63,8 @@ class MaxPool2x2Function : public torch::autograd::Function<MaxPool2x2Function> 
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input) {
     const Planes p = planesOf(input);
-    torch::Tensor out = torch::empty({input.size(0), input.size(1), p.outHeight(), p.outWidth()},
-                                     input.options());
+    torch::Tensor out =
+        torch::empty({input.size(0), input.size(1), p.outHeight(), p.outWidth()}, input.options());
     torch::Tensor winner = torch::empty(out.sizes(), input.options().dtype(torch::kUInt8));
     poolForward(input.data_ptr<float>(), out.data_ptr<float>(), winner.data_ptr<uint8_t>(), p);
     ctx->save_for_backward({winner});

@@ -58,8 +58,8 @@ TEST(MaxPoolTest, TiesGoToTheFirstElementAsInTorch) {
 TEST(MaxPoolTest, NanAndInfinitiesAsInTorch) {
   constexpr float inf = std::numeric_limits<float>::infinity();
   const float nan = std::nanf("");
-  expectSameAsTorch(torch::tensor({-inf, -inf, -inf, -inf, 1.0f, nan, nan, 2.0f, inf, 1.0f,
-                                   inf, 3.0f, nan, -inf, 0.0f, 5.0f})
+  expectSameAsTorch(torch::tensor({-inf, -inf, -inf, -inf, 1.0f, nan, nan, 2.0f, inf, 1.0f, inf,
+                                   3.0f, nan, -inf, 0.0f, 5.0f})
                         .reshape({1, 1, 4, 4})
                         .permute({0, 1, 3, 2})
                         .contiguous());

@@ -15,9 +15,9 @@ TEST(MnistCnnTest, HasTheExampleNetworksLayersAndParameterCount) {
   }
   // conv1 32*9+32, conv2 64*32*9+64, fc1 9216*128+128, fc2 128*10+10
   EXPECT_EQ(count, 320 + 18496 + 1179776 + 1290);
-  EXPECT_EQ(names, (std::vector<std::string>{"conv1.weight", "conv1.bias", "conv2.weight",
-                                             "conv2.bias", "fc1.weight", "fc1.bias",
-                                             "fc2.weight", "fc2.bias"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias",
+                                      "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
 }
 
 TEST(MnistCnnTest, GivesLogProbabilitiesOfTenClasses) {

@@ -11,9 +11,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string encodeNode(const NodeInfo& n) {
-  return fmt::format("{} {}", n.nproc, n.host);
-}
+std::string encodeNode(const NodeInfo& n) { return fmt::format("{} {}", n.nproc, n.host); }
 
 NodeInfo decodeNode(int rank, const std::string& value) {
   size_t space = value.find(' ');
@@ -25,28 +23,26 @@ NodeInfo decodeNode(int rank, const std::string& value) {
 }
 
 void claim(StoreClient& store, int round, const RendezvousConfig& config) {
-  long long claims =
-      store.add(roundKey(round, fmt::format("claim/{}", config.nodeRank)), 1);
+  long long claims = store.add(roundKey(round, fmt::format("claim/{}", config.nodeRank)), 1);
   if (claims > 1) {
-    throw RendezvousError(fmt::format(
-        "node rank {} joined round {} twice (again from {}): give every "
-        "agent its own --node-rank",
-        config.nodeRank, round, config.host));
+    throw RendezvousError(
+        fmt::format("node rank {} joined round {} twice (again from {}): give every "
+                    "agent its own --node-rank",
+                    config.nodeRank, round, config.host));
   }
 }
 
-[[noreturn]] void reportMissing(StoreClient& store, int round,
-                                const RendezvousConfig& config) {
+[[noreturn]] void reportMissing(StoreClient& store, int round, const RendezvousConfig& config) {
   std::vector<std::string> missing, joined;
   for (int r = 0; r < config.numNodes; ++r) {
     bool here = store.tryGet(roundKey(round, fmt::format("node/{}", r))).has_value();
     (here ? joined : missing).push_back(std::to_string(r));
   }
-  throw RendezvousError(fmt::format(
-      "node(s) {} of {} did not join within {} s; they were expected to reach "
-      "the rendezvous store at {} (joined: {})",
-      join(missing, ", "), config.numNodes, config.joinTimeout.count() / 1000,
-      store.address(), joined.empty() ? "none" : join(joined, ", ")));
+  throw RendezvousError(
+      fmt::format("node(s) {} of {} did not join within {} s; they were expected to reach "
+                  "the rendezvous store at {} (joined: {})",
+                  join(missing, ", "), config.numNodes, config.joinTimeout.count() / 1000,
+                  store.address(), joined.empty() ? "none" : join(joined, ", ")));
 }
 
 std::string waitFor(StoreClient& store, int round, const std::string& name,
@@ -84,11 +80,9 @@ World joinRound(StoreClient& store, int round, const RendezvousConfig& config) {
   claim(store, round, config);
   NodeInfo self{config.nodeRank, config.nproc, config.host};
   if (config.nodeRank == 0) {
-    store.set(roundKey(round, "master_port"),
-              std::to_string(config.pickMasterPort()));
+    store.set(roundKey(round, "master_port"), std::to_string(config.pickMasterPort()));
   }
-  store.set(roundKey(round, fmt::format("node/{}", config.nodeRank)),
-            encodeNode(self));
+  store.set(roundKey(round, fmt::format("node/{}", config.nodeRank)), encodeNode(self));
   if (store.add(roundKey(round, "joined"), 1) == config.numNodes) {
     assignRanks(store, round, config.numNodes);
   }
@@ -100,8 +94,8 @@ World joinRound(StoreClient& store, int round, const RendezvousConfig& config) {
   world.worldSize = std::stoi(summary.substr(0, a));
   world.masterPort = std::stoi(summary.substr(a + 1, b - a - 1));
   world.masterAddr = summary.substr(b + 1);
-  world.firstRank = std::stoi(
-      waitFor(store, round, fmt::format("first/{}", config.nodeRank), deadline, config));
+  world.firstRank =
+      std::stoi(waitFor(store, round, fmt::format("first/{}", config.nodeRank), deadline, config));
   return world;
 }
 

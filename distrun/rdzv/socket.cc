@@ -37,14 +37,12 @@ void resolve(const std::string& host, int port, bool passive, AddrInfo& out) {
   const char* node = host.empty() ? nullptr : host.c_str();
   int rc = ::getaddrinfo(node, service.c_str(), &hints, &out.list);
   if (rc != 0) {
-    throw ConfigError(fmt::format("cannot resolve host '{}': {}", host,
-                                  ::gai_strerror(rc)));
+    throw ConfigError(fmt::format("cannot resolve host '{}': {}", host, ::gai_strerror(rc)));
   }
 }
 
 int msUntil(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - Clock::now());
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return left.count() < 0 ? 0 : static_cast<int>(left.count());
 }
 
@@ -130,8 +128,8 @@ int connectTcp(const std::string& host, int port, Clock::time_point deadline) {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
-  throw TimeoutError(fmt::format("cannot reach the rendezvous store at {}: {}", where,
-                                 std::strerror(lastError)));
+  throw TimeoutError(
+      fmt::format("cannot reach the rendezvous store at {}: {}", where, std::strerror(lastError)));
 }
 
 void writeAll(int fd, const std::string& data, const std::string& peer) {
@@ -140,15 +138,14 @@ void writeAll(int fd, const std::string& data, const std::string& peer) {
     ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      throw RendezvousError(fmt::format("lost the rendezvous store at {}: {}",
-                                        peer, std::strerror(errno)));
+      throw RendezvousError(
+          fmt::format("lost the rendezvous store at {}: {}", peer, std::strerror(errno)));
     }
     done += static_cast<size_t>(n);
   }
 }
 
-bool readSome(int fd, std::string& out, Clock::time_point deadline,
-              const std::string& peer) {
+bool readSome(int fd, std::string& out, Clock::time_point deadline, const std::string& peer) {
   while (true) {
     pollfd p{fd, POLLIN, 0};
     int rc = ::poll(&p, 1, msUntil(deadline));
@@ -158,9 +155,8 @@ bool readSome(int fd, std::string& out, Clock::time_point deadline,
     ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      throw RendezvousError(fmt::format(
-          "lost the rendezvous store at {}: {}", peer,
-          n == 0 ? "connection closed" : std::strerror(errno)));
+      throw RendezvousError(fmt::format("lost the rendezvous store at {}: {}", peer,
+                                        n == 0 ? "connection closed" : std::strerror(errno)));
     }
     out.append(buffer, static_cast<size_t>(n));
     return true;

@@ -28,7 +28,6 @@ void writeAll(int fd, const std::string& data, const std::string& peer);
 // Reads at least one byte into `out` (appending), waiting until `deadline`.
 // Returns false at the deadline; throws RendezvousError when the peer
 // closed or the read failed.
-bool readSome(int fd, std::string& out, Clock::time_point deadline,
-              const std::string& peer);
+bool readSome(int fd, std::string& out, Clock::time_point deadline, const std::string& peer);
 
 }  // namespace distrun::rdzv

@@ -26,18 +26,16 @@ void StoreClient::connect(std::chrono::milliseconds timeout) {
   Frame reply = request(Frame{Op::kHello, {token_}}, Clock::now() + timeout);
   if (reply.op == Op::kRefused) {
     fd_.reset();
-    throw RendezvousError(fmt::format(
-        "the rendezvous store at {} refused this agent's token: every agent "
-        "of a job needs the same DISTRUN_TOKEN",
-        address_));
+    throw RendezvousError(
+        fmt::format("the rendezvous store at {} refused this agent's token: every agent "
+                    "of a job needs the same DISTRUN_TOKEN",
+                    address_));
   }
 }
 
-Frame StoreClient::request(const Frame& frame,
-                           std::optional<Clock::time_point> deadline) {
+Frame StoreClient::request(const Frame& frame, std::optional<Clock::time_point> deadline) {
   if (!fd_) {
-    throw RendezvousError(fmt::format(
-        "no connection to the rendezvous store at {}", address_));
+    throw RendezvousError(fmt::format("no connection to the rendezvous store at {}", address_));
   }
   std::string bytes;
   encodeFrame(frame, bytes);
@@ -53,15 +51,15 @@ Frame StoreClient::request(const Frame& frame,
       return reply;
     }
     if (status == DecodeStatus::kMalformed) {
-      throw RendezvousError(fmt::format(
-          "the rendezvous store at {} sent a malformed reply", address_));
+      throw RendezvousError(
+          fmt::format("the rendezvous store at {} sent a malformed reply", address_));
     }
     if (!readSome(fd_.get(), in_, until, address_)) {
       // The answer may still come; this connection can no longer be used.
       fd_.reset();
       in_.clear();
-      throw TimeoutError(fmt::format(
-          "the rendezvous store at {} did not answer in time", address_));
+      throw TimeoutError(
+          fmt::format("the rendezvous store at {} did not answer in time", address_));
     }
   }
 }

@@ -27,8 +27,7 @@ class StoreClient {
 
   void set(const std::string& key, const std::string& value);
   // Waits until `key` exists. nullopt when `timeout` passes first.
-  std::optional<std::string> get(const std::string& key,
-                                 std::chrono::milliseconds timeout);
+  std::optional<std::string> get(const std::string& key, std::chrono::milliseconds timeout);
   // The value if `key` exists now.
   std::optional<std::string> tryGet(const std::string& key);
   // Adds `delta` to the integer at `key` (0 when absent); returns the sum.

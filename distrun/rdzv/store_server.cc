@@ -28,8 +28,16 @@ constexpr uint32_t kMaxHelloBody = 4096;
 // may be fine.
 bool clientGaveUp(int err) {
   switch (err) {
-    case EINTR: case ECONNABORTED: case EPROTO: case ENOPROTOOPT: case EHOSTDOWN:
-    case ENONET: case EHOSTUNREACH: case EOPNOTSUPP: case ENETDOWN: case ENETUNREACH:
+    case EINTR:
+    case ECONNABORTED:
+    case EPROTO:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETDOWN:
+    case ENETUNREACH:
       return true;
     default:
       return false;
@@ -49,8 +57,7 @@ struct StoreServer::Connection {
   uint32_t events = 0;
 };
 
-StoreServer::StoreServer(const std::string& host, int port, std::string token,
-                         EpollWait epollWait)
+StoreServer::StoreServer(const std::string& host, int port, std::string token, EpollWait epollWait)
     : token_(std::move(token)),
       epollWait_(epollWait ? std::move(epollWait) : EpollWait(::epoll_wait)) {
   listenFd_.reset(listenTcp(host, port, &port_));
@@ -248,8 +255,7 @@ bool StoreServer::handle(Connection& c, Frame& frame) {
     }
     case Op::kTryGet: {
       auto it = values_.find(key);
-      reply(c, it == values_.end() ? Frame{Op::kMissing, {}}
-                                   : Frame{Op::kValue, {it->second}});
+      reply(c, it == values_.end() ? Frame{Op::kMissing, {}} : Frame{Op::kValue, {it->second}});
       return true;
     }
     case Op::kAdd: {
@@ -267,9 +273,7 @@ bool StoreServer::handle(Connection& c, Frame& frame) {
   }
 }
 
-void StoreServer::reply(Connection& c, const Frame& frame) {
-  encodeFrame(frame, c.out);
-}
+void StoreServer::reply(Connection& c, const Frame& frame) { encodeFrame(frame, c.out); }
 
 void StoreServer::wake(const std::string& key, const std::string& value) {
   auto it = waiters_.find(key);

@@ -47,8 +47,7 @@ class StoreServer {
   // Binds `host`:`port` (port 0: any free port) and starts serving. Throws
   // SystemError naming the address when the socket cannot be bound.
   // `epollWait` replaces ::epoll_wait (tests); empty: the real one.
-  StoreServer(const std::string& host, int port, std::string token,
-              EpollWait epollWait = nullptr);
+  StoreServer(const std::string& host, int port, std::string token, EpollWait epollWait = nullptr);
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;

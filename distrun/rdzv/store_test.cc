@@ -86,11 +86,11 @@ TEST_F(StoreTest, HostileBytesNeverStopTheStore) {
   std::string replyOpcode;
   encodeFrame(Frame{Op::kValue, {"x"}}, replyOpcode);
   const std::string cases[] = {
-      "GET / HTTP/1.1\r\nHost: x\r\n\r\n",  // an HTTP probe
-      std::string("\xff\xff\xff\xff", 4),    // an absurd length
-      std::string(8192, 'A'),                // a flood before the hello
-      setBeforeHello,                        // a request before the hello
-      replyOpcode,                           // a reply opcode from a client
+      "GET / HTTP/1.1\r\nHost: x\r\n\r\n",               // an HTTP probe
+      std::string("\xff\xff\xff\xff", 4),                // an absurd length
+      std::string(8192, 'A'),                            // a flood before the hello
+      setBeforeHello,                                    // a request before the hello
+      replyOpcode,                                       // a reply opcode from a client
       std::string("\x05\0\0\0\x01\xff\xff\xff\xff", 9),  // field past the end
   };
   for (const std::string& bytes : cases) sendGarbage(server.port(), bytes);
@@ -121,9 +121,8 @@ TEST(StoreClientTest, NoStoreIsATimeoutNamingTheAddress) {
     StoreClient("127.0.0.1", port, "t", 200ms);
     FAIL();
   } catch (const TimeoutError& e) {
-    EXPECT_THAT(e.what(), ::testing::StartsWith(
-                              "cannot reach the rendezvous store at 127.0.0.1:" +
-                              std::to_string(port) + ": Connection refused"));
+    EXPECT_THAT(e.what(), ::testing::StartsWith("cannot reach the rendezvous store at 127.0.0.1:" +
+                                                std::to_string(port) + ": Connection refused"));
   }
 }
 
@@ -147,8 +146,8 @@ TEST_F(StoreTest, WritingToAStoppedStoreIsAnErrorNamingItNotASigpipe) {
   ::sigaction(SIGPIPE, &byDefault, &previous);
   StoreClient c = client();
   server.stop();
-  const std::string lost = "lost the rendezvous store at 127.0.0.1:" +
-                           std::to_string(server.port()) + ": ";
+  const std::string lost =
+      "lost the rendezvous store at 127.0.0.1:" + std::to_string(server.port()) + ": ";
   for (int i = 0; i < 3; ++i) {  // the later writes meet a reset connection
     const auto [message, code] = errorOf([&] { c.set("k", "v"); });
     EXPECT_THAT(message, ::testing::StartsWith(lost));
@@ -182,8 +181,7 @@ TEST(StoreServerFailureTest, ALoopFailureReachesEveryClientAndTheOwner) {
   const std::string cause =
       "epoll_wait(rendezvous store at " + address + ") failed: Invalid argument";
   const std::pair<std::string, ExitCode> stopped = {
-      "the rendezvous store at " + address + " stopped serving: " + cause,
-      ExitCode::kRendezvous};
+      "the rendezvous store at " + address + " stopped serving: " + cause, ExitCode::kRendezvous};
   EXPECT_EQ(errorOf([&] { waiter.get("never", kGenerous); }), stopped);
   EXPECT_EQ(errorOf([&] { idle.set("k", "v"); }), stopped);
   EXPECT_EQ(errorOf([&] { server.check(); }), std::make_pair(cause, ExitCode::kSystem));

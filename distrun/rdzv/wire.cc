@@ -19,9 +19,7 @@ uint32_t getU32(std::string_view b, size_t at) {
   return v;
 }
 
-bool knownOp(uint8_t op) {
-  return (op >= 1 && op <= 5) || (op >= 100 && op <= 104);
-}
+bool knownOp(uint8_t op) { return (op >= 1 && op <= 5) || (op >= 100 && op <= 104); }
 
 }  // namespace
 
@@ -36,8 +34,7 @@ void encodeFrame(const Frame& frame, std::string& out) {
   }
 }
 
-DecodeStatus decodeFrame(std::string_view buffer, Frame& frame,
-                         size_t& consumed) {
+DecodeStatus decodeFrame(std::string_view buffer, Frame& frame, size_t& consumed) {
   if (buffer.size() < 4) return DecodeStatus::kNeedMore;
   uint32_t body = getU32(buffer, 0);
   if (body == 0 || body > kMaxFrameBody) return DecodeStatus::kMalformed;

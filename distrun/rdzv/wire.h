@@ -53,8 +53,7 @@ enum class DecodeStatus { kFrame, kNeedMore, kMalformed };
 
 // Reads one frame from the front of `buffer`. On kFrame, `frame` holds it
 // and `consumed` its size in bytes. Never reads past `buffer`.
-DecodeStatus decodeFrame(std::string_view buffer, Frame& frame,
-                         size_t& consumed);
+DecodeStatus decodeFrame(std::string_view buffer, Frame& frame, size_t& consumed);
 
 // The number of fields each request opcode carries, or nullopt for an
 // opcode a client may not send.

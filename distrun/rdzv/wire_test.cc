@@ -27,8 +27,7 @@ TEST(WireTest, PartialFramesNeedMore) {
   Frame f;
   size_t used = 0;
   for (size_t n = 0; n < bytes.size(); ++n) {
-    EXPECT_EQ(decodeFrame(bytes.substr(0, n), f, used), DecodeStatus::kNeedMore)
-        << n;
+    EXPECT_EQ(decodeFrame(bytes.substr(0, n), f, used), DecodeStatus::kNeedMore) << n;
   }
 }
 
@@ -36,16 +35,12 @@ TEST(WireTest, MalformedFramesAreRejected) {
   Frame f;
   size_t used = 0;
   // Zero length, an oversized length, an unknown opcode, a field past the end.
-  EXPECT_EQ(decodeFrame(std::string("\0\0\0\0", 4), f, used),
-            DecodeStatus::kMalformed);
-  EXPECT_EQ(decodeFrame(std::string("\xff\xff\xff\x7f", 4), f, used),
-            DecodeStatus::kMalformed);
-  EXPECT_EQ(decodeFrame(std::string("\x01\0\0\0\x2a", 5), f, used),
-            DecodeStatus::kMalformed);
+  EXPECT_EQ(decodeFrame(std::string("\0\0\0\0", 4), f, used), DecodeStatus::kMalformed);
+  EXPECT_EQ(decodeFrame(std::string("\xff\xff\xff\x7f", 4), f, used), DecodeStatus::kMalformed);
+  EXPECT_EQ(decodeFrame(std::string("\x01\0\0\0\x2a", 5), f, used), DecodeStatus::kMalformed);
   EXPECT_EQ(decodeFrame(std::string("\x06\0\0\0\x02\x09\0\0\0x", 10), f, used),
             DecodeStatus::kMalformed);
-  EXPECT_EQ(decodeFrame(std::string("\x03\0\0\0\x02\x01\0", 7), f, used),
-            DecodeStatus::kMalformed);
+  EXPECT_EQ(decodeFrame(std::string("\x03\0\0\0\x02\x01\0", 7), f, used), DecodeStatus::kMalformed);
 }
 
 TEST(WireTest, RequestFieldCounts) {

@@ -18,9 +18,9 @@ std::string distrun() { return quote(binaryPath("distrun")); }
 // `distrun run` (meeting through the agent's store).
 TEST(CommProcessTest, GlooContractUnderDistrunRun) {
   for (int ranks = 1; ranks <= 4; ++ranks) {
-    CommandResult r = runCommand("timeout 300 " + distrun() + " run --nproc-per-node " +
-                                 std::to_string(ranks) + " " +
-                                 quote(binaryPath("comm_contract_worker")) + " gloo");
+    CommandResult r =
+        runCommand("timeout 300 " + distrun() + " run --nproc-per-node " + std::to_string(ranks) +
+                   " " + quote(binaryPath("comm_contract_worker")) + " gloo");
     EXPECT_EQ(r.exitCode, 0) << ranks << " ranks: " << r.err;
     EXPECT_EQ(lines(r.out).size(), static_cast<size_t>(ranks)) << r.out;
   }
@@ -63,8 +63,8 @@ INSTANTIATE_TEST_SUITE_P(Transports, DeadPeerTest, ::testing::Values("1", "0"),
                          });
 
 TEST(CommProcessTest, BareBenchLaunchesTwoRanksOfItself) {
-  CommandResult r = runCommand("timeout 120 " + distrun() +
-                               " bench all_reduce -b 1K -e 64K -f 4 -n 3 -w 1");
+  CommandResult r =
+      runCommand("timeout 120 " + distrun() + " bench all_reduce -b 1K -e 64K -f 4 -n 3 -w 1");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("# distrun bench all_reduce"));
   EXPECT_THAT(r.out, HasSubstr("backend gloo, 2 ranks"));
@@ -77,10 +77,10 @@ TEST(CommProcessTest, BareBenchLaunchesTwoRanksOfItself) {
 TEST(CommProcessTest, BenchJsonUnderDistrunRunCoversEveryCollective) {
   for (const char* collective :
        {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "alltoall", "sendrecv"}) {
-    CommandResult r = runCommand("timeout 120 " + distrun() +
-                                 " run --log-prefix '' --nproc-per-node 3 " +
-                                 quote(binaryPath("distrun-bench")) + " " + collective +
-                                 " -b 8 -e 8K -f 8 -n 2 -w 1 -d all --format json");
+    CommandResult r =
+        runCommand("timeout 120 " + distrun() + " run --log-prefix '' --nproc-per-node 3 " +
+                   quote(binaryPath("distrun-bench")) + " " + collective +
+                   " -b 8 -e 8K -f 8 -n 2 -w 1 -d all --format json");
     ASSERT_EQ(r.exitCode, 0) << collective << ": " << r.err;
     auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["ranks"], 3);
@@ -90,8 +90,8 @@ TEST(CommProcessTest, BenchJsonUnderDistrunRunCoversEveryCollective) {
 }
 
 TEST(CommProcessTest, BenchPiIsTheFirstThingToRun) {
-  CommandResult r = runCommand("timeout 120 " + distrun() +
-                               " bench pi --intervals 1000000 --nproc-per-node 3");
+  CommandResult r =
+      runCommand("timeout 120 " + distrun() + " bench pi --intervals 1000000 --nproc-per-node 3");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("pi = 3.14159265358"));
   EXPECT_THAT(r.out, HasSubstr("(1000000 intervals on 3 ranks, gloo,"));

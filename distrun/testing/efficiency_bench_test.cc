@@ -18,8 +18,8 @@
 namespace distrun::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 std::string dataDir() { return sourcePath("data"); }
 
@@ -65,9 +65,9 @@ TEST(EfficiencyBenchTest, DistrunMeasuresEveryPhaseAndThePairsWaits) {
   if (std::string reason = skipReason(); !reason.empty()) GTEST_SKIP() << reason;
   const std::string metrics = metricsPath("distrun-efficiency");
   const std::string bench = quote(binaryPath("ddp_efficiency_bench"));
-  CommandResult r = runCommand("timeout 300 " + quote(binaryPath("distrun")) +
-                               " run --nproc-per-node 2 " + bench + kSmall + quote(dataDir()) +
-                               " --metrics " + quote(metrics));
+  CommandResult r =
+      runCommand("timeout 300 " + quote(binaryPath("distrun")) + " run --nproc-per-node 2 " +
+                 bench + kSmall + quote(dataDir()) + " --metrics " + quote(metrics));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("[0:0] cycle 4/4  pair "));
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("[0:1] cycle")));
@@ -92,11 +92,8 @@ TEST(EfficiencyBenchTest, DistrunErrorsNameTheInputAndExitWithTheirCode) {
   EXPECT_EQ(r.err, "ddp_efficiency_bench: error: --limit-train 10: expected at least 64 samples\n");
   r = runCommand(bench + " --data /nonexistent");
   EXPECT_EQ(r.exitCode, 74) << r.err;
-  EXPECT_THAT(
-      r.err,
-      HasSubstr(
-          "run scripts/prepare-mnist, or give the folder of a torchvision "
-          "MNIST download with --data DIR\n"));
+  EXPECT_THAT(r.err, HasSubstr("run scripts/prepare-mnist, or give the folder of a torchvision "
+                               "MNIST download with --data DIR\n"));
 }
 
 std::string pythonPeer() {
@@ -108,9 +105,9 @@ TEST(EfficiencyBenchTest, PytorchPeerWritesTheSameReport) {
     GTEST_SKIP() << reason;
   }
   const std::string metrics = metricsPath("pytorch-efficiency");
-  CommandResult r = runCommand("timeout 300 " + quote(binaryPath("distrun")) +
-                               " run --nproc-per-node 2 " + pythonPeer() + kSmall +
-                               quote(dataDir()) + " --metrics " + quote(metrics));
+  CommandResult r =
+      runCommand("timeout 300 " + quote(binaryPath("distrun")) + " run --nproc-per-node 2 " +
+                 pythonPeer() + kSmall + quote(dataDir()) + " --metrics " + quote(metrics));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("[0:0] cycle 4/4  pair "));
   expectEveryPhaseMeasured(metrics, "pytorch");

@@ -5,8 +5,8 @@
 namespace distrun::testing {
 
 std::string HostlistGenerator::name() {
-  static const char* kNames[] = {"n", "node", "gpu-", "nid", "rack",
-                                 "cn-a", "x_", "b04-", "login", "c"};
+  static const char* kNames[] = {"n",    "node", "gpu-", "nid",   "rack",
+                                 "cn-a", "x_",   "b04-", "login", "c"};
   return kNames[uniform(0, 9)];
 }
 

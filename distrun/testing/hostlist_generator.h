@@ -16,9 +16,7 @@ class HostlistGenerator {
   std::string next();
 
  private:
-  int uniform(int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng_);
-  }
+  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   std::string name();
   std::string number(int value, int width);
   std::string range(int maxSpan);

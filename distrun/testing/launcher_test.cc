@@ -61,7 +61,8 @@ TEST_F(LauncherTest, WorkerExitCodeSevenStopsTheOthersAndIsReported) {
   CommandResult r = runCommand(
       "timeout 120 " + distrun() + " run --nproc-per-node 3 --log-dir " + quote(dir_) +
       " --rdzv-id job7 " +
-      worker("if [ $RANK = 2 ]; then sleep 0.3; echo 'fatal: bad batch' >&2; exit 7; fi; sleep 300"));
+      worker(
+          "if [ $RANK = 2 ]; then sleep 0.3; echo 'fatal: bad batch' >&2; exit 7; fi; sleep 300"));
   EXPECT_EQ(r.exitCode, 7) << r.err;
   EXPECT_THAT(r.err, HasSubstr("distrun: job job7 failed (attempt 1): first failure "
                                "was rank 2 (local rank 2) on node 0 (127.0.0.1)"));
@@ -71,31 +72,23 @@ TEST_F(LauncherTest, WorkerExitCodeSevenStopsTheOthersAndIsReported) {
   expectAllGone("pids");
 }
 
-TEST_F(LauncherTest,
-       FailureReportThatCannotBeWrittenIsAnIoErrorAfterTheReport) {
+TEST_F(LauncherTest, FailureReportThatCannotBeWrittenIsAnIoErrorAfterTheReport) {
   // A folder where failure.json should go: the report cannot replace it.
   std::filesystem::create_directories(path("job3/failure.json/in-the-way"));
-  CommandResult r =
-      runCommand("timeout 120 " + distrun() + " run --log-dir " + quote(dir_) +
-                 " --rdzv-id job3 " + worker("echo 'bad input' >&2; exit 3"));
+  CommandResult r = runCommand("timeout 120 " + distrun() + " run --log-dir " + quote(dir_) +
+                               " --rdzv-id job3 " + worker("echo 'bad input' >&2; exit 3"));
   EXPECT_EQ(r.exitCode, 74) << r.err;
   std::vector<std::string> err = lines(r.err);
   ASSERT_GE(err.size(), 3u) << r.err;
   EXPECT_THAT(err[0], ::testing::StartsWith("[0:0] bad input"));
-  EXPECT_THAT(
-      r.err,
-      HasSubstr(
-          "distrun: job job3 failed (attempt 1): first failure was rank 0 "
-          "(local rank 0) on node 0 (127.0.0.1)"));
+  EXPECT_THAT(r.err, HasSubstr("distrun: job job3 failed (attempt 1): first failure was rank 0 "
+                               "(local rank 0) on node 0 (127.0.0.1)"));
   EXPECT_THAT(r.err, HasSubstr("exit code 3, at "));
   EXPECT_THAT(r.err, HasSubstr("  | bad input\n"));
-  EXPECT_THAT(
-      err.back(),
-      ::testing::MatchesRegex(
-          "distrun: error: failure report .*/job3/failure.json: cannot "
-          "rename .*/job3/failure.json.tmp.[0-9]+ to it: Is a directory"));
-  EXPECT_TRUE(
-      std::filesystem::is_directory(path("job3/failure.json/in-the-way")));
+  EXPECT_THAT(err.back(), ::testing::MatchesRegex(
+                              "distrun: error: failure report .*/job3/failure.json: cannot "
+                              "rename .*/job3/failure.json.tmp.[0-9]+ to it: Is a directory"));
+  EXPECT_TRUE(std::filesystem::is_directory(path("job3/failure.json/in-the-way")));
   expectAllGone("pids");
 }
 
@@ -110,11 +103,11 @@ TEST_F(LauncherTest, WorkerKilledBySignalGives128PlusSignal) {
 TEST_F(LauncherTest, AgentSigtermStopsEveryWorkerAndOrphan) {
   // Each worker also starts a grandchild in a session of its own, which
   // escapes the worker's process group: the subreaper agent must end it.
-  int agent = startCommand(
-      distrun() + " run --nproc-per-node 2 --term-timeout 30 " +
-          worker("setsid sleep 300 & echo $! >> " + path("orphans") +
-                 "; trap 'echo got TERM; exit 0' TERM; while :; do sleep 0.1; done"),
-      path("agent.log"));
+  int agent =
+      startCommand(distrun() + " run --nproc-per-node 2 --term-timeout 30 " +
+                       worker("setsid sleep 300 & echo $! >> " + path("orphans") +
+                              "; trap 'echo got TERM; exit 0' TERM; while :; do sleep 0.1; done"),
+                   path("agent.log"));
   ASSERT_TRUE(waitForLines(path("orphans"), 2, 60));
   ::kill(agent, SIGTERM);
   EXPECT_EQ(waitCommand(agent), 128 + SIGTERM);
@@ -124,8 +117,8 @@ TEST_F(LauncherTest, AgentSigtermStopsEveryWorkerAndOrphan) {
 }
 
 TEST_F(LauncherTest, AgentSigkillTakesWorkersDownThroughPdeathsig) {
-  int agent = startCommand(distrun() + " run --nproc-per-node 2 " + worker("sleep 300"),
-                           path("agent.log"));
+  int agent =
+      startCommand(distrun() + " run --nproc-per-node 2 " + worker("sleep 300"), path("agent.log"));
   ASSERT_TRUE(waitForLines(path("pids"), 2, 60));
   ::kill(agent, SIGKILL);
   EXPECT_EQ(waitCommand(agent), 128 + SIGKILL);
@@ -137,12 +130,13 @@ TEST_F(LauncherTest, AgentSigkillTakesWorkersDownThroughPdeathsig) {
 }
 
 TEST_F(LauncherTest, UserSignalsReachWorkersAndTheJobGoesOn) {
-  int agent = startCommand(
-      distrun() + " run --nproc-per-node 2 " +
-          worker("trap 'echo usr1 >> " + path("usr1") + "' USR1; "
-                 "for i in $(seq 300); do [ -s " + path("usr1") +
-                 " ] && [ $(wc -l < " + path("usr1") + ") -ge 2 ] && exit 0; sleep 0.1; done; exit 9"),
-      path("agent.log"));
+  int agent = startCommand(distrun() + " run --nproc-per-node 2 " +
+                               worker("trap 'echo usr1 >> " + path("usr1") +
+                                      "' USR1; "
+                                      "for i in $(seq 300); do [ -s " +
+                                      path("usr1") + " ] && [ $(wc -l < " + path("usr1") +
+                                      ") -ge 2 ] && exit 0; sleep 0.1; done; exit 9"),
+                           path("agent.log"));
   ASSERT_TRUE(waitForLines(path("pids"), 2, 60));
   ::kill(agent, SIGUSR1);
   EXPECT_EQ(waitCommand(agent), 0) << log("agent.log");
@@ -151,25 +145,26 @@ TEST_F(LauncherTest, UserSignalsReachWorkersAndTheJobGoesOn) {
 
 TEST_F(LauncherTest, NodeThatNeverJoinsIsNamed) {
   int port = freePort();
-  CommandResult r = runCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() +
-                               " run --nnodes 2 --node-rank 0 --rdzv-endpoint 127.0.0.1:" +
-                               std::to_string(port) + " --join-timeout 2 true");
+  CommandResult r =
+      runCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() +
+                 " run --nnodes 2 --node-rank 0 --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
+                 " --join-timeout 2 true");
   EXPECT_EQ(r.exitCode, 76);
-  EXPECT_EQ(r.err, "distrun: error: node(s) 1 of 2 did not join within 2 s; they "
-                   "were expected to reach the rendezvous store at 127.0.0.1:" +
-                       std::to_string(port) + " (joined: 0)\n");
+  EXPECT_EQ(r.err,
+            "distrun: error: node(s) 1 of 2 did not join within 2 s; they "
+            "were expected to reach the rendezvous store at 127.0.0.1:" +
+                std::to_string(port) + " (joined: 0)\n");
 }
 
 TEST_F(LauncherTest, WrongTokenIsRefused) {
   int port = freePort();
-  int node0 = startCommand("env DISTRUN_TOKEN=right " + distrun() + " run " +
-                               twoNodeFlags(0, port) + "true",
-                           path("node0.log"));
-  CommandResult r = runCommand("DISTRUN_TOKEN=wrong timeout 120 " + distrun() +
-                               " run " + twoNodeFlags(1, port) + "true");
+  int node0 = startCommand(
+      "env DISTRUN_TOKEN=right " + distrun() + " run " + twoNodeFlags(0, port) + "true",
+      path("node0.log"));
+  CommandResult r = runCommand("DISTRUN_TOKEN=wrong timeout 120 " + distrun() + " run " +
+                               twoNodeFlags(1, port) + "true");
   EXPECT_EQ(r.exitCode, 76);
-  EXPECT_EQ(r.err, "distrun: error: the rendezvous store at 127.0.0.1:" +
-                       std::to_string(port) +
+  EXPECT_EQ(r.err, "distrun: error: the rendezvous store at 127.0.0.1:" + std::to_string(port) +
                        " refused this agent's token: every agent of a job needs "
                        "the same DISTRUN_TOKEN\n");
   // Node 0 is still waiting for node 1 in the rendezvous: SIGTERM must end
@@ -180,17 +175,20 @@ TEST_F(LauncherTest, WrongTokenIsRefused) {
 
 TEST_F(LauncherTest, GarbageOnTheStorePortDoesNotStopTheJob) {
   int port = freePort();
-  int node0 = startCommand("env DISTRUN_TOKEN=t " + distrun() + " run " +
-                               twoNodeFlags(0, port) + "--nproc-per-node 1 " +
-                               worker("echo node0 rank $RANK of $WORLD_SIZE"),
-                           path("node0.log"));
-  runCommand("for i in 1 2 3; do head -c 3000 /dev/urandom | timeout 5 "
-             "bash -c 'cat > /dev/tcp/127.0.0.1/" + std::to_string(port) +
-             "' ; printf 'GET / HTTP/1.0\\r\\n\\r\\n' | timeout 5 bash -c 'cat > "
-             "/dev/tcp/127.0.0.1/" + std::to_string(port) + "'; done");
-  CommandResult node1 = runCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
-                                   twoNodeFlags(1, port) + "--nproc-per-node 1 " +
-                                   worker("echo node1 rank $RANK of $WORLD_SIZE"));
+  int node0 =
+      startCommand("env DISTRUN_TOKEN=t " + distrun() + " run " + twoNodeFlags(0, port) +
+                       "--nproc-per-node 1 " + worker("echo node0 rank $RANK of $WORLD_SIZE"),
+                   path("node0.log"));
+  runCommand(
+      "for i in 1 2 3; do head -c 3000 /dev/urandom | timeout 5 "
+      "bash -c 'cat > /dev/tcp/127.0.0.1/" +
+      std::to_string(port) +
+      "' ; printf 'GET / HTTP/1.0\\r\\n\\r\\n' | timeout 5 bash -c 'cat > "
+      "/dev/tcp/127.0.0.1/" +
+      std::to_string(port) + "'; done");
+  CommandResult node1 =
+      runCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " + twoNodeFlags(1, port) +
+                 "--nproc-per-node 1 " + worker("echo node1 rank $RANK of $WORLD_SIZE"));
   EXPECT_EQ(node1.exitCode, 0) << node1.err;
   EXPECT_THAT(node1.out, HasSubstr("[1:1] node1 rank 1 of 2"));
   EXPECT_EQ(waitCommand(node0), 0);
@@ -199,13 +197,12 @@ TEST_F(LauncherTest, GarbageOnTheStorePortDoesNotStopTheJob) {
 
 TEST_F(LauncherTest, FailureOnOneNodeStopsTheOtherNode) {
   int port = freePort();
-  int node0 = startCommand("env DISTRUN_TOKEN=t " + distrun() + " run " +
-                               twoNodeFlags(0, port) + "--nproc-per-node 2 " +
-                               worker("sleep 300"),
+  int node0 = startCommand("env DISTRUN_TOKEN=t " + distrun() + " run " + twoNodeFlags(0, port) +
+                               "--nproc-per-node 2 " + worker("sleep 300"),
                            path("node0.log"));
-  CommandResult node1 = runCommand(
-      "DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " + twoNodeFlags(1, port) +
-      "--nproc-per-node 1 " + worker("sleep 0.5; exit 3"));
+  CommandResult node1 =
+      runCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " + twoNodeFlags(1, port) +
+                 "--nproc-per-node 1 " + worker("sleep 0.5; exit 3"));
   EXPECT_EQ(node1.exitCode, 3);
   EXPECT_EQ(waitCommand(node0), 3);
   EXPECT_THAT(log("node0.log"), HasSubstr("first failure was rank 2 (local rank 0) on node 1"));
@@ -218,13 +215,12 @@ TEST_F(LauncherTest, RestartReRendezvousesEveryNode) {
   std::string body = "echo $RANK:$TORCHELASTIC_RESTART_COUNT >> " + path("attempts") +
                      "; [ $RANK = 2 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ] && exit 6; "
                      "[ $TORCHELASTIC_RESTART_COUNT = 1 ] || sleep 300";
-  int node0 = startCommand("env DISTRUN_TOKEN=t " + distrun() + " run " +
-                               twoNodeFlags(0, port) + "--max-restarts 1 --nproc-per-node 2 " +
-                               worker(body),
+  int node0 = startCommand("env DISTRUN_TOKEN=t " + distrun() + " run " + twoNodeFlags(0, port) +
+                               "--max-restarts 1 --nproc-per-node 2 " + worker(body),
                            path("node0.log"));
-  CommandResult node1 = runCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
-                                   twoNodeFlags(1, port) +
-                                   "--max-restarts 1 --nproc-per-node 1 " + worker(body));
+  CommandResult node1 =
+      runCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " + twoNodeFlags(1, port) +
+                 "--max-restarts 1 --nproc-per-node 1 " + worker(body));
   EXPECT_EQ(node1.exitCode, 0) << node1.err;
   EXPECT_EQ(waitCommand(node0), 0) << log("node0.log");
   EXPECT_THAT(node1.err, HasSubstr("rank 2 failed (exit code 6); restarting all workers "
@@ -245,9 +241,10 @@ TEST_F(LauncherTest, TorchrunNameIsDistrunRun) {
 }
 
 TEST_F(LauncherTest, PetVariablesAndRedirects) {
-  CommandResult r = runCommand("PET_NPROC_PER_NODE=2 " + distrun() + " run --log-dir " +
-                               quote(dir_) + " --rdzv-id j -r 1 -t 2 sh -c "
-                               "'echo out$RANK; echo err$RANK >&2'");
+  CommandResult r =
+      runCommand("PET_NPROC_PER_NODE=2 " + distrun() + " run --log-dir " + quote(dir_) +
+                 " --rdzv-id j -r 1 -t 2 sh -c "
+                 "'echo out$RANK; echo err$RANK >&2'");
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(r.out, "");  // stdout redirected to files only
   EXPECT_THAT(r.err, HasSubstr("[0:1] err1"));

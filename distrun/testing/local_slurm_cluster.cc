@@ -11,9 +11,7 @@ namespace distrun::testing {
 
 namespace {
 
-std::string script() {
-  return quote(sourcePath("distrun/testing/local_slurm.sh"));
-}
+std::string script() { return quote(sourcePath("distrun/testing/local_slurm.sh")); }
 
 // "export A=b" lines into "A=b C=d " for a command prefix.
 std::string envPrefix(const std::string& exports) {
@@ -41,13 +39,12 @@ LocalSlurmCluster::LocalSlurmCluster(int nodes) {
     throw std::runtime_error("mkdtemp failed for the Slurm cluster directory");
   }
   dir_ = pattern;
-  CommandResult start = runCommand("bash " + script() + " start " +
-                                   quote(dir_) + " " + std::to_string(nodes));
+  CommandResult start =
+      runCommand("bash " + script() + " start " + quote(dir_) + " " + std::to_string(nodes));
   if (start.exitCode != 0) {
     std::string logs = runCommand("tail -n 20 " + quote(dir_) + "/log/*").out;
     runCommand("bash " + script() + " stop " + quote(dir_));
-    throw std::runtime_error("local Slurm cluster did not start: " + start.err +
-                             "\n" + logs);
+    throw std::runtime_error("local Slurm cluster did not start: " + start.err + "\n" + logs);
   }
   env_ = envPrefix(start.out);
 }

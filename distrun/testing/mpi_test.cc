@@ -16,9 +16,8 @@ TEST(MpiTest, MpirunThreeRanksEveryTaskSeesTheWorld) {
   if (runCommand("command -v mpirun").exitCode != 0) {
     GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
   }
-  CommandResult r = runCommand(
-      "timeout 60 mpirun --allow-run-as-root --oversubscribe -np 3 " +
-      quote(binaryPath("distrun")) + " env --format json");
+  CommandResult r = runCommand("timeout 60 mpirun --allow-run-as-root --oversubscribe -np 3 " +
+                               quote(binaryPath("distrun")) + " env --format json");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   std::vector<std::string> out = lines(r.out);
   ASSERT_EQ(out.size(), 3u) << r.out;
@@ -40,8 +39,8 @@ TEST(MpiTest, MpirunThreeRanksEveryTaskSeesTheWorld) {
 }
 
 std::string mpirun(int ranks) {
-  return "timeout 120 mpirun --allow-run-as-root --oversubscribe -np " +
-         std::to_string(ranks) + " ";
+  return "timeout 120 mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) +
+         " ";
 }
 
 // `mpirun -np 3 distrun bench allreduce`: every rank joins through the
@@ -51,9 +50,9 @@ TEST(MpiTest, BenchAllreduceUnderMpirunHasNoWrongValues) {
     GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
   }
   for (const char* backend : {"gloo", "mpi"}) {
-    CommandResult r = runCommand(mpirun(3) + quote(binaryPath("distrun")) +
-                                 " bench allreduce -b 1K -e 1M -f 4 -n 3 -w 1 --backend " +
-                                 backend);
+    CommandResult r =
+        runCommand(mpirun(3) + quote(binaryPath("distrun")) +
+                   " bench allreduce -b 1K -e 1M -f 4 -n 3 -w 1 --backend " + backend);
     ASSERT_EQ(r.exitCode, 0) << backend << ": " << r.err;
     EXPECT_THAT(r.out, ::testing::HasSubstr(std::string("backend ") + backend + ", 3 ranks"));
     EXPECT_THAT(r.out, ::testing::HasSubstr("# Out of bounds values : 0 OK"));
@@ -94,7 +93,8 @@ TEST(MpiTest, MpiBackendKeepsTheCommunicatorContract) {
     GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
   }
   for (int ranks = 1; ranks <= 4; ++ranks) {
-    CommandResult r = runCommand(mpirun(ranks) + quote(binaryPath("comm_contract_worker")) + " mpi");
+    CommandResult r =
+        runCommand(mpirun(ranks) + quote(binaryPath("comm_contract_worker")) + " mpi");
     if (r.err.find("built without MPI") != std::string::npos) {
       GTEST_SKIP() << "this build has no MPI backend: " << r.err;
     }

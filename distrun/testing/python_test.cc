@@ -41,9 +41,7 @@ class PythonSlurmTest : public SlurmTest {
 };
 
 TEST_F(PythonSlurmTest, GlooJobOfThreeRanksThroughSrunAndExec) {
-  expectGlooWorld(slurm("timeout 120 srun -N2 -n3 " + distrun() + " exec -- " +
-                        glooCheck()),
-                  3);
+  expectGlooWorld(slurm("timeout 120 srun -N2 -n3 " + distrun() + " exec -- " + glooCheck()), 3);
 }
 
 TEST(PythonMpiTest, GlooJobOfTwoRanksThroughMpirunAndExec) {
@@ -52,15 +50,12 @@ TEST(PythonMpiTest, GlooJobOfTwoRanksThroughMpirunAndExec) {
   if (runCommand("command -v mpirun").exitCode != 0) {
     GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
   }
-  expectGlooWorld(
-      runCommand("timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 " +
-                 quote(binaryPath("distrun")) + " exec -- " + glooCheck()),
-      2);
+  expectGlooWorld(runCommand("timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 " +
+                             quote(binaryPath("distrun")) + " exec -- " + glooCheck()),
+                  2);
 }
 
-std::string ddpCheck() {
-  return quote(sourcePath("examples/python/ddp_check.py"));
-}
+std::string ddpCheck() { return quote(sourcePath("examples/python/ddp_check.py")); }
 
 // Every rank of a ddp_check.py job reported the same parameters and a
 // complete environment contract.
@@ -98,8 +93,7 @@ TEST_P(PythonRunTest, StandaloneDdpJob) {
   int nproc = GetParam();
   expectDdpWorld(runCommand("DISTRUN_PYTHON=/usr/bin/python3 timeout 300 " +
                             quote(binaryPath("distrun")) + " run --standalone " +
-                            "--nproc-per-node " + std::to_string(nproc) + " " +
-                            ddpCheck()),
+                            "--nproc-per-node " + std::to_string(nproc) + " " + ddpCheck()),
                  nproc);
 }
 
@@ -108,22 +102,25 @@ INSTANTIATE_TEST_SUITE_P(Workers, PythonRunTest, ::testing::Values(1, 2, 3));
 TEST(PythonTwoAgentsTest, TwoAgentsAsTwoNodes) {
   std::string reason = pythonTorchUnavailableReason();
   if (!reason.empty()) GTEST_SKIP() << reason;
-  std::string flags = "--nnodes 2 --rdzv-endpoint 127.0.0.1:" +
-                      std::to_string(20000 + ::getpid() % 9000) +
-                      " --local-addr 127.0.0.1 --nproc-per-node 2 ";
-  std::string agent = "DISTRUN_TOKEN=two-agents DISTRUN_PYTHON=/usr/bin/python3 "
-                      "timeout 300 " + quote(binaryPath("distrun")) + " run " + flags;
-  CommandResult r = runCommand("(" + agent + "--node-rank 1 " + ddpCheck() +
-                               " & " + agent + "--node-rank 0 " + ddpCheck() +
-                               "; a=$?; wait $!; b=$?; exit $((a | b)))");
+  std::string flags =
+      "--nnodes 2 --rdzv-endpoint 127.0.0.1:" + std::to_string(20000 + ::getpid() % 9000) +
+      " --local-addr 127.0.0.1 --nproc-per-node 2 ";
+  std::string agent =
+      "DISTRUN_TOKEN=two-agents DISTRUN_PYTHON=/usr/bin/python3 "
+      "timeout 300 " +
+      quote(binaryPath("distrun")) + " run " + flags;
+  CommandResult r =
+      runCommand("(" + agent + "--node-rank 1 " + ddpCheck() + " & " + agent + "--node-rank 0 " +
+                 ddpCheck() + "; a=$?; wait $!; b=$?; exit $((a | b)))");
   expectDdpWorld(r, 4);
   EXPECT_NE(r.out.find("[1:3] "), std::string::npos) << "node 1 ran ranks 2-3";
 }
 
 TEST_F(PythonSlurmTest, SrunOneAgentPerNodeTwoWorkersEach) {
-  CommandResult r = slurm("DISTRUN_PYTHON=/usr/bin/python3 timeout 300 srun -N2 "
-                          "--ntasks-per-node=1 " + distrun() +
-                          " run --nproc-per-node 2 " + ddpCheck());
+  CommandResult r = slurm(
+      "DISTRUN_PYTHON=/usr/bin/python3 timeout 300 srun -N2 "
+      "--ntasks-per-node=1 " +
+      distrun() + " run --nproc-per-node 2 " + ddpCheck());
   expectDdpWorld(r, 4);
   EXPECT_NE(r.out.find("[1:2] "), std::string::npos);
 }

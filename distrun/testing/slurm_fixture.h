@@ -32,8 +32,8 @@ class SlurmTest : public ::testing::Test {
 
   // Every task's `distrun env --format json`, keyed by RANK.
   static std::map<int, nlohmann::json> envPerRank(const std::string& srunFlags) {
-    CommandResult r = slurm("timeout 60 srun " + srunFlags + " " + distrun() +
-                            " env --format json");
+    CommandResult r =
+        slurm("timeout 60 srun " + srunFlags + " " + distrun() + " env --format json");
     EXPECT_EQ(r.exitCode, 0) << r.err;
     std::map<int, nlohmann::json> views;
     for (const std::string& line : lines(r.out)) {
@@ -46,7 +46,6 @@ class SlurmTest : public ::testing::Test {
   static inline std::string skipReason_;
   static inline std::unique_ptr<LocalSlurmCluster> cluster_;
 };
-
 
 // Why /usr/bin/python3 cannot run the PyTorch checks, or empty.
 std::string pythonTorchUnavailableReason();

@@ -48,8 +48,7 @@ TEST_F(SlurmTest, CompressedListsExpandBackUnderScontrol) {
     std::string list = generator.next();
     CommandResult expanded = runCommand(distrun() + " hostnames " + quote(list));
     ASSERT_EQ(expanded.exitCode, 0) << list;
-    CommandResult compressed =
-        runCommand(distrun() + " hostnames --compress " + quote(list));
+    CommandResult compressed = runCommand(distrun() + " hostnames --compress " + quote(list));
     ASSERT_EQ(compressed.exitCode, 0) << list;
     std::string shorter(compressed.out.substr(0, compressed.out.size() - 1));
     CommandResult oracle = slurm("scontrol show hostnames " + quote(shorter));
@@ -58,16 +57,14 @@ TEST_F(SlurmTest, CompressedListsExpandBackUnderScontrol) {
 }
 
 TEST_F(SlurmTest, ErrorsAgreeWithScontrolOnMalformedLists) {
-  for (const char* list : {"a[2-1]", "a[1-[2-3]]", "a[1-x]", "a[x]", "[a]",
-                           "a[]", "a[1,,2]", "a[-1]", "a[1--3]", "a[1-3]]",
-                           "a[0-65536]", "a[1.5]", "[1-2][x]"}) {
+  for (const char* list : {"a[2-1]", "a[1-[2-3]]", "a[1-x]", "a[x]", "[a]", "a[]", "a[1,,2]",
+                           "a[-1]", "a[1--3]", "a[1-3]]", "a[0-65536]", "a[1.5]", "[1-2][x]"}) {
     CommandResult oracle = slurm("scontrol show hostnames " + quote(list));
     EXPECT_TRUE(scontrolRejects(oracle)) << list << ": " << oracle.out;
     CommandResult ours = runCommand(distrun() + " hostnames " + quote(list));
     EXPECT_EQ(ours.exitCode, 78) << list;
-    EXPECT_THAT(ours.err, ::testing::StartsWith(
-                              "distrun: error: invalid hostlist '" +
-                              std::string(list) + "': expected "));
+    EXPECT_THAT(ours.err, ::testing::StartsWith("distrun: error: invalid hostlist '" +
+                                                std::string(list) + "': expected "));
   }
 }
 
@@ -76,8 +73,7 @@ TEST_F(SlurmTest, SrunTwoNodesThreeTasksEveryTaskSeesTheWorld) {
   ASSERT_EQ(views.size(), 3u);
   std::set<std::string> ports, runIds;
   // Block distribution: node1 runs ranks 0 and 1, node2 runs rank 2.
-  const int kLocalRank[] = {0, 1, 0}, kLocalWorld[] = {2, 2, 1},
-            kGroupRank[] = {0, 0, 1};
+  const int kLocalRank[] = {0, 1, 0}, kLocalWorld[] = {2, 2, 1}, kGroupRank[] = {0, 0, 1};
   for (const auto& [rank, view] : views) {
     const json& env = view["env"];
     EXPECT_EQ(view["scheduler"], "slurm");
@@ -101,8 +97,8 @@ TEST_F(SlurmTest, UnevenCyclicStepUsesSchedulerIds) {
   // Slurm's own placement of the same request is the oracle: with -N3 -n5
   // it puts 3 tasks on node 0, and cyclic order makes ranks 0, 3, 4 share it.
   const std::string flags = "-N3 -n5 --distribution=cyclic";
-  CommandResult oracle = slurm("timeout 60 srun " + flags +
-                               " printenv SLURM_PROCID SLURM_NODEID SLURM_LOCALID");
+  CommandResult oracle =
+      slurm("timeout 60 srun " + flags + " printenv SLURM_PROCID SLURM_NODEID SLURM_LOCALID");
   ASSERT_EQ(oracle.exitCode, 0) << oracle.err;
   std::vector<std::string> ids = lines(oracle.out);
   ASSERT_EQ(ids.size(), 15u);
@@ -128,26 +124,25 @@ TEST_F(SlurmTest, UnevenCyclicStepUsesSchedulerIds) {
 }
 
 TEST_F(SlurmTest, SrunOneAgentPerNodeRunsTwoWorkersEach) {
-  CommandResult r = slurm(
-      "timeout 120 srun -N2 --ntasks-per-node=1 " + distrun() +
-      " run --nproc-per-node 2 sh -c "
-      "'echo $RANK $LOCAL_RANK $GROUP_RANK $WORLD_SIZE $MASTER_ADDR $TORCHELASTIC_RUN_ID'");
+  CommandResult r =
+      slurm("timeout 120 srun -N2 --ntasks-per-node=1 " + distrun() +
+            " run --nproc-per-node 2 sh -c "
+            "'echo $RANK $LOCAL_RANK $GROUP_RANK $WORLD_SIZE $MASTER_ADDR $TORCHELASTIC_RUN_ID'");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   std::vector<std::string> out = lines(r.out);
   std::sort(out.begin(), out.end());
   ASSERT_EQ(out.size(), 4u) << r.out;
   // Prefix [node:rank], then rank, local rank, node, world, master, run id.
-  const char* expected[] = {"[0:0] 0 0 0 4 node1", "[0:1] 1 1 0 4 node1",
-                            "[1:2] 2 0 1 4 node1", "[1:3] 3 1 1 4 node1"};
+  const char* expected[] = {"[0:0] 0 0 0 4 node1", "[0:1] 1 1 0 4 node1", "[1:2] 2 0 1 4 node1",
+                            "[1:3] 3 1 1 4 node1"};
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(out[i].rfind(expected[i], 0), 0u) << out[i];
   }
 }
 
 TEST_F(SlurmTest, SrunAgentFailureStopsEveryNode) {
-  CommandResult r = slurm(
-      "timeout 120 srun -N2 --ntasks-per-node=1 " + distrun() +
-      " run --nproc-per-node 2 sh -c '[ $RANK = 3 ] && exit 5; sleep 300'");
+  CommandResult r = slurm("timeout 120 srun -N2 --ntasks-per-node=1 " + distrun() +
+                          " run --nproc-per-node 2 sh -c '[ $RANK = 3 ] && exit 5; sleep 300'");
   EXPECT_EQ(r.exitCode, 5) << r.err;
   EXPECT_THAT(r.err, ::testing::HasSubstr("first failure was rank 3 (local rank 1) on node 1"));
 }

@@ -46,9 +46,9 @@ std::string checksumIn(const std::string& out) {
 
 TEST(TrainProcessTest, LinearOnTwoRanksWritesMetricsAndEqualReplicas) {
   const std::string dir = freshDir("linear");
-  CommandResult r = runCommand("timeout 300 " + distrun() +
-                               " train --nproc-per-node 2 linear --epochs 3 --metrics " +
-                               quote(dir + "/m.json"));
+  CommandResult r =
+      runCommand("timeout 300 " + distrun() +
+                 " train --nproc-per-node 2 linear --epochs 3 --metrics " + quote(dir + "/m.json"));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("[0:0] epoch 3/3  loss "));
   EXPECT_NE(checksumIn(r.out), "") << r.out;
@@ -70,20 +70,15 @@ TEST(TrainProcessTest, LinearOnTwoRanksWritesMetricsAndEqualReplicas) {
 // them (2 ranks), distrun-train the rest. An unknown flag there is one
 // line and exit 64, before any worker starts.
 TEST(TrainProcessTest, LauncherFlagsMayFollowTheWorkload) {
-  CommandResult r = runCommand(
-      "timeout 300 " + distrun() +
-      " train linear --epochs 1 --nproc-per-node 2 --progress epochs");
+  CommandResult r = runCommand("timeout 300 " + distrun() +
+                               " train linear --epochs 1 --nproc-per-node 2 --progress epochs");
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_THAT(r.out,
-              HasSubstr("[0:0] distrun-train: linear on 2 ranks, 1 epochs in "))
-      << r.out;
+  EXPECT_THAT(r.out, HasSubstr("[0:0] distrun-train: linear on 2 ranks, 1 epochs in ")) << r.out;
   EXPECT_NE(checksumIn(r.out), "") << r.out;
-  r = runCommand(
-      "timeout 300 " + distrun() +
-      " train linear --nproc-per-node=2 --epochs=1 --log-prefix='<{rank}> '");
+  r = runCommand("timeout 300 " + distrun() +
+                 " train linear --nproc-per-node=2 --epochs=1 --log-prefix='<{rank}> '");
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("<0> distrun-train: linear on 2 ranks"))
-      << r.out;
+  EXPECT_THAT(r.out, HasSubstr("<0> distrun-train: linear on 2 ranks")) << r.out;
 
   r = runCommand(distrun() + " train linear --nproc-per-node 2 --frobnicate");
   EXPECT_EQ(r.exitCode, 64);
@@ -133,12 +128,11 @@ TEST(TrainProcessTest, ASnapshotResumesOnAnotherWorldSizeOnlyFromAnEpochsEnd) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   r = runCommand(quote(binaryPath("distrun-train")) + " linear --epochs 4" + snapshot);
   EXPECT_EQ(r.exitCode, 78);
-  EXPECT_EQ(r.err,
-            "distrun-train: error: snapshot " + dir +
-                "/s.snap was written by a 2-rank run at step 26 of epoch 3, "
-                "this is a 1-rank run: another world size resumes only from a "
-                "snapshot at an epoch's end; resume with 2 ranks, or delete "
-                "it to start afresh\n");
+  EXPECT_EQ(r.err, "distrun-train: error: snapshot " + dir +
+                       "/s.snap was written by a 2-rank run at step 26 of epoch 3, "
+                       "this is a 1-rank run: another world size resumes only from a "
+                       "snapshot at an epoch's end; resume with 2 ranks, or delete "
+                       "it to start afresh\n");
 }
 
 // Debian's reference BLAS (libblas3, always installed beside OpenBLAS)
@@ -171,23 +165,19 @@ TEST(TrainProcessTest, ErrorsNameTheInputAndExitWithTheirCode) {
   EXPECT_EQ(r.err, "distrun-train: error: --epochs 0: expected at least 1\n");
   r = runCommand(quote(binaryPath("distrun-train")) + " linear --balance-load --deterministic");
   EXPECT_EQ(r.exitCode, 64);
-  EXPECT_EQ(r.err, "distrun-train: error: --balance-load with --deterministic: the split of each "
-                   "step follows the ranks' timing, so runs cannot repeat bit for bit; choose one\n");
+  EXPECT_EQ(r.err,
+            "distrun-train: error: --balance-load with --deterministic: the split of each "
+            "step follows the ranks' timing, so runs cannot repeat bit for bit; choose one\n");
   r = runCommand(quote(binaryPath("distrun-train")) + " mnist --data /nonexistent");
   EXPECT_EQ(r.exitCode, 74) << r.err;
-  EXPECT_THAT(
-      r.err,
-      HasSubstr(
-          "distrun-train: error: MNIST folder '/nonexistent' does not exist: "
-          "run scripts/prepare-mnist, or give the folder of a torchvision "
-          "MNIST download with --data DIR\n"));
+  EXPECT_THAT(r.err, HasSubstr("distrun-train: error: MNIST folder '/nonexistent' does not exist: "
+                               "run scripts/prepare-mnist, or give the folder of a torchvision "
+                               "MNIST download with --data DIR\n"));
   // Under the agent the worker's failure is reported as the worker's exit code.
   r = runCommand(distrun() + " train --nproc-per-node 2 linear --progress fancy");
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_THAT(
-      r.err,
-      HasSubstr("distrun-train: error: --progress 'fancy': expected auto, bar, "
-                "epochs or none\n"));
+  EXPECT_THAT(r.err, HasSubstr("distrun-train: error: --progress 'fancy': expected auto, bar, "
+                               "epochs or none\n"));
 }
 
 // A --metrics or --snapshot file that cannot be written: one line naming
@@ -239,10 +229,10 @@ TEST(TrainProcessTest, KilledWorkerResumesFromTheSnapshotToTheSameParameters) {
   ASSERT_NE(want, "") << reference.out;
 
   const std::string snapshot = dir + "/killed.snap";
-  const int agent = startCommand("timeout 300 " + distrun() +
-                                     " train --nproc-per-node 2 --max-restarts 1" + flags +
-                                     quote(snapshot),
-                                 dir + "/log");
+  const int agent =
+      startCommand("timeout 300 " + distrun() + " train --nproc-per-node 2 --max-restarts 1" +
+                       flags + quote(snapshot),
+                   dir + "/log");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
   int victim = 0;
   while (victim == 0 && std::chrono::steady_clock::now() < deadline) {

@@ -15,9 +15,8 @@ namespace {
 // null. Neither that branch nor the weight decay's changes inside the loop:
 // the compiler takes each once, outside it, and vectorises every version.
 __attribute__((target_clones("avx2", "default"))) void adam(
-    const AdamCoefficients c, int64_t n, float* __restrict param,
-    const float* __restrict grad, float* __restrict expAvg, float* __restrict expAvgSq,
-    float* __restrict maxExpAvgSq) {
+    const AdamCoefficients c, int64_t n, float* __restrict param, const float* __restrict grad,
+    float* __restrict expAvg, float* __restrict expAvgSq, float* __restrict maxExpAvgSq) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = c.weightDecay != 0 ? grad[i] + c.weightDecay * param[i] : grad[i];
     const float m = expAvg[i] * c.beta1 + c.oneMinusBeta1 * g;

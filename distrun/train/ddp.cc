@@ -22,30 +22,27 @@ namespace {
 
 void checkBucketSize(const char* field, double megabytes) {
   if (megabytes > 0) return;
-  throw UsageError(fmt::format("DdpOptions::{} must be above 0 (MB), got {}",
-                               field, megabytes));
+  throw UsageError(fmt::format("DdpOptions::{} must be above 0 (MB), got {}", field, megabytes));
 }
 
 }  // namespace
 
 struct DistributedDataParallel::Bucket {
   torch::ScalarType type = torch::kFloat;
-  std::vector<size_t> params;     // indices into params_
-  std::vector<int64_t> offsets;   // element offset of each in `flat`
-  int64_t gradientElements = 0;   // flat may hold the used-map after them
+  std::vector<size_t> params;    // indices into params_
+  std::vector<int64_t> offsets;  // element offset of each in `flat`
+  int64_t gradientElements = 0;  // flat may hold the used-map after them
   torch::Tensor flat;
   std::vector<torch::Tensor> views;  // each param's slot in `flat`, its shape
-  size_t pending = 0;             // params not yet ready this round
+  size_t pending = 0;                // params not yet ready this round
   comm::Work work;
 };
 
 // Runs after a parameter's AccumulateGrad node: param.grad() is final for
 // this backward pass.
-class DistributedDataParallel::GradientHook
-    : public torch::autograd::FunctionPostHook {
+class DistributedDataParallel::GradientHook : public torch::autograd::FunctionPostHook {
  public:
-  GradientHook(DistributedDataParallel& ddp, size_t param)
-      : ddp_(ddp), param_(param) {}
+  GradientHook(DistributedDataParallel& ddp, size_t param) : ddp_(ddp), param_(param) {}
   torch::autograd::variable_list operator()(
       const torch::autograd::variable_list& outputs,
       const torch::autograd::variable_list& /*inputs*/) override {
@@ -63,13 +60,10 @@ DistributedDataParallel::NoSyncGuard::NoSyncGuard(DistributedDataParallel& ddp)
   ddp_.requireSync_ = false;
 }
 
-DistributedDataParallel::NoSyncGuard::~NoSyncGuard() {
-  ddp_.requireSync_ = previous_;
-}
+DistributedDataParallel::NoSyncGuard::~NoSyncGuard() { ddp_.requireSync_ = previous_; }
 
 DistributedDataParallel::DistributedDataParallel(torch::nn::Module& module,
-                                                 comm::Communicator& comm,
-                                                 DdpOptions options)
+                                                 comm::Communicator& comm, DdpOptions options)
     : module_(module), comm_(comm), options_(options), rebuilt_(!options.rebuildBuckets) {
   checkBucketSize("bucketCapMb", options_.bucketCapMb);
   checkBucketSize("firstBucketMb", options_.firstBucketMb);
@@ -123,8 +117,7 @@ void DistributedDataParallel::verifyShapes() {
     const std::string here = i < lines.size() ? lines[i] : "(nothing)";
     const std::string there = i < rankZero.size() ? rankZero[i] : "(nothing)";
     if (here != there) {
-      difference = fmt::format("tensor {} is '{}' here but '{}' on rank 0", i,
-                               here, there);
+      difference = fmt::format("tensor {} is '{}' here but '{}' on rank 0", i, here, there);
       break;
     }
   }
@@ -135,18 +128,16 @@ void DistributedDataParallel::verifyShapes() {
     if (differs[static_cast<size_t>(r)] == 0) continue;
     if (r == comm_.rank()) {
       throw ConfigError(fmt::format(
-          "DistributedDataParallel: rank {}'s model differs from rank 0's: {}",
-          r, difference));
+          "DistributedDataParallel: rank {}'s model differs from rank 0's: {}", r, difference));
     }
-    throw ConfigError(fmt::format(
-        "DistributedDataParallel: rank {}'s model differs from rank 0's (its "
-        "error names the tensor); every rank must build the same model",
-        r));
+    throw ConfigError(
+        fmt::format("DistributedDataParallel: rank {}'s model differs from rank 0's (its "
+                    "error names the tensor); every rank must build the same model",
+                    r));
   }
 }
 
-void DistributedDataParallel::broadcastFromRankZero(
-    const std::vector<torch::Tensor>& tensors) {
+void DistributedDataParallel::broadcastFromRankZero(const std::vector<torch::Tensor>& tensors) {
   torch::NoGradGuard noGrad;
   for (const torch::Tensor& t : tensors) broadcastTensor(comm_, t, 0);
 }
@@ -156,8 +147,7 @@ namespace {
 // A tensor shaped like `param` over `flat`'s memory from element `offset`.
 // Not an autograd view of `flat`: LibTorch's Optimizer::zero_grad() calls
 // detach_() on every grad, which a view refuses.
-torch::Tensor sharingMemory(const torch::Tensor& flat, int64_t offset,
-                            const torch::Tensor& param) {
+torch::Tensor sharingMemory(const torch::Tensor& flat, int64_t offset, const torch::Tensor& param) {
   torch::Tensor t = torch::empty({0}, flat.options());
   t.set_(flat.storage(), flat.storage_offset() + offset, param.sizes(),
          c10::contiguous_strides(param.sizes()));
@@ -176,9 +166,7 @@ bool sameMemory(const torch::Tensor& a, const torch::Tensor& b) {
 // least its limit (the first bucket of a type: firstBucketMb, later ones
 // bucketCapMb). Only the plan: allocateBuckets() gives it memory.
 void DistributedDataParallel::assignBuckets(const std::vector<size_t>& order) {
-  const auto bytes = [](double mb) {
-    return static_cast<int64_t>(mb * 1024 * 1024);
-  };
+  const auto bytes = [](double mb) { return static_cast<int64_t>(mb * 1024 * 1024); };
   std::vector<std::pair<torch::ScalarType, size_t>> open;  // type -> bucket
   std::vector<torch::ScalarType> typesSeen;
   std::vector<int64_t> bucketBytes;
@@ -186,8 +174,8 @@ void DistributedDataParallel::assignBuckets(const std::vector<size_t>& order) {
   slotOf_.assign(params_.size(), {0, 0});
   for (size_t i : order) {
     const torch::ScalarType type = params_[i].scalar_type();
-    auto it = std::find_if(open.begin(), open.end(),
-                           [&](const auto& o) { return o.first == type; });
+    auto it =
+        std::find_if(open.begin(), open.end(), [&](const auto& o) { return o.first == type; });
     if (it == open.end()) {
       buckets_.emplace_back();
       buckets_.back().type = type;
@@ -201,10 +189,8 @@ void DistributedDataParallel::assignBuckets(const std::vector<size_t>& order) {
     b.offsets.push_back(b.gradientElements);
     b.gradientElements += params_[i].numel();
     bucketBytes[it->second] += params_[i].numel() * params_[i].element_size();
-    const bool first = std::find(typesSeen.begin(), typesSeen.end(), type) ==
-                       typesSeen.end();
-    const int64_t limit =
-        bytes(first ? options_.firstBucketMb : options_.bucketCapMb);
+    const bool first = std::find(typesSeen.begin(), typesSeen.end(), type) == typesSeen.end();
+    const int64_t limit = bytes(first ? options_.firstBucketMb : options_.bucketCapMb);
     if (bucketBytes[it->second] >= limit) {
       if (first) typesSeen.push_back(type);
       open.erase(it);
@@ -234,8 +220,9 @@ void DistributedDataParallel::allocateBuckets() {
   std::shared_ptr<void> memory = comm_.allocateReducible(total);
   for (size_t k = 0; k < buckets_.size(); ++k) {
     Bucket& b = buckets_[k];
-    b.flat = torch::from_blob(static_cast<char*>(memory.get()) + offsets[k], {elements[k]},
-                              [memory](void*) {}, torch::TensorOptions().dtype(b.type));
+    b.flat = torch::from_blob(
+        static_cast<char*>(memory.get()) + offsets[k], {elements[k]}, [memory](void*) {},
+        torch::TensorOptions().dtype(b.type));
     b.flat.zero_();
     for (size_t slot = 0; slot < b.params.size(); ++slot) {
       b.views.push_back(sharingMemory(b.flat, b.offsets[slot], params_[b.params[slot]]));
@@ -319,8 +306,7 @@ void DistributedDataParallel::startRound() {
     b.pending = b.params.size();
     b.work = comm::Work();
   }
-  torch::autograd::Engine::get_default_engine().queue_callback(
-      [this] { finishRound(); });
+  torch::autograd::Engine::get_default_engine().queue_callback([this] { finishRound(); });
 }
 
 const torch::Tensor& DistributedDataParallel::bucketView(size_t param) const {
@@ -403,9 +389,9 @@ void DistributedDataParallel::finishRound() {
 // none keeps what it had (`untouched`: its view's value before averaging).
 void DistributedDataParallel::deliverAverages(const std::vector<torch::Tensor>& untouched) {
   const Bucket& last = buckets_.back();
-  torch::Tensor used = last.flat.narrow(0, last.gradientElements,
-                                        static_cast<int64_t>(params_.size()))
-                           .to(torch::kFloat);
+  torch::Tensor used =
+      last.flat.narrow(0, last.gradientElements, static_cast<int64_t>(params_.size()))
+          .to(torch::kFloat);
   const float* usedAnywhere = used.data_ptr<float>();
   torch::NoGradGuard noGrad;
   for (size_t i = 0; i < params_.size(); ++i) {

@@ -38,10 +38,10 @@ struct DdpOptions {
 
 // Where the time of the last synchronised backward pass went.
 struct DdpStats {
-  int64_t buckets = 0;            // all-reduces per synchronised step
-  int64_t syncedSteps = 0;        // backward passes that communicated
-  double lastWaitSeconds = 0;     // end of backward -> gradients averaged
-  double totalWaitSeconds = 0;    // the same, summed over all steps
+  int64_t buckets = 0;          // all-reduces per synchronised step
+  int64_t syncedSteps = 0;      // backward passes that communicated
+  double lastWaitSeconds = 0;   // end of backward -> gradients averaged
+  double totalWaitSeconds = 0;  // the same, summed over all steps
 };
 
 // Data parallelism for any torch::nn::Module over a distrun Communicator,
@@ -143,7 +143,7 @@ class DistributedDataParallel {
   std::vector<bool> ready_;
   std::vector<bool> usedSinceSync_;
   std::vector<size_t> readyOrder_;  // hooks' order, until the rebuild
-  bool rebuilt_;  // or never to be: !options.rebuildBuckets
+  bool rebuilt_;                    // or never to be: !options.rebuildBuckets
   size_t nextToLaunch_ = 0;
   bool requireSync_ = true;
   bool roundActive_ = false;

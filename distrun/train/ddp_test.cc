@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/functional/activation.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
 
 #include "distrun/comm/testing/contract.h"
@@ -65,14 +65,16 @@ std::vector<torch::Tensor> referenceGradients(const torch::Tensor& inputs) {
   return gradsOf(net);
 }
 
-void expectClose(const std::vector<torch::Tensor>& got,
-                 const std::vector<torch::Tensor>& want, const std::string& where) {
+void expectClose(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& want,
+                 const std::string& where) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_EQ(got[i].defined(), want[i].defined()) << where << " param " << i;
     if (!want[i].defined()) continue;
     EXPECT_TRUE(torch::allclose(got[i], want[i], /*rtol=*/1e-5, /*atol=*/1e-6))
-        << where << " param " << i << "\n" << got[i] << "\nvs\n" << want[i];
+        << where << " param " << i << "\n"
+        << got[i] << "\nvs\n"
+        << want[i];
   }
 }
 
@@ -130,24 +132,25 @@ TEST_P(DdpGradientTest, GradientsEqualSingleProcessOnTheUnionOfBatches) {
   }));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    WorldsBucketsOverlap, DdpGradientTest,
-    ::testing::Values(Variant{1, 25, true}, Variant{2, 25, true},
-                      Variant{3, 25, true}, Variant{4, 25, true},
-                      Variant{2, 0.0001, true}, Variant{3, 0.0001, true},
-                      Variant{4, 0.0001, false}, Variant{2, 25, false},
-                      Variant{2, 25, true, false}, Variant{3, 0.0001, true, false}),
-    [](const ::testing::TestParamInfo<Variant>& p) {
-      return "world" + std::to_string(p.param.world) +
-             (p.param.bucketCapMb < 1 ? "_tinyBuckets" : "_oneBucket") +
-             (p.param.overlap ? "_overlap" : "_noOverlap") +
-             (p.param.gradientAsBucketView ? "" : "_copiedGradients");
-    });
+INSTANTIATE_TEST_SUITE_P(WorldsBucketsOverlap, DdpGradientTest,
+                         ::testing::Values(Variant{1, 25, true}, Variant{2, 25, true},
+                                           Variant{3, 25, true}, Variant{4, 25, true},
+                                           Variant{2, 0.0001, true}, Variant{3, 0.0001, true},
+                                           Variant{4, 0.0001, false}, Variant{2, 25, false},
+                                           Variant{2, 25, true, false},
+                                           Variant{3, 0.0001, true, false}),
+                         [](const ::testing::TestParamInfo<Variant>& p) {
+                           return "world" + std::to_string(p.param.world) +
+                                  (p.param.bucketCapMb < 1 ? "_tinyBuckets" : "_oneBucket") +
+                                  (p.param.overlap ? "_overlap" : "_noOverlap") +
+                                  (p.param.gradientAsBucketView ? "" : "_copiedGradients");
+                         });
 
 TEST(DdpTest, ParametersStayBitwiseEqualAcrossRanksWhileTraining) {
   expectNoErrors(runGlooThreads(3, [](Communicator& comm) {
     Net net;
-    DistributedDataParallel ddp(net, comm, {.bucketCapMb = 0.0001, .firstBucketMb = 0.0001, .overlap = true});
+    DistributedDataParallel ddp(net, comm,
+                                {.bucketCapMb = 0.0001, .firstBucketMb = 0.0001, .overlap = true});
     torch::optim::SGD sgd(net.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
     for (int step = 0; step < 20; ++step) {
       const torch::Tensor x = globalInputs(4 * 3).narrow(0, 4 * comm.rank(), 4) * (step + 1);
@@ -172,7 +175,8 @@ TEST(DdpTest, NoSyncAccumulatesLocallyAndTheNextBackwardAveragesTheSum) {
   expectNoErrors(runGlooThreads(world, [&](Communicator& comm) {
     std::shared_ptr<Net> owner = makeNet(comm.rank());
     Net& net = *owner;
-    DistributedDataParallel ddp(net, comm, {.bucketCapMb = 0.0001, .firstBucketMb = 0.0001, .overlap = true});
+    DistributedDataParallel ddp(net, comm,
+                                {.bucketCapMb = 0.0001, .firstBucketMb = 0.0001, .overlap = true});
     {
       auto guard = ddp.noSync();
       net.forward(shard(first, comm.rank(), perRank)).pow(2).mean().backward();
@@ -248,8 +252,8 @@ TEST(DdpTest, GradientsSetToUndefinedBetweenStepsAreStillAveraged) {
     for (int step = 0; step < 3; ++step) {
       for (auto& p : net.parameters()) p.mutable_grad() = torch::Tensor();
       net.forward(shard(inputs, comm.rank(), perRank)).pow(2).mean().backward();
-      expectClose(gradsOf(net), want, "rank " + std::to_string(comm.rank()) +
-                                          " step " + std::to_string(step));
+      expectClose(gradsOf(net), want,
+                  "rank " + std::to_string(comm.rank()) + " step " + std::to_string(step));
     }
   }));
 }
@@ -299,7 +303,8 @@ TEST(DdpTest, RanksWhoseModelsDifferAreRefusedWithTheTensorNamed) {
 TEST(DdpTest, BucketsFollowReverseParameterOrderWithASmallFirstBucket) {
   expectNoErrors(runGlooThreads(1, [](Communicator& comm) {
     Net net(256);  // fc1.weight 8 KB, fc2.weight 3 KB, ...
-    DistributedDataParallel ddp(net, comm, {.bucketCapMb = 25, .firstBucketMb = 0.0029, .overlap = true});
+    DistributedDataParallel ddp(net, comm,
+                                {.bucketCapMb = 25, .firstBucketMb = 0.0029, .overlap = true});
     const std::vector<std::vector<std::string>> want = {
         {"unused.bias", "unused.weight", "branch.bias", "branch.weight"},
         {"fc2.bias", "fc2.weight", "fc1.bias", "fc1.weight"}};
@@ -329,8 +334,7 @@ std::shared_ptr<HeadFirst> makeHeadFirst(int rank) {
 
 // `steps` SGD steps of one process on the union of the ranks' batches:
 // the gradients of each step.
-std::vector<std::vector<torch::Tensor>> headFirstReference(const torch::Tensor& inputs,
-                                                           int steps) {
+std::vector<std::vector<torch::Tensor>> headFirstReference(const torch::Tensor& inputs, int steps) {
   torch::manual_seed(1);
   HeadFirst net;
   torch::optim::SGD sgd(net.parameters(), 0.1);
@@ -355,8 +359,11 @@ TEST(DdpTest, BucketsAreRebuiltInTheOrderGradientsBecameReadyAfterTheFirstStep) 
       expectNoErrors(runGlooThreads(world, [&](Communicator& comm) {
         std::shared_ptr<HeadFirst> owner = makeHeadFirst(comm.rank());
         HeadFirst& net = *owner;
-        DistributedDataParallel ddp(net, comm, {.bucketCapMb = 1e-6, .firstBucketMb = 1e-6,
-                                                .overlap = true, .gradientAsBucketView = views});
+        DistributedDataParallel ddp(net, comm,
+                                    {.bucketCapMb = 1e-6,
+                                     .firstBucketMb = 1e-6,
+                                     .overlap = true,
+                                     .gradientAsBucketView = views});
         const std::vector<std::vector<std::string>> registered = {
             {"body.bias"}, {"body.weight"}, {"head.bias"}, {"head.weight"}};
         EXPECT_EQ(ddp.bucketParameterNames(), registered);
@@ -368,8 +375,8 @@ TEST(DdpTest, BucketsAreRebuiltInTheOrderGradientsBecameReadyAfterTheFirstStep) 
           net.forward(shard(inputs, comm.rank(), perRank)).pow(2).mean().backward();
           std::vector<torch::Tensor> got;
           for (const auto& p : net.parameters()) got.push_back(p.grad().clone());
-          expectClose(got, want[static_cast<size_t>(step)], where + " step " +
-                                                                std::to_string(step));
+          expectClose(got, want[static_cast<size_t>(step)],
+                      where + " step " + std::to_string(step));
           sgd.step();
         }
         const auto rebuilt = ddp.bucketParameterNames();
@@ -390,8 +397,9 @@ TEST(DdpTest, BucketsAreRebuiltInTheOrderGradientsBecameReadyAfterTheFirstStep) 
 TEST(DdpTest, BucketsKeepTheirFirstLayoutWhenRebuildIsOff) {
   expectNoErrors(runGlooThreads(2, [](Communicator& comm) {
     std::shared_ptr<HeadFirst> owner = makeHeadFirst(comm.rank());
-    DistributedDataParallel ddp(*owner, comm, {.bucketCapMb = 1e-6, .firstBucketMb = 1e-6,
-                                               .overlap = true, .rebuildBuckets = false});
+    DistributedDataParallel ddp(
+        *owner, comm,
+        {.bucketCapMb = 1e-6, .firstBucketMb = 1e-6, .overlap = true, .rebuildBuckets = false});
     const auto registered = ddp.bucketParameterNames();
     for (int step = 0; step < 2; ++step) {
       owner->forward(globalInputs(4)).pow(2).mean().backward();
@@ -417,11 +425,9 @@ std::string bucketSizeError(DdpOptions options) {
 }
 
 TEST(DdpTest, NonPositiveBucketSizeIsAUsageErrorNamingTheOption) {
-  EXPECT_EQ(
-      bucketSizeError({.bucketCapMb = 0, .firstBucketMb = 1, .overlap = true}),
-      "DdpOptions::bucketCapMb must be above 0 (MB), got 0");
-  EXPECT_EQ(bucketSizeError(
-                {.bucketCapMb = 25, .firstBucketMb = -1, .overlap = true}),
+  EXPECT_EQ(bucketSizeError({.bucketCapMb = 0, .firstBucketMb = 1, .overlap = true}),
+            "DdpOptions::bucketCapMb must be above 0 (MB), got 0");
+  EXPECT_EQ(bucketSizeError({.bucketCapMb = 25, .firstBucketMb = -1, .overlap = true}),
             "DdpOptions::firstBucketMb must be above 0 (MB), got -1");
 }
 

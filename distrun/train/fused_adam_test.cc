@@ -20,8 +20,8 @@ constexpr double kNormwise = 1e-5;
 void expectClose(const torch::Tensor& a, const torch::Tensor& b, const std::string& what) {
   const double difference = (a - b).abs().max().item<double>();
   const double scale = b.abs().max().item<double>();
-  EXPECT_LE(difference, kNormwise * scale) << what << " differs by up to " << difference
-                                           << " where its largest magnitude is " << scale;
+  EXPECT_LE(difference, kNormwise * scale)
+      << what << " differs by up to " << difference << " where its largest magnitude is " << scale;
 }
 
 // Parameters of assorted sizes (one above the kernel's parallel grain),
@@ -110,12 +110,12 @@ TEST_P(FusedAdamMatches, LibTorchsAdamToRounding) {
 
 INSTANTIATE_TEST_SUITE_P(
     Options, FusedAdamMatches,
-    ::testing::Values(
-        Case{"defaults", torch::optim::AdamOptions(1e-3)},
-        Case{"large_lr", torch::optim::AdamOptions(0.1)},
-        Case{"betas_eps", torch::optim::AdamOptions(1e-2).betas({0.5, 0.9}).eps(1e-3)},
-        Case{"weight_decay", torch::optim::AdamOptions(1e-2).weight_decay(0.1)},
-        Case{"amsgrad", torch::optim::AdamOptions(1e-2).amsgrad(true)}),
+    ::testing::Values(Case{"defaults", torch::optim::AdamOptions(1e-3)},
+                      Case{"large_lr", torch::optim::AdamOptions(0.1)},
+                      Case{"betas_eps",
+                           torch::optim::AdamOptions(1e-2).betas({0.5, 0.9}).eps(1e-3)},
+                      Case{"weight_decay", torch::optim::AdamOptions(1e-2).weight_decay(0.1)},
+                      Case{"amsgrad", torch::optim::AdamOptions(1e-2).amsgrad(true)}),
     [](const ::testing::TestParamInfo<Case>& c) { return std::string(c.param.name); });
 
 TEST(FusedAdamTest, GroupsKeepTheirOwnOptions) {
@@ -124,8 +124,9 @@ TEST(FusedAdamTest, GroupsKeepTheirOwnOptions) {
   const auto groups = [](const std::vector<torch::Tensor>& p) {
     return std::vector<torch::optim::OptimizerParamGroup>{
         {{p[0], p[1]}, std::make_unique<torch::optim::AdamOptions>(0.5)},
-        {{p[2], p[3]}, std::make_unique<torch::optim::AdamOptions>(
-                           torch::optim::AdamOptions(1e-3).amsgrad(true).weight_decay(0.5))}};
+        {{p[2], p[3]},
+         std::make_unique<torch::optim::AdamOptions>(
+             torch::optim::AdamOptions(1e-3).amsgrad(true).weight_decay(0.5))}};
   };
   torch::optim::Adam adam(groups(reference));
   FusedAdam fusedAdam(groups(fused));

@@ -26,7 +26,7 @@ struct RunDescription {
   std::string workload;
   std::string runtime = "distrun";
   int worldSize = 1;
-  int64_t batchSize = 0;               // per rank
+  int64_t batchSize = 0;  // per rank
   int threadsPerRank = 1;
 };
 

@@ -19,12 +19,11 @@ ProgressStyle parseProgressStyle(const std::string& text) {
   if (text == "bar") return ProgressStyle::kBar;
   if (text == "epochs") return ProgressStyle::kEpochs;
   if (text == "none") return ProgressStyle::kNone;
-  throw UsageError(fmt::format(
-      "progress style '{}': expected auto, bar, epochs or none", text));
+  throw UsageError(fmt::format("progress style '{}': expected auto, bar, epochs or none", text));
 }
 
-ProgressReporter::ProgressReporter(std::ostream& out, ProgressStyle style,
-                                   int64_t epochs, int64_t stepsPerEpoch)
+ProgressReporter::ProgressReporter(std::ostream& out, ProgressStyle style, int64_t epochs,
+                                   int64_t stepsPerEpoch)
     : out_(out), style_(style), epochs_(epochs), stepsPerEpoch_(stepsPerEpoch) {
   if (style_ == ProgressStyle::kAuto) {
     style_ = ::isatty(STDOUT_FILENO) != 0 ? ProgressStyle::kBar : ProgressStyle::kEpochs;

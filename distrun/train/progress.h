@@ -19,8 +19,7 @@ ProgressStyle parseProgressStyle(const std::string& text);
 // Rank 0's progress: redraws at most 10 times a second.
 class ProgressReporter {
  public:
-  ProgressReporter(std::ostream& out, ProgressStyle style, int64_t epochs,
-                   int64_t stepsPerEpoch);
+  ProgressReporter(std::ostream& out, ProgressStyle style, int64_t epochs, int64_t stepsPerEpoch);
   void step(int64_t epoch, int64_t step, double runningLoss);  // 0-based epoch, 1-based step
   void epochDone(const EpochMetrics& metrics);
   void message(const std::string& line);

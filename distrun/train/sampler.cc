@@ -17,19 +17,17 @@ namespace {
 void validate(const DistributedSampler::Options& options) {
   if (options.worldSize < 1) {
     throw UsageError(fmt::format(
-        "DistributedSampler::Options::worldSize must be at least 1, got {}",
-        options.worldSize));
+        "DistributedSampler::Options::worldSize must be at least 1, got {}", options.worldSize));
   }
   if (options.rank < 0 || options.rank >= options.worldSize) {
-    throw UsageError(fmt::format(
-        "DistributedSampler::Options::rank must be 0 to {} (worldSize {}), "
-        "got {}",
-        options.worldSize - 1, options.worldSize, options.rank));
+    throw UsageError(
+        fmt::format("DistributedSampler::Options::rank must be 0 to {} (worldSize {}), "
+                    "got {}",
+                    options.worldSize - 1, options.worldSize, options.rank));
   }
   if (options.datasetSize < 0) {
     throw UsageError(fmt::format(
-        "DistributedSampler::Options::datasetSize must be 0 or more, got {}",
-        options.datasetSize));
+        "DistributedSampler::Options::datasetSize must be 0 or more, got {}", options.datasetSize));
   }
 }
 
@@ -43,8 +41,7 @@ int64_t samplesPerRank(const DistributedSampler::Options& options) {
 
 }  // namespace
 
-DistributedSampler::DistributedSampler(const Options& options)
-    : options_(options) {
+DistributedSampler::DistributedSampler(const Options& options) : options_(options) {
   validate(options_);
   numSamples_ = samplesPerRank(options_);
 }
@@ -57,8 +54,8 @@ std::vector<int64_t> DistributedSampler::epochOrder() const {
     return order;
   }
   // Python's seed + epoch as manual_seed takes it: modulo 2^64.
-  at::Generator generator = at::detail::createCPUGenerator(
-      options_.seed + static_cast<uint64_t>(epoch_));
+  at::Generator generator =
+      at::detail::createCPUGenerator(options_.seed + static_cast<uint64_t>(epoch_));
   at::Tensor perm = at::randperm(size, generator, at::kLong);
   std::copy_n(perm.data_ptr<int64_t>(), size, order.begin());
   return order;

@@ -107,8 +107,7 @@ TEST_F(PythonReferenceTest, SamplerMatchesPyTorchIndexForIndex) {
     auto expected = c["indices"].get<std::vector<int64_t>>();
     EXPECT_EQ(sampler.numSamples(), static_cast<int64_t>(expected.size()));
     if (sampler.indices() != expected && ++mismatches <= 5) {
-      ADD_FAILURE() << "indices differ from PyTorch's for "
-                    << c.dump(-1).substr(0, 200);
+      ADD_FAILURE() << "indices differ from PyTorch's for " << c.dump(-1).substr(0, 200);
     }
   }
   EXPECT_EQ(mismatches, 0);
@@ -124,12 +123,9 @@ TEST_F(PythonReferenceTest, SyntheticDatasetMatchesPyTorchBitForBit) {
   ASSERT_EQ(sets.size(), 2u);
   for (const json& set : sets) {
     uint64_t seed = set["seed"].get<uint64_t>();
-    data::RegressionData mine =
-        data::makeSyntheticRegression(set["size"].get<int64_t>(), seed);
-    EXPECT_EQ(bitsOf(mine.inputs), set["inputs"].get<std::vector<int32_t>>())
-        << "seed " << seed;
-    EXPECT_EQ(bitsOf(mine.targets), set["targets"].get<std::vector<int32_t>>())
-        << "seed " << seed;
+    data::RegressionData mine = data::makeSyntheticRegression(set["size"].get<int64_t>(), seed);
+    EXPECT_EQ(bitsOf(mine.inputs), set["inputs"].get<std::vector<int32_t>>()) << "seed " << seed;
+    EXPECT_EQ(bitsOf(mine.targets), set["targets"].get<std::vector<int32_t>>()) << "seed " << seed;
   }
 }
 

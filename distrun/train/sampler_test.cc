@@ -48,9 +48,8 @@ TEST(DistributedSamplerTest, SamplesPerRankRoundUpOrWithDropLastDown) {
     int64_t numSamples;
   };
   for (Case c :
-       {Case{10, 3, false, 4}, Case{10, 3, true, 3}, Case{9, 3, true, 3},
-        Case{0, 3, false, 0}, Case{0, 3, true, 0}, Case{2, 5, false, 1},
-        Case{1, 5, true, 0}, Case{7, 1, false, 7}}) {
+       {Case{10, 3, false, 4}, Case{10, 3, true, 3}, Case{9, 3, true, 3}, Case{0, 3, false, 0},
+        Case{0, 3, true, 0}, Case{2, 5, false, 1}, Case{1, 5, true, 0}, Case{7, 1, false, 7}}) {
     DistributedSampler sampler(ordered(c.size, c.world, 0, c.dropLast));
     EXPECT_EQ(sampler.numSamples(), c.numSamples)
         << c.size << " over " << c.world << " dropLast " << c.dropLast;
@@ -92,8 +91,7 @@ TEST(DistributedSamplerTest, RanksTogetherCoverTheDatasetOnce) {
     }
     std::vector<int64_t> all(99);
     std::iota(all.begin(), all.end(), 0);
-    EXPECT_THAT(std::vector<int64_t>(seen.begin(), seen.end()),
-                ::testing::ContainerEq(all));
+    EXPECT_THAT(std::vector<int64_t>(seen.begin(), seen.end()), ::testing::ContainerEq(all));
   }
 }
 
@@ -139,8 +137,7 @@ Failure failureOf(const Options& options) {
 
 TEST(DistributedSamplerTest, RejectsAnImpossibleLayout) {
   Failure f = failureOf(ordered(10, 0, 0, false));
-  EXPECT_EQ(f.message,
-            "DistributedSampler::Options::worldSize must be at least 1, got 0");
+  EXPECT_EQ(f.message, "DistributedSampler::Options::worldSize must be at least 1, got 0");
   EXPECT_EQ(f.code, ExitCode::kUsage);
   f = failureOf(ordered(10, 3, 3, false));
   EXPECT_EQ(f.message,

@@ -88,31 +88,30 @@ std::string readSnapshotFile(const std::string& path) {
   buffer << in.rdbuf();
   const std::string data = buffer.str();
   if (data.size() < kHeaderSize || data.compare(0, kMagicSize, kMagic, kMagicSize) != 0) {
-    throw DataError(fmt::format(
-        "snapshot {} is not a distrun snapshot: expected it to start with "
-        "'DRSNAP1' and a {}-byte header",
-        path, kHeaderSize));
+    throw DataError(
+        fmt::format("snapshot {} is not a distrun snapshot: expected it to start with "
+                    "'DRSNAP1' and a {}-byte header",
+                    path, kHeaderSize));
   }
   const uint64_t size = getLittleEndian(data, kMagicSize, 8);
   const uint64_t have = data.size() - kHeaderSize;
   if (have != size) {
-    throw DataError(fmt::format(
-        "snapshot {} is {}: its header says {} bytes of data, the file has {}",
-        path, have < size ? "truncated" : "too long", size, have));
+    throw DataError(
+        fmt::format("snapshot {} is {}: its header says {} bytes of data, the file has {}", path,
+                    have < size ? "truncated" : "too long", size, have));
   }
   std::string payload = data.substr(kHeaderSize);
   const auto want = static_cast<uint32_t>(getLittleEndian(data, kMagicSize + 8, 4));
   const uint32_t got = crc32Of(payload);
   if (got != want) {
-    throw DataError(fmt::format(
-        "snapshot {} is corrupt: CRC-32 of its data is {:08x}, its header says {:08x}",
-        path, got, want));
+    throw DataError(
+        fmt::format("snapshot {} is corrupt: CRC-32 of its data is {:08x}, its header says {:08x}",
+                    path, got, want));
   }
   return payload;
 }
 
-std::optional<FoundSnapshot> findLatestSnapshot(const std::string& path,
-                                                std::ostream& warnings) {
+std::optional<FoundSnapshot> findLatestSnapshot(const std::string& path, std::ostream& warnings) {
   std::string refused;
   for (const std::string& candidate : {path, path + ".prev"}) {
     if (::access(candidate.c_str(), F_OK) != 0) continue;
@@ -123,14 +122,13 @@ std::optional<FoundSnapshot> findLatestSnapshot(const std::string& path,
         throw DataError(fmt::format("{}; the previous snapshot too: {}", refused, e.what()));
       }
       refused = e.what();
-      warnings << "distrun-train: warning: " << refused << "; trying " << path
-               << ".prev\n";
+      warnings << "distrun-train: warning: " << refused << "; trying " << path << ".prev\n";
     }
   }
   if (!refused.empty()) {
-    throw DataError(fmt::format(
-        "{}, and there is no previous snapshot {}.prev: delete {} to start afresh",
-        refused, path, path));
+    throw DataError(
+        fmt::format("{}, and there is no previous snapshot {}.prev: delete {} to start afresh",
+                    refused, path, path));
   }
   return std::nullopt;
 }

@@ -24,7 +24,7 @@ void writeSnapshotFile(const std::string& path, const std::string& payload);
 std::string readSnapshotFile(const std::string& path);
 
 struct FoundSnapshot {
-  std::string path;     // PATH or PATH.prev
+  std::string path;  // PATH or PATH.prev
   std::string payload;
 };
 
@@ -32,7 +32,6 @@ struct FoundSnapshot {
 // two renames, or when PATH is corrupt: then a warning naming the problem
 // goes to `warnings`). Nothing when neither exists. DataError when a file
 // exists but none is good.
-std::optional<FoundSnapshot> findLatestSnapshot(const std::string& path,
-                                                std::ostream& warnings);
+std::optional<FoundSnapshot> findLatestSnapshot(const std::string& path, std::ostream& warnings);
 
 }  // namespace distrun::train

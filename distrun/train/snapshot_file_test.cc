@@ -55,10 +55,10 @@ TEST_F(SnapshotFileTest, TruncatedFileIsRefused) {
   writeSnapshotFile(path_, "0123456789");
   const std::string bytes = bytesOf(path_);
   overwrite(path_, bytes.substr(0, bytes.size() - 3));
-  EXPECT_EQ(readError(path_),
-            std::make_pair("snapshot " + path_ + " is truncated: its header says 10 bytes of "
-                           "data, the file has 7",
-                           ExitCode::kData));
+  EXPECT_EQ(readError(path_), std::make_pair("snapshot " + path_ +
+                                                 " is truncated: its header says 10 bytes of "
+                                                 "data, the file has 7",
+                                             ExitCode::kData));
 }
 
 TEST_F(SnapshotFileTest, AlteredByteFailsTheChecksum) {
@@ -74,10 +74,10 @@ TEST_F(SnapshotFileTest, AlteredByteFailsTheChecksum) {
 
 TEST_F(SnapshotFileTest, OtherFilesAreNotSnapshots) {
   overwrite(path_, "PK\x03\x04 a zip file, say");
-  EXPECT_EQ(readError(path_),
-            std::make_pair("snapshot " + path_ + " is not a distrun snapshot: expected it to "
-                           "start with 'DRSNAP1' and a 20-byte header",
-                           ExitCode::kData));
+  EXPECT_EQ(readError(path_), std::make_pair("snapshot " + path_ +
+                                                 " is not a distrun snapshot: expected it to "
+                                                 "start with 'DRSNAP1' and a 20-byte header",
+                                             ExitCode::kData));
 }
 
 TEST_F(SnapshotFileTest, UnreadableFileIsAnIoError) {
@@ -103,7 +103,8 @@ TEST_F(SnapshotFileTest, CorruptLatestFallsBackToThePreviousWithAWarning) {
   EXPECT_EQ(found->payload, "good");
   EXPECT_EQ(warnings.str(), "distrun-train: warning: snapshot " + path_ +
                                 " is truncated: its header says 5 bytes of data, the file "
-                                "has 2; trying " + path_ + ".prev\n");
+                                "has 2; trying " +
+                                path_ + ".prev\n");
 }
 
 TEST_F(SnapshotFileTest, CrashBetweenTheRenamesLeavesThePreviousOne) {
@@ -125,9 +126,10 @@ TEST_F(SnapshotFileTest, CorruptWithoutAGoodPreviousIsRefused) {
     ADD_FAILURE() << "no error";
   } catch (const DataError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "snapshot " + path_ + " is not a distrun snapshot: expected it to start with "
-              "'DRSNAP1' and a 20-byte header, and there is no previous snapshot " + path_ +
-              ".prev: delete " + path_ + " to start afresh");
+              "snapshot " + path_ +
+                  " is not a distrun snapshot: expected it to start with "
+                  "'DRSNAP1' and a 20-byte header, and there is no previous snapshot " +
+                  path_ + ".prev: delete " + path_ + " to start afresh");
   }
 }
 

@@ -45,7 +45,8 @@ std::string rngStateBytes() {
   at::Generator gen = cpuGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   const torch::Tensor state = gen.get_state();
-  return std::string(static_cast<const char*>(state.data_ptr()), static_cast<size_t>(state.nbytes()));
+  return std::string(static_cast<const char*>(state.data_ptr()),
+                     static_cast<size_t>(state.nbytes()));
 }
 
 void setRngStateBytes(const torch::Tensor& state) {
@@ -62,11 +63,9 @@ c10::IValue readValue(torch::serialize::InputArchive& archive, const std::string
 
 // UsageError naming the TrainerOptions field: the library's words, not
 // distrun-train's flags (which it checks itself, naming them).
-void checkAtLeast(const char* field, int64_t value, int64_t least,
-                  const char* expected) {
+void checkAtLeast(const char* field, int64_t value, int64_t least, const char* expected) {
   if (value < least) {
-    throw UsageError(fmt::format("TrainerOptions::{} must be {}, got {}", field,
-                                 expected, value));
+    throw UsageError(fmt::format("TrainerOptions::{} must be {}, got {}", field, expected, value));
   }
 }
 
@@ -84,10 +83,8 @@ Trainer::Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions opt
     : task_(std::move(task)), comm_(comm), options_(std::move(options)), out_(out), err_(err) {
   checkAtLeast("epochs", options_.epochs, 1, "at least 1");
   checkAtLeast("batchSize", options_.batchSize, 1, "at least 1");
-  checkAtLeast("saveEveryEpochs", options_.saveEveryEpochs, 0,
-               "0 (never) or more");
-  checkAtLeast("saveEverySteps", options_.saveEverySteps, 0,
-               "0 (never) or more");
+  checkAtLeast("saveEveryEpochs", options_.saveEveryEpochs, 0, "0 (never) or more");
+  checkAtLeast("saveEverySteps", options_.saveEverySteps, 0, "0 (never) or more");
   if (task_.train.size() == 0) {
     throw DataError(fmt::format("{}: the training set is empty", task_.name));
   }
@@ -103,12 +100,12 @@ std::vector<EpochMetrics> Trainer::run() {
   if (comm_.rank() == 0) {
     progress_.emplace(out_, options_.progress, options_.epochs, stepsPerEpoch);
     if (resumedFrom_) {
-      progress_->message(fmt::format("resumed from {}: epoch {}, step {} of {}{}", *resumedFrom_,
-                                     position_.epoch + 1, position_.step, stepsPerEpoch,
-                                     snapshotWorldSize_ == comm_.size()
-                                         ? ""
-                                         : fmt::format(" (written by {} ranks, now {})",
-                                                       snapshotWorldSize_, comm_.size())));
+      progress_->message(fmt::format(
+          "resumed from {}: epoch {}, step {} of {}{}", *resumedFrom_, position_.epoch + 1,
+          position_.step, stepsPerEpoch,
+          snapshotWorldSize_ == comm_.size()
+              ? ""
+              : fmt::format(" (written by {} ranks, now {})", snapshotWorldSize_, comm_.size())));
     }
   }
   std::vector<EpochMetrics> ran;
@@ -128,12 +125,13 @@ void Trainer::checkReplicasEqual() {
   checksum_ = static_cast<uint32_t>(crc);
   const std::vector<int64_t> all = allgatherValue(comm_, checksum_);
   for (size_t r = 0; r < all.size(); ++r) {
-    DISTRUN_ENFORCE_EQ(all[r], all[0], "parameters of rank ", r, " differ from rank 0's after training");
+    DISTRUN_ENFORCE_EQ(all[r], all[0], "parameters of rank ", r,
+                       " differ from rank 0's after training");
   }
 }
 
 EpochMetrics Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
-                              const DistributedDataParallel& ddp) {
+                               const DistributedDataParallel& ddp) {
   sampler.setEpoch(position_.epoch);
   const std::vector<std::vector<int64_t>> shards = epochShards(sampler);
   task_.model.train();
@@ -169,14 +167,18 @@ EpochMetrics Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoc
   m.samplesPerSecond = totals[2] / std::max(m.seconds, 1e-9);  // every rank's samples
   evaluate(m);
   history_.push_back(m);
-  position_ = Position{.epoch = position_.epoch + 1, .step = 0,
-                       .globalStep = position_.globalStep, .lossSum = 0, .samples = 0};
+  position_ = Position{.epoch = position_.epoch + 1,
+                       .step = 0,
+                       .globalStep = position_.globalStep,
+                       .lossSum = 0,
+                       .samples = 0};
   if (options_.saveEveryEpochs > 0 && position_.epoch % options_.saveEveryEpochs == 0) {
     saveSnapshot();
   }
   if (comm_.rank() == 0) {
     progress_->epochDone(m);
-    if (!options_.metricsPath.empty()) writeMetricsFile(options_.metricsPath, description(), history_);
+    if (!options_.metricsPath.empty())
+      writeMetricsFile(options_.metricsPath, description(), history_);
   }
   return m;
 }
@@ -311,7 +313,8 @@ std::string Trainer::encodeState(const std::vector<std::string>& rng) {
   archive.write("loss_sum", c10::IValue(position_.lossSum));
   archive.write("samples", c10::IValue(position_.samples));
   archive.write("history", c10::IValue(metricsJson(description(), history_)));
-  torch::Tensor states = torch::empty({comm_.size(), static_cast<int64_t>(rng[0].size())}, torch::kByte);
+  torch::Tensor states =
+      torch::empty({comm_.size(), static_cast<int64_t>(rng[0].size())}, torch::kByte);
   for (size_t r = 0; r < rng.size(); ++r) {
     std::memcpy(states[static_cast<int64_t>(r)].data_ptr(), rng[r].data(), rng[r].size());
   }
@@ -333,8 +336,8 @@ void Trainer::decodeState(const std::string& payload, const std::string& path) {
     std::istringstream bytes(payload);
     archive.load_from(bytes);
   } catch (const c10::Error& e) {
-    throw DataError(fmt::format("snapshot {} holds no training state: {}", path,
-                                e.what_without_backtrace()));
+    throw DataError(
+        fmt::format("snapshot {} holds no training state: {}", path, e.what_without_backtrace()));
   }
   try {
     const int64_t world = checkResumable(archive, path);
@@ -353,8 +356,8 @@ void Trainer::decodeState(const std::string& payload, const std::string& path) {
                          .samples = readValue(archive, "samples").toDouble()};
     history_ = parseMetricsEpochs(readValue(archive, "history").toStringRef());
   } catch (const c10::Error& e) {
-    throw DataError(fmt::format("snapshot {} does not fit this model and optimizer: {}",
-                                path, e.what_without_backtrace()));
+    throw DataError(fmt::format("snapshot {} does not fit this model and optimizer: {}", path,
+                                e.what_without_backtrace()));
   }
 }
 
@@ -365,26 +368,25 @@ int64_t Trainer::checkResumable(torch::serialize::InputArchive& archive,
                                 const std::string& path) const {
   const int64_t format = readValue(archive, "format").toInt();
   if (format != kSnapshotFormat) {
-    throw DataError(fmt::format("snapshot {} has format {}: expected {}", path, format,
-                                kSnapshotFormat));
+    throw DataError(
+        fmt::format("snapshot {} has format {}: expected {}", path, format, kSnapshotFormat));
   }
   const std::string workload = readValue(archive, "workload").toStringRef();
   if (workload != task_.name) {
-    throw ConfigError(fmt::format(
-        "snapshot {} was written by a '{}' run, this is a '{}' run: "
-        "resume with the same workload, or delete it to start afresh",
-        path, workload, task_.name));
+    throw ConfigError(
+        fmt::format("snapshot {} was written by a '{}' run, this is a '{}' run: "
+                    "resume with the same workload, or delete it to start afresh",
+                    path, workload, task_.name));
   }
   const int64_t world = readValue(archive, "world_size").toInt();
   const int64_t step = readValue(archive, "step").toInt();
   if (world != comm_.size() && step != 0) {
-    throw ConfigError(
-        fmt::format("snapshot {} was written by a {}-rank run at step {} of "
-                    "epoch {}, this is a {}-rank run: another world size "
-                    "resumes only from a snapshot at an epoch's end; resume "
-                    "with {} ranks, or delete it to start afresh",
-                    path, world, step, readValue(archive, "epoch").toInt() + 1,
-                    comm_.size(), world));
+    throw ConfigError(fmt::format(
+        "snapshot {} was written by a {}-rank run at step {} of "
+        "epoch {}, this is a {}-rank run: another world size "
+        "resumes only from a snapshot at an epoch's end; resume "
+        "with {} ranks, or delete it to start afresh",
+        path, world, step, readValue(archive, "epoch").toInt() + 1, comm_.size(), world));
   }
   return world;
 }
@@ -397,8 +399,7 @@ void Trainer::restoreRandomState(torch::serialize::InputArchive& archive, int64_
   archive.read("rng", states);
   if (world < 1 || states.dim() != 2 || states.size(0) != world) {
     throw DataError(fmt::format(
-        "snapshot {} does not hold one generator state per rank of its {}-rank run", path,
-        world));
+        "snapshot {} does not hold one generator state per rank of its {}-rank run", path, world));
   }
   setRngStateBytes(states[comm_.rank() % world].clone());
 }

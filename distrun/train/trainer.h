@@ -46,15 +46,15 @@ struct TrainingTask {
 
 struct TrainerOptions {
   int64_t epochs = 1;
-  int64_t batchSize = 32;             // per rank
-  uint64_t seed = 0;                  // the sampler's shuffle
+  int64_t batchSize = 32;  // per rank
+  uint64_t seed = 0;       // the sampler's shuffle
   bool dropLast = false;
-  std::string snapshotPath;           // "" = no snapshots, no resume
-  int64_t saveEveryEpochs = 1;        // 0 = never at an epoch's end
-  int64_t saveEverySteps = 0;         // 0 = never within an epoch
-  std::string metricsPath;            // "" = none
+  std::string snapshotPath;     // "" = no snapshots, no resume
+  int64_t saveEveryEpochs = 1;  // 0 = never at an epoch's end
+  int64_t saveEverySteps = 0;   // 0 = never within an epoch
+  std::string metricsPath;      // "" = none
   ProgressStyle progress = ProgressStyle::kAuto;
-  int threadsPerRank = 1;             // recorded in the metrics
+  int threadsPerRank = 1;  // recorded in the metrics
   // Each step's samples (the union of the ranks' batches) split among the
   // ranks by their measured speed (StepBalancer) instead of each rank
   // taking its own batch; the loss is scaled so that the averaged gradient
@@ -80,8 +80,8 @@ class Trainer {
   // Throws UsageError (exit 64) naming the TrainerOptions field and its
   // value when epochs or batchSize is below 1 or a save interval below 0;
   // DataError when the task's training set is empty.
-  Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions options,
-          std::ostream& out, std::ostream& err);
+  Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions options, std::ostream& out,
+          std::ostream& err);
 
   // Collective. Returns the metrics of the epochs this call ran (epochs
   // resumed past are not repeated; the metrics file has them all).
@@ -97,10 +97,10 @@ class Trainer {
 
  private:
   struct Position {
-    int64_t epoch = 0;          // the epoch to run next
-    int64_t step = 0;           // steps of it already done
+    int64_t epoch = 0;  // the epoch to run next
+    int64_t step = 0;   // steps of it already done
     int64_t globalStep = 0;
-    double lossSum = 0;         // this rank's loss * samples so far in the epoch
+    double lossSum = 0;  // this rank's loss * samples so far in the epoch
     double samples = 0;
   };
 
@@ -115,8 +115,8 @@ class Trainer {
                         const DistributedDataParallel& ddp);
   DistributedSampler samplerOf(int rank) const;
   std::vector<std::vector<int64_t>> epochShards(const DistributedSampler& mine) const;
-  std::vector<int64_t> stepSamples(const std::vector<std::vector<int64_t>>& shards,
-                                   int64_t step, double* lossScale);
+  std::vector<int64_t> stepSamples(const std::vector<std::vector<int64_t>>& shards, int64_t step,
+                                   double* lossScale);
   double trainStep(const std::vector<int64_t>& indices, double lossScale);
   void startBalancing();
   void recordSpeed(double computeSeconds, int64_t samples);
@@ -136,8 +136,8 @@ class Trainer {
   int64_t snapshotWorldSize_ = 0;           // the ranks of the run that wrote it
   uint32_t checksum_ = 0;
   std::optional<ProgressReporter> progress_;
-  std::optional<StepBalancer> balancer_;    // with options_.balanceLoad
-  std::shared_ptr<double> speeds_;          // one per rank, in reducible memory
+  std::optional<StepBalancer> balancer_;  // with options_.balanceLoad
+  std::shared_ptr<double> speeds_;        // one per rank, in reducible memory
 };
 
 }  // namespace distrun::train

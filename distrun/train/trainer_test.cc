@@ -8,8 +8,8 @@
 #include <sstream>
 #include <thread>
 
-#include <nlohmann/json.hpp>
 #include <torch/utils.h>
+#include <nlohmann/json.hpp>
 
 #include "distrun/comm/testing/contract.h"
 #include "distrun/common/error.h"
@@ -127,8 +127,9 @@ TEST_F(TrainerTest, ResumingMidEpochEndsBitwiseEqualToAnUninterruptedRun) {
 TEST_F(TrainerTest, SnapshotOfAnotherWorkloadIsRefused) {
   ASSERT_EQ(train(options(1), "other").error, "");
   EXPECT_EQ(train(options(2)).error,
-            "snapshot " + dir_ + "/linear.snap was written by a 'other' run, this is a "
-            "'linear' run: resume with the same workload, or delete it to start afresh");
+            "snapshot " + dir_ +
+                "/linear.snap was written by a 'other' run, this is a "
+                "'linear' run: resume with the same workload, or delete it to start afresh");
 }
 
 // A job resubmitted on more or fewer ranks goes on from the epoch its
@@ -157,21 +158,21 @@ TEST_F(TrainerTest, MidEpochSnapshotOfAnotherWorldSizeIsRefused) {
   o.saveEveryEpochs = 0;
   o.saveEverySteps = 10;
   ASSERT_EQ(trainRanks(2, o).error, "");
-  EXPECT_EQ(
-      train(options(2)).error,
-      "snapshot " + dir_ +
-          "/linear.snap was written by a 2-rank run at step 30 of epoch 1, "
-          "this is a 1-rank run: another world size resumes only from a "
-          "snapshot at an epoch's end; resume with 2 ranks, or delete it to "
-          "start afresh");
+  EXPECT_EQ(train(options(2)).error,
+            "snapshot " + dir_ +
+                "/linear.snap was written by a 2-rank run at step 30 of epoch 1, "
+                "this is a 1-rank run: another world size resumes only from a "
+                "snapshot at an epoch's end; resume with 2 ranks, or delete it to "
+                "start afresh");
 }
 
 TEST_F(TrainerTest, CorruptSnapshotWithoutAPreviousOneStopsTheRun) {
   std::ofstream(dir_ + "/linear.snap") << "not a snapshot";
   EXPECT_EQ(train(options(1)).error,
-            "snapshot " + dir_ + "/linear.snap is not a distrun snapshot: expected it to start "
-            "with 'DRSNAP1' and a 20-byte header, and there is no previous snapshot " + dir_ +
-            "/linear.snap.prev: delete " + dir_ + "/linear.snap to start afresh");
+            "snapshot " + dir_ +
+                "/linear.snap is not a distrun snapshot: expected it to start "
+                "with 'DRSNAP1' and a 20-byte header, and there is no previous snapshot " +
+                dir_ + "/linear.snap.prev: delete " + dir_ + "/linear.snap to start afresh");
 }
 
 TEST_F(TrainerTest, SnapshotThatIsNoTrainingStateIsADataError) {
@@ -201,8 +202,9 @@ TEST_F(TrainerTest, SnapshotWithoutAGeneratorStatePerRankIsADataError) {
   archive.save_to(bytes);
   writeSnapshotFile(dir_ + "/linear.snap", bytes.str());
   EXPECT_EQ(train(options(2)).error,
-            "snapshot " + dir_ + "/linear.snap does not hold one generator state per rank of "
-            "its 2-rank run");
+            "snapshot " + dir_ +
+                "/linear.snap does not hold one generator state per rank of "
+                "its 2-rank run");
 }
 
 // The library's words: the TrainerOptions field, not distrun-train's flag
@@ -212,17 +214,13 @@ TEST_F(TrainerTest, BadOptionsAreUsageErrorsNamingTheOption) {
   EXPECT_EQ(train(o).error, "TrainerOptions::epochs must be at least 1, got 0");
   o = options(1);
   o.batchSize = 0;
-  EXPECT_EQ(train(o).error,
-            "TrainerOptions::batchSize must be at least 1, got 0");
+  EXPECT_EQ(train(o).error, "TrainerOptions::batchSize must be at least 1, got 0");
   o = options(1);
   o.saveEveryEpochs = -2;
-  EXPECT_EQ(
-      train(o).error,
-      "TrainerOptions::saveEveryEpochs must be 0 (never) or more, got -2");
+  EXPECT_EQ(train(o).error, "TrainerOptions::saveEveryEpochs must be 0 (never) or more, got -2");
   o = options(1);
   o.saveEverySteps = -1;
-  EXPECT_EQ(train(o).error,
-            "TrainerOptions::saveEverySteps must be 0 (never) or more, got -1");
+  EXPECT_EQ(train(o).error, "TrainerOptions::saveEverySteps must be 0 (never) or more, got -1");
 }
 
 // Two ranks (threads) train `linear` from the same fixed weights; rank 1's
@@ -257,8 +255,9 @@ TwoRankRun trainTwoRanksWithASlowOne(bool balanceLoad) {
     std::ostringstream out, err;
     Trainer trainer(task, comm, o, out, err);
     trainer.run();
-    if (comm.rank() == 0) run.parameters = torch::cat({w.model->parameters()[0].flatten(),
-                                                       w.model->parameters()[1].flatten()});
+    if (comm.rank() == 0)
+      run.parameters =
+          torch::cat({w.model->parameters()[0].flatten(), w.model->parameters()[1].flatten()});
   });
   run.error = errors[0] + errors[1];
   return run;
@@ -276,14 +275,21 @@ TEST(BalancedTrainerTest, TheSlowRankGetsFewerSamplesAndTheModelIsTheSame) {
   EXPECT_EQ(balanced.samplesSeen[0] + balanced.samplesSeen[1], 2 * 2048);
   EXPECT_LT(balanced.samplesSeen[1], balanced.samplesSeen[0] - 2 * 64);
   EXPECT_TRUE(torch::allclose(balanced.parameters, equal.parameters, /*rtol=*/1e-5, /*atol=*/1e-6))
-      << balanced.parameters << "\n" << equal.parameters;
+      << balanced.parameters << "\n"
+      << equal.parameters;
   EXPECT_FALSE(torch::equal(balanced.parameters, torch::full_like(equal.parameters, 0.01)));
 }
 
 TEST(MetricsTest, JsonRoundTripsAndEpochLineReads) {
-  EpochMetrics m{.epoch = 2, .trainLoss = 0.25, .testLoss = 0.125, .testAccuracy = 0.9755,
-                 .samplesPerSecond = 1234.4, .seconds = 6.48, .syncSeconds = {0.5, 0.25}};
-  const std::vector<EpochMetrics> back = parseMetricsEpochs(metricsJson({.workload = "mnist"}, {m}));
+  EpochMetrics m{.epoch = 2,
+                 .trainLoss = 0.25,
+                 .testLoss = 0.125,
+                 .testAccuracy = 0.9755,
+                 .samplesPerSecond = 1234.4,
+                 .seconds = 6.48,
+                 .syncSeconds = {0.5, 0.25}};
+  const std::vector<EpochMetrics> back =
+      parseMetricsEpochs(metricsJson({.workload = "mnist"}, {m}));
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].testAccuracy, m.testAccuracy);
   EXPECT_EQ(back[0].syncSeconds, m.syncSeconds);
@@ -306,8 +312,7 @@ TEST(ProgressTest, UnknownStyleIsAUsageError) {
     parseProgressStyle("fancy");
     ADD_FAILURE() << "no error";
   } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "progress style 'fancy': expected auto, bar, epochs or none");
+    EXPECT_EQ(std::string(e.what()), "progress style 'fancy': expected auto, bar, epochs or none");
   }
 }
 

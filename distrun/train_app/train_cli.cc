@@ -4,17 +4,17 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <torch/utils.h>
+#include <CLI/CLI.hpp>
 
 #include "distrun/cluster/this_task.h"
 #include "distrun/comm/connect.h"
 #include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
-#include "distrun/train_app/blas_check.h"
 #include "distrun/train/freed_memory.h"
+#include "distrun/train_app/blas_check.h"
 #include "distrun/train_app/train_flags.h"
 #include "distrun/train_app/workloads.h"
 
@@ -55,9 +55,7 @@ struct DerivedRankEnvironment {
 };
 
 WorkloadOptions workloadOptions(const TrainFlags& a, const Environment& env) {
-  return {.dataDir = a.dataDir.empty()
-                         ? env.get("DISTRUN_DATA").value_or("data")
-                         : a.dataDir,
+  return {.dataDir = a.dataDir.empty() ? env.get("DISTRUN_DATA").value_or("data") : a.dataDir,
           .learningRate = a.learningRate,
           .limitTrain = a.limitTrain,
           .limitTest = a.limitTest,
@@ -72,8 +70,7 @@ int train(const TrainFlags& a, TrainCliContext& ctx) {
   Workload workload = buildWorkload(a.workload, workloadOptions(a, ctx.env));
   std::optional<DerivedRankEnvironment> derived;
   // --backend mpi needs none: MPI itself says who is who.
-  if (a.backend != "mpi" && !ctx.env.has("RANK") &&
-      !ctx.env.has("DISTRUN_STORE")) {
+  if (a.backend != "mpi" && !ctx.env.has("RANK") && !ctx.env.has("DISTRUN_STORE")) {
     derived.emplace(ctx.env);
   }
   std::unique_ptr<comm::Communicator> comm = comm::connect(
@@ -101,10 +98,12 @@ int train(const TrainFlags& a, TrainCliContext& ctx) {
   trainer.run();
   if (comm->rank() == 0 && progress != ProgressStyle::kNone && !trainer.history().empty()) {
     const EpochMetrics& last = trainer.history().back();
-    ctx.out << fmt::format("distrun-train: {} on {} rank{}, {} epochs in {:.1f} s", a.workload,
-                           comm->size(), comm->size() == 1 ? "" : "s", last.epoch,
-                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (last.testAccuracy) ctx.out << fmt::format(": test accuracy {:.2f}%", *last.testAccuracy * 100);
+    ctx.out << fmt::format(
+        "distrun-train: {} on {} rank{}, {} epochs in {:.1f} s", a.workload, comm->size(),
+        comm->size() == 1 ? "" : "s", last.epoch,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (last.testAccuracy)
+      ctx.out << fmt::format(": test accuracy {:.2f}%", *last.testAccuracy * 100);
     ctx.out << std::endl;
   }
   if (comm->rank() == 0 && progress != ProgressStyle::kNone) {

@@ -10,73 +10,58 @@ namespace distrun::train {
 namespace {
 
 void addDataFlags(CLI::App& app, TrainFlags& f) {
-  app.add_option(
-         "workload", f.workload,
-         "mnist (PyTorch's MNIST example network) or linear (the PyTorch DDP "
-         "tutorial's Trainer)")
+  app.add_option("workload", f.workload,
+                 "mnist (PyTorch's MNIST example network) or linear (the PyTorch DDP "
+                 "tutorial's Trainer)")
       ->required();
   app.add_option("--data", f.dataDir,
                  "folder holding MNIST/raw (torchvision's layout; default: "
                  "$DISTRUN_DATA or data)");
-  app.add_option("--epochs", f.epochs,
-                 "epochs to train (default: mnist 6, linear 10)");
+  app.add_option("--epochs", f.epochs, "epochs to train (default: mnist 6, linear 10)");
   app.add_option("--batch-size", f.batchSize,
                  "samples per rank per step (default: mnist 64, linear 32)");
   app.add_option("--lr", f.learningRate, "learning rate (default: 1e-3)");
-  app.add_option(
-      "--seed", f.seed,
-      "model initialisation, shuffling and synthetic data (default 0)");
-  app.add_option("--limit-train", f.limitTrain,
-                 "use only the first N training samples");
-  app.add_option("--limit-test", f.limitTest,
-                 "use only the first N test samples");
+  app.add_option("--seed", f.seed,
+                 "model initialisation, shuffling and synthetic data (default 0)");
+  app.add_option("--limit-train", f.limitTrain, "use only the first N training samples");
+  app.add_option("--limit-test", f.limitTest, "use only the first N test samples");
 }
 
 void addRunFlags(CLI::App& app, TrainFlags& f) {
-  app.add_option(
-      "--threads-per-rank", f.threadsPerRank,
-      "intra-op threads of each rank (default: the CPUs it is bound to)");
+  app.add_option("--threads-per-rank", f.threadsPerRank,
+                 "intra-op threads of each rank (default: the CPUs it is bound to)");
   app.add_flag("--deterministic", f.deterministic,
                "deterministic kernels only, DDP buckets never rebuilt: a "
                "resumed run ends bitwise equal to an uninterrupted one");
   app.add_option("--snapshot", f.snapshot,
                  "snapshot file: resumed from when present, written by rank 0");
-  app.add_option("--save-every", f.saveEvery,
-                 "snapshot every N epochs (default 1; 0: never)");
+  app.add_option("--save-every", f.saveEvery, "snapshot every N epochs (default 1; 0: never)");
   app.add_option("--save-every-steps", f.saveEverySteps,
                  "also snapshot every N steps (default 0: never)");
   app.add_option("--metrics", f.metrics,
                  "write every epoch's metrics as JSON to this file (rank 0)");
-  app.add_option("--bucket-cap-mb", f.bucketCapMb,
-                 "gradient bucket size in MB (default 25)");
-  app.add_flag("--no-overlap", f.noOverlap,
-               "all-reduce after backward instead of during it");
-  app.add_flag(
-      "--balance-load", f.balanceLoad,
-      "split each step's samples among the ranks by their measured speed "
-      "(not reproducible; not with --deterministic)");
-  app.add_flag(
-      "--return-freed-memory", f.returnFreedMemory,
-      "give freed tensors' memory back to the kernel as glibc does by default "
-      "(smaller resident size, slower steps)");
+  app.add_option("--bucket-cap-mb", f.bucketCapMb, "gradient bucket size in MB (default 25)");
+  app.add_flag("--no-overlap", f.noOverlap, "all-reduce after backward instead of during it");
+  app.add_flag("--balance-load", f.balanceLoad,
+               "split each step's samples among the ranks by their measured speed "
+               "(not reproducible; not with --deterministic)");
+  app.add_flag("--return-freed-memory", f.returnFreedMemory,
+               "give freed tensors' memory back to the kernel as glibc does by default "
+               "(smaller resident size, slower steps)");
   app.add_option("--progress", f.progress,
                  "auto, bar, epochs or none (default auto: bar on a terminal)");
-  app.add_option("--backend", f.backend,
-                 "gloo (default) or mpi (under mpirun)");
+  app.add_option("--backend", f.backend, "gloo (default) or mpi (under mpirun)");
 }
 
-void checkAtLeast(const char* flag, std::optional<int64_t> value,
-                  int64_t least) {
+void checkAtLeast(const char* flag, std::optional<int64_t> value, int64_t least) {
   if (value && *value < least) {
-    throw UsageError(
-        fmt::format("{} {}: expected at least {}", flag, *value, least));
+    throw UsageError(fmt::format("{} {}: expected at least {}", flag, *value, least));
   }
 }
 
 void checkNeverOrMore(const char* flag, int64_t value) {
   if (value < 0) {
-    throw UsageError(
-        fmt::format("{} {}: expected 0 (never) or more", flag, value));
+    throw UsageError(fmt::format("{} {}: expected 0 (never) or more", flag, value));
   }
 }
 
@@ -92,16 +77,15 @@ void checkCounts(const TrainFlags& f) {
                     f.threadsPerRank));
   }
   if (!(f.bucketCapMb > 0)) {
-    throw UsageError(
-        fmt::format("--bucket-cap-mb {}: expected more than 0", f.bucketCapMb));
+    throw UsageError(fmt::format("--bucket-cap-mb {}: expected more than 0", f.bucketCapMb));
   }
 }
 
 void checkChoices(const TrainFlags& f) {
   if (f.progress != "auto" && f.progress != "bar" && f.progress != "epochs" &&
       f.progress != "none") {
-    throw UsageError(fmt::format(
-        "--progress '{}': expected auto, bar, epochs or none", f.progress));
+    throw UsageError(
+        fmt::format("--progress '{}': expected auto, bar, epochs or none", f.progress));
   }
   if (f.deterministic && f.balanceLoad) {
     throw UsageError(

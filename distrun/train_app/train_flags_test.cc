@@ -32,26 +32,22 @@ std::string verdictOn(const std::vector<std::string>& args) {
 
 TEST(TrainFlagsTest, DefaultsAndGoodValuesAreAccepted) {
   EXPECT_EQ(verdictOn({}), "accepted");
-  EXPECT_EQ(verdictOn({"--epochs", "1", "--batch-size", "1", "--save-every",
-                       "0", "--save-every-steps", "0", "--threads-per-rank",
-                       "0", "--bucket-cap-mb", "0.5", "--progress", "none",
-                       "--deterministic"}),
+  EXPECT_EQ(verdictOn({"--epochs", "1", "--batch-size", "1", "--save-every", "0",
+                       "--save-every-steps", "0", "--threads-per-rank", "0", "--bucket-cap-mb",
+                       "0.5", "--progress", "none", "--deterministic"}),
             "accepted");
 }
 
 TEST(TrainFlagsTest, CountsOutOfRangeNameTheFlag) {
   EXPECT_EQ(verdictOn({"--epochs", "0"}), "--epochs 0: expected at least 1");
-  EXPECT_EQ(verdictOn({"--batch-size", "-3"}),
-            "--batch-size -3: expected at least 1");
-  EXPECT_EQ(verdictOn({"--save-every", "-1"}),
-            "--save-every -1: expected 0 (never) or more");
+  EXPECT_EQ(verdictOn({"--batch-size", "-3"}), "--batch-size -3: expected at least 1");
+  EXPECT_EQ(verdictOn({"--save-every", "-1"}), "--save-every -1: expected 0 (never) or more");
   EXPECT_EQ(verdictOn({"--save-every-steps", "-2"}),
             "--save-every-steps -2: expected 0 (never) or more");
   EXPECT_EQ(verdictOn({"--threads-per-rank", "-1"}),
             "--threads-per-rank -1: expected 1 or more (or 0: one per CPU the "
             "rank may use)");
-  EXPECT_EQ(verdictOn({"--bucket-cap-mb", "0"}),
-            "--bucket-cap-mb 0: expected more than 0");
+  EXPECT_EQ(verdictOn({"--bucket-cap-mb", "0"}), "--bucket-cap-mb 0: expected more than 0");
 }
 
 TEST(TrainFlagsTest, ChoicesNameTheFlag) {

@@ -28,8 +28,7 @@ double orDefault(double value, double fallback) { return value > 0 ? value : fal
 // Finds both splits before loading: MNIST not found is a matter of the
 // command line's --data, which the loader's message cannot name.
 void checkMnistFolder(const std::string& dir) {
-  for (data::MnistSplit split :
-       {data::MnistSplit::kTrain, data::MnistSplit::kTest}) {
+  for (data::MnistSplit split : {data::MnistSplit::kTrain, data::MnistSplit::kTest}) {
     try {
       data::findMnistFiles(dir, split);
     } catch (const IoError& e) {

@@ -6,8 +6,8 @@
 #include <iostream>
 
 #include <torch/nn/functional/loss.h>
-#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
@@ -48,9 +48,8 @@ int main() try {
       .name = "spirals",
       .model = *model,
       .forward = [&](const torch::Tensor& x) { return model->forward(x); },
-      .loss = [](const torch::Tensor& out, const torch::Tensor& y) {
-        return torch::nn::functional::cross_entropy(out, y);
-      },
+      .loss = [](const torch::Tensor& out,
+                 const torch::Tensor& y) { return torch::nn::functional::cross_entropy(out, y); },
       .optimizer = adam,
       .train = spirals(2000, 1),
       .test = spirals(500, 2),
@@ -63,8 +62,8 @@ int main() try {
   distrun::train::Trainer trainer(task, *comm, options, std::cout, std::cerr);
   trainer.run();
   if (comm->rank() == 0) {
-    std::cout << "spirals: test accuracy " << *trainer.history().back().testAccuracy * 100
-              << "%" << std::endl;
+    std::cout << "spirals: test accuracy " << *trainer.history().back().testAccuracy * 100 << "%"
+              << std::endl;
   }
   return 0;
 } catch (const std::exception& e) {

@@ -35,9 +35,12 @@ namespace {
 template <class F>
 void withElement(DataType type, F&& f) {
   switch (sizeOf(type)) {
-    case 2: return f(static_cast<uint16_t*>(nullptr));
-    case 4: return f(static_cast<uint32_t*>(nullptr));
-    default: return f(static_cast<uint64_t*>(nullptr));
+    case 2:
+      return f(static_cast<uint16_t*>(nullptr));
+    case 4:
+      return f(static_cast<uint32_t*>(nullptr));
+    default:
+      return f(static_cast<uint64_t*>(nullptr));
   }
 }
 
@@ -54,8 +57,7 @@ double seconds(std::chrono::milliseconds d) { return std::chrono::duration<doubl
 
 }  // namespace
 
-GlooCommunicator::GlooCommunicator(int rank, int size,
-                                   std::unique_ptr<rdzv::StoreClient> store,
+GlooCommunicator::GlooCommunicator(int rank, int size, std::unique_ptr<rdzv::StoreClient> store,
                                    std::string prefix, GlooOptions options,
                                    std::unique_ptr<rdzv::StoreServer> server)
     : Communicator(rank, size),
@@ -85,12 +87,11 @@ void GlooCommunicator::connectMesh() {
   try {
     device_ = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    throw ConfigError(fmt::format(
-        "communicator: cannot listen on {} '{}' for the other ranks: {} "
-        "(set GLOO_SOCKET_IFNAME to an interface the ranks share)",
-        options_.iface.empty() ? "address" : "interface",
-        options_.iface.empty() ? options_.listenHost : options_.iface,
-        e.what()));
+    throw ConfigError(
+        fmt::format("communicator: cannot listen on {} '{}' for the other ranks: {} "
+                    "(set GLOO_SOCKET_IFNAME to an interface the ranks share)",
+                    options_.iface.empty() ? "address" : "interface",
+                    options_.iface.empty() ? options_.listenHost : options_.iface, e.what()));
   }
   auto context = std::make_shared<gloo::rendezvous::Context>(rank(), size());
   context->setTimeout(options_.timeout);
@@ -98,8 +99,8 @@ void GlooCommunicator::connectMesh() {
   try {
     context->connectFullMesh(adapter, device_);
   } catch (const gloo::Exception& e) {
-    throw CommunicationError(fmt::format(
-        "communicator: rank {} could not connect to its peers: {}", rank(), e.what()));
+    throw CommunicationError(
+        fmt::format("communicator: rank {} could not connect to its peers: {}", rank(), e.what()));
   }
   context_ = context;
 
@@ -133,8 +134,8 @@ void GlooCommunicator::attachSharedMemory(const std::string& host) {
       prefix_ + "/shm/name", SharedMemoryAllreduce::segmentBytes(size(), slot),
       [&](SharedSegment& segment) { SharedMemoryAllreduce::format(segment, size(), slot); },
       [&](SharedSegment segment) {
-        attached = std::make_unique<SharedMemoryAllreduce>(std::move(segment), rank(), size(),
-                                                           slot, options_.timeout);
+        attached = std::make_unique<SharedMemoryAllreduce>(std::move(segment), rank(), size(), slot,
+                                                           options_.timeout);
       },
       "shared-memory allreduce, the ranks use TCP");
   if (everyone) shared_ = std::move(attached);
@@ -242,13 +243,12 @@ void GlooCommunicator::fail(const char* op, bool timedOut, const std::optional<s
   // instead of at their timeout.
   context_->closeConnections();
   if (timedOut) {
-    throw TimeoutError(fmt::format(
-        "{}: rank {} waited {} s for its peers (DISTRUN_COMM_TIMEOUT): {}", op,
-        rank(), seconds(options_.timeout), seen));
+    throw TimeoutError(
+        fmt::format("{}: rank {} waited {} s for its peers (DISTRUN_COMM_TIMEOUT): {}", op, rank(),
+                    seconds(options_.timeout), seen));
   }
   if (first) {
-    throw CommunicationError(
-        fmt::format("{}: {}; here on rank {}: {}", op, *first, rank(), seen));
+    throw CommunicationError(fmt::format("{}: {}; here on rank {}: {}", op, *first, rank(), seen));
   }
   throw CommunicationError(fmt::format("{}: {}", op, seen));
 }
@@ -270,13 +270,13 @@ std::optional<std::string> GlooCommunicator::firstRecordedFailure(
   }
 }
 
-void GlooCommunicator::doAllreduce(const void* in, void* out, size_t count,
-                                   DataType type, ReduceOp op) {
+void GlooCommunicator::doAllreduce(const void* in, void* out, size_t count, DataType type,
+                                   ReduceOp op) {
   allreduceAs("allreduce", in, out, count, type, op);
 }
 
-void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out,
-                                   size_t count, DataType type, ReduceOp op) {
+void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out, size_t count,
+                                   DataType type, ReduceOp op) {
   if (shared_) {
     guardedShared(name, [&] { shared_->run(in, out, count, type, op); });
     return;
@@ -322,8 +322,9 @@ void GlooCommunicator::failShared(const char* op, const SharedMemoryFailure& fai
            peer + " did not arrive at a shared-memory allreduce");
     case SharedMemoryFailure::Kind::kPeerExited:
       fail(op, /*timedOut=*/false, "lost " + peer,
-           "lost " + peer + ": it exited or closed its communicator during a shared-memory "
-           "allreduce");
+           "lost " + peer +
+               ": it exited or closed its communicator during a shared-memory "
+               "allreduce");
     case SharedMemoryFailure::Kind::kMismatch:
       fail(op, /*timedOut=*/false, std::nullopt, failure.what());
     case SharedMemoryFailure::Kind::kAborted:
@@ -335,8 +336,8 @@ void GlooCommunicator::failShared(const char* op, const SharedMemoryFailure& fai
 // Every rank receives every input in one allgather (n-1 steps in one
 // direction, where bcube exchanges 2 log2(n) times) and reduces them
 // itself in rank order, so all ranks compute the same bits.
-void GlooCommunicator::allreduceByGather(const char* name, const void* in, void* out,
-                                         size_t count, DataType type, ReduceOp op) {
+void GlooCommunicator::allreduceByGather(const char* name, const void* in, void* out, size_t count,
+                                         DataType type, ReduceOp op) {
   const size_t bytes = count * sizeOf(type);
   gathered_.resize(bytes * static_cast<size_t>(size()));
   allgatherAs(name, in, gathered_.data(), count, type);
@@ -347,8 +348,8 @@ void GlooCommunicator::allreduceByGather(const char* name, const void* in, void*
   }
 }
 
-void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count,
-                                   DataType type, int root) {
+void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count, DataType type,
+                                   int root) {
   guarded("broadcast", [&] {
     withElement(type, [&](auto* element) {
       using E = std::remove_pointer_t<decltype(element)>;
@@ -363,16 +364,15 @@ void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count,
   });
 }
 
-void GlooCommunicator::doAllgather(const void* in, void* out, size_t count,
-                                   DataType type) {
+void GlooCommunicator::doAllgather(const void* in, void* out, size_t count, DataType type) {
   allgatherAs("allgather", in, out, count, type);
 }
 
 void GlooCommunicator::allgatherAs(const char* name, const void* in, void* out, size_t count,
                                    DataType type) {
   const size_t total = count * static_cast<size_t>(size());
-  const auto* mine = static_cast<const char*>(out) +
-                     count * sizeOf(type) * static_cast<size_t>(rank());
+  const auto* mine =
+      static_cast<const char*>(out) + count * sizeOf(type) * static_cast<size_t>(rank());
   guarded(name, [&] {
     withElement(type, [&](auto* element) {
       using E = std::remove_pointer_t<decltype(element)>;
@@ -386,22 +386,19 @@ void GlooCommunicator::allgatherAs(const char* name, const void* in, void* out, 
   });
 }
 
-void GlooCommunicator::doReduceScatter(const void* in, void* out, size_t count,
-                                       DataType type, ReduceOp op) {
+void GlooCommunicator::doReduceScatter(const void* in, void* out, size_t count, DataType type,
+                                       ReduceOp op) {
   const size_t block = count * sizeOf(type);
   std::vector<char> reduced(block * static_cast<size_t>(size()));
-  allreduceAs("reduce_scatter", in, reduced.data(), count * static_cast<size_t>(size()),
-              type, op);
+  allreduceAs("reduce_scatter", in, reduced.data(), count * static_cast<size_t>(size()), type, op);
   std::memcpy(out, reduced.data() + block * static_cast<size_t>(rank()), block);
 }
 
-void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count,
-                                  DataType type) {
+void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count, DataType type) {
   const size_t total = count * static_cast<size_t>(size());
   std::vector<char> copy;
   if (in == out) {  // Gloo's alltoall is out-of-place only
-    copy.assign(static_cast<const char*>(in),
-                static_cast<const char*>(in) + total * sizeOf(type));
+    copy.assign(static_cast<const char*>(in), static_cast<const char*>(in) + total * sizeOf(type));
     in = copy.data();
   }
   guarded("alltoall", [&] {
@@ -417,18 +414,15 @@ void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count,
   });
 }
 
-void GlooCommunicator::doSend(const void* data, size_t count, DataType type,
-                              int peer, int tag) {
+void GlooCommunicator::doSend(const void* data, size_t count, DataType type, int peer, int tag) {
   guarded("send", [&] {
-    auto buffer = context_->createUnboundBuffer(const_cast<void*>(data),
-                                                count * sizeOf(type));
+    auto buffer = context_->createUnboundBuffer(const_cast<void*>(data), count * sizeOf(type));
     buffer->send(peer, gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag)));
     buffer->waitSend(options_.timeout);
   });
 }
 
-void GlooCommunicator::doRecv(void* data, size_t count, DataType type, int peer,
-                              int tag) {
+void GlooCommunicator::doRecv(void* data, size_t count, DataType type, int peer, int tag) {
   guarded("recv", [&] {
     auto buffer = context_->createUnboundBuffer(data, count * sizeOf(type));
     buffer->recv(peer, gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag)));
@@ -436,14 +430,12 @@ void GlooCommunicator::doRecv(void* data, size_t count, DataType type, int peer,
   });
 }
 
-void GlooCommunicator::doSendRecv(const void* sendData, int sendPeer,
-                                  void* recvData, int recvPeer, size_t count,
-                                  DataType type, int tag) {
+void GlooCommunicator::doSendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer,
+                                  size_t count, DataType type, int tag) {
   const uint64_t slot = gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag));
   guarded("sendrecv", [&] {
     auto in = context_->createUnboundBuffer(recvData, count * sizeOf(type));
-    auto out = context_->createUnboundBuffer(const_cast<void*>(sendData),
-                                             count * sizeOf(type));
+    auto out = context_->createUnboundBuffer(const_cast<void*>(sendData), count * sizeOf(type));
     in->recv(recvPeer, slot);
     out->send(sendPeer, slot);
     in->waitRecv(options_.timeout);

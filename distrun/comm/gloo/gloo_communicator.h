@@ -11,8 +11,8 @@
 
 #include "distrun/comm/communicator.h"
 #include "distrun/comm/gloo/peer_directory.h"
-#include "distrun/comm/idle_spinner.h"
 #include "distrun/comm/gloo/shm/shared_memory_allreduce.h"
+#include "distrun/comm/idle_spinner.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
 
@@ -78,31 +78,23 @@ class GlooCommunicator final : public Communicator {
   // same `prefix`. `server`, when given, is the store this rank hosts; it
   // lives as long as the communicator. Throws TimeoutError when a rank does
   // not arrive within options.timeout.
-  GlooCommunicator(int rank, int size, std::unique_ptr<rdzv::StoreClient> store,
-                   std::string prefix, GlooOptions options,
-                   std::unique_ptr<rdzv::StoreServer> server = nullptr);
+  GlooCommunicator(int rank, int size, std::unique_ptr<rdzv::StoreClient> store, std::string prefix,
+                   GlooOptions options, std::unique_ptr<rdzv::StoreServer> server = nullptr);
   ~GlooCommunicator() override;
 
   std::string_view backend() const override { return "gloo"; }
 
  protected:
-  void doAllreduce(const void* in, void* out, size_t count, DataType type,
-                   ReduceOp op) override;
-  void doBroadcast(const void* in, void* out, size_t count, DataType type,
-                   int root) override;
-  void doAllgather(const void* in, void* out, size_t count,
-                   DataType type) override;
+  void doAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
+  void doBroadcast(const void* in, void* out, size_t count, DataType type, int root) override;
+  void doAllgather(const void* in, void* out, size_t count, DataType type) override;
   void doReduceScatter(const void* in, void* out, size_t count, DataType type,
                        ReduceOp op) override;
-  void doAlltoall(const void* in, void* out, size_t count,
-                  DataType type) override;
-  void doSend(const void* data, size_t count, DataType type, int peer,
-              int tag) override;
-  void doRecv(void* data, size_t count, DataType type, int peer,
-              int tag) override;
-  void doSendRecv(const void* sendData, int sendPeer, void* recvData,
-                  int recvPeer, size_t count, DataType type,
-                  int tag) override;
+  void doAlltoall(const void* in, void* out, size_t count, DataType type) override;
+  void doSend(const void* data, size_t count, DataType type, int peer, int tag) override;
+  void doRecv(void* data, size_t count, DataType type, int peer, int tag) override;
+  void doSendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer, size_t count,
+                  DataType type, int tag) override;
   void doBarrier() override;
   bool doAllreduceInPlace(void* data, size_t count, DataType type, ReduceOp op) override;
   std::shared_ptr<void> doAllocateReducible(size_t bytes) override;
@@ -126,12 +118,11 @@ class GlooCommunicator final : public Communicator {
   [[noreturn]] void failShared(const char* op, const SharedMemoryFailure& failure);
   // Gloo's allreduce (bcube or ring by size), or for small messages on
   // few ranks allreduceByGather; failures name `name`.
-  void allreduceAs(const char* name, const void* in, void* out, size_t count,
-                   DataType type, ReduceOp op);
-  void allreduceByGather(const char* name, const void* in, void* out, size_t count,
-                         DataType type, ReduceOp op);
-  void allgatherAs(const char* name, const void* in, void* out, size_t count,
-                   DataType type);
+  void allreduceAs(const char* name, const void* in, void* out, size_t count, DataType type,
+                   ReduceOp op);
+  void allreduceByGather(const char* name, const void* in, void* out, size_t count, DataType type,
+                         ReduceOp op);
+  void allgatherAs(const char* name, const void* in, void* out, size_t count, DataType type);
   // Runs a Gloo call; turns Gloo's exceptions into CommunicationError or
   // TimeoutError naming the peer (see handleFailure).
   void guarded(const char* op, const std::function<void()>& call);
@@ -145,8 +136,7 @@ class GlooCommunicator final : public Communicator {
   // The first failure any rank recorded in the store, if it can be read.
   // Records `mine` (when this rank could name the lost peer) if no rank
   // did before; returns the earlier record otherwise.
-  std::optional<std::string> firstRecordedFailure(
-      const std::optional<std::string>& mine);
+  std::optional<std::string> firstRecordedFailure(const std::optional<std::string>& mine);
   uint32_t nextTag() { return tag_++; }
 
   std::unique_ptr<rdzv::StoreServer> server_;
@@ -156,8 +146,8 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
   PeerDirectory peers_;
-  std::unique_ptr<IdleSpinner> spinner_;  // when options_.spinWhileWaiting
-  std::unique_ptr<SharedMemoryAllreduce> shared_;  // when attachSharedMemory agreed
+  std::unique_ptr<IdleSpinner> spinner_;               // when options_.spinWhileWaiting
+  std::unique_ptr<SharedMemoryAllreduce> shared_;      // when attachSharedMemory agreed
   std::vector<std::weak_ptr<SharedRegions>> regions_;  // allocateReducible's, by id
   uint32_t tag_ = 0;
   bool failed_ = false;

@@ -28,10 +28,14 @@ GlooOptions forcing(Allreduce algorithm) {
 
 std::string nameOf(Allreduce algorithm) {
   switch (algorithm) {
-    case Allreduce::kSharedMemory: return "shared_memory";
-    case Allreduce::kGather: return "gather";
-    case Allreduce::kBcube: return "bcube";
-    case Allreduce::kRing: return "ring";
+    case Allreduce::kSharedMemory:
+      return "shared_memory";
+    case Allreduce::kGather:
+      return "gather";
+    case Allreduce::kBcube:
+      return "bcube";
+    case Allreduce::kRing:
+      return "ring";
   }
   return "?";
 }
@@ -53,14 +57,15 @@ TEST_P(GlooContractTest, EveryCollectiveTypeOpAndCount) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    WorldSizes, GlooContractTest,
-    ::testing::Combine(::testing::Values(1, 2, 3, 4),
-                       ::testing::Values(Allreduce::kSharedMemory, Allreduce::kGather,
-                                         Allreduce::kBcube, Allreduce::kRing)),
-    [](const ::testing::TestParamInfo<std::tuple<int, Allreduce>>& p) {
-      return "world" + std::to_string(std::get<0>(p.param)) + "_" + nameOf(std::get<1>(p.param));
-    });
+INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooContractTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                                            ::testing::Values(Allreduce::kSharedMemory,
+                                                              Allreduce::kGather, Allreduce::kBcube,
+                                                              Allreduce::kRing)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, Allreduce>>& p) {
+                           return "world" + std::to_string(std::get<0>(p.param)) + "_" +
+                                  nameOf(std::get<1>(p.param));
+                         });
 
 }  // namespace
 }  // namespace distrun::comm

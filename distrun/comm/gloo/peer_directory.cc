@@ -68,7 +68,8 @@ std::vector<std::string> PeerDirectory::localSocketAddresses() {
     while (std::getline(table, line)) {
       std::istringstream fields(line);
       std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
-      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
       if (!inodes.count(inode)) continue;
       for (std::string& a : formatProcAddress(local, v6)) addresses.push_back(std::move(a));
     }
@@ -107,20 +108,20 @@ PeerDirectory::Peer PeerDirectory::decode(const std::string& text) {
   return peer;
 }
 
-void PeerDirectory::publish(rdzv::StoreClient& store, const std::string& prefix,
-                            int rank, const Peer& self) {
+void PeerDirectory::publish(rdzv::StoreClient& store, const std::string& prefix, int rank,
+                            const Peer& self) {
   store.set(peerKey(prefix, rank), encode(self));
 }
 
-void PeerDirectory::load(rdzv::StoreClient& store, const std::string& prefix,
-                         int rank, int size, std::chrono::milliseconds timeout) {
+void PeerDirectory::load(rdzv::StoreClient& store, const std::string& prefix, int rank, int size,
+                         std::chrono::milliseconds timeout) {
   peers_.assign(static_cast<size_t>(size), Peer{});
   for (int r = 0; r < size; ++r) {
     std::optional<std::string> text = store.get(peerKey(prefix, r), timeout);
     if (!text) {
-      throw TimeoutError(fmt::format(
-          "communicator: rank {} did not publish its address within {} s",
-          r, std::chrono::duration<double>(timeout).count()));
+      throw TimeoutError(
+          fmt::format("communicator: rank {} did not publish its address within {} s", r,
+                      std::chrono::duration<double>(timeout).count()));
     }
     Peer& peer = peers_[static_cast<size_t>(r)];
     peer = decode(*text);

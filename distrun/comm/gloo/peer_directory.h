@@ -31,15 +31,14 @@ class PeerDirectory {
   // The addresses in the blob Gloo's connectFullMesh publishes for one rank
   // (`pairs` tcp::Address records, one per peer), as Gloo prints them;
   // empty when the blob is not that shape.
-  static std::vector<std::string> advertisedAddresses(const std::vector<char>& blob,
-                                                      int pairs);
+  static std::vector<std::string> advertisedAddresses(const std::vector<char>& blob, int pairs);
 
   // Publishes this rank's entry under `prefix`/peer/RANK.
-  static void publish(rdzv::StoreClient& store, const std::string& prefix,
-                      int rank, const Peer& self);
+  static void publish(rdzv::StoreClient& store, const std::string& prefix, int rank,
+                      const Peer& self);
   // Reads every rank's entry (waiting up to `timeout` for each).
-  void load(rdzv::StoreClient& store, const std::string& prefix, int rank,
-            int size, std::chrono::milliseconds timeout);
+  void load(rdzv::StoreClient& store, const std::string& prefix, int rank, int size,
+            std::chrono::milliseconds timeout);
 
   // The rank whose socket address appears in `message`, if any.
   std::optional<int> findIn(const std::string& message) const;

@@ -37,9 +37,9 @@ TEST(PeerDirectoryTest, NamesTheRankBehindAnAddressInAnError) {
 TEST(PeerDirectoryTest, ListsThisProcessSockets) {
   rdzv::StoreServer server("127.0.0.1", 0, "t");
   auto addresses = PeerDirectory::localSocketAddresses();
-  EXPECT_NE(std::find(addresses.begin(), addresses.end(),
-                      "[127.0.0.1]:" + std::to_string(server.port())),
-            addresses.end());
+  EXPECT_NE(
+      std::find(addresses.begin(), addresses.end(), "[127.0.0.1]:" + std::to_string(server.port())),
+      addresses.end());
 }
 
 gloo::transport::tcp::Address loopback(uint16_t port) {

@@ -40,8 +40,7 @@ class MpiRuntime {
       MPI_Query_thread(&provided_);
       return;
     }
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided_),
-          "MPI_Init_thread");
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided_), "MPI_Init_thread");
     owned_ = true;
   }
   ~MpiRuntime() {
@@ -62,10 +61,18 @@ template <DataType T>
 MPI_Op makeUserOp(ReduceOp op) {
   MPI_User_function* fn = nullptr;
   switch (op) {
-    case ReduceOp::kProd: fn = userReduce<T, ReduceOp::kProd>; break;
-    case ReduceOp::kMin: fn = userReduce<T, ReduceOp::kMin>; break;
-    case ReduceOp::kMax: fn = userReduce<T, ReduceOp::kMax>; break;
-    default: fn = userReduce<T, ReduceOp::kSum>; break;
+    case ReduceOp::kProd:
+      fn = userReduce<T, ReduceOp::kProd>;
+      break;
+    case ReduceOp::kMin:
+      fn = userReduce<T, ReduceOp::kMin>;
+      break;
+    case ReduceOp::kMax:
+      fn = userReduce<T, ReduceOp::kMax>;
+      break;
+    default:
+      fn = userReduce<T, ReduceOp::kSum>;
+      break;
   }
   MPI_Op result;
   check(MPI_Op_create(fn, 1, &result), "MPI_Op_create");
@@ -106,25 +113,22 @@ class MpiCommunicator final : public Communicator {
  protected:
   bool supportsBackgroundThread() const override { return threaded_; }
 
-  void doAllreduce(const void* in, void* out, size_t count, DataType type,
-                   ReduceOp op) override {
-    check(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, toInt(count),
-                        mpiType(type), mpiOp(type, op), comm_),
+  void doAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override {
+    check(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, toInt(count), mpiType(type),
+                        mpiOp(type, op), comm_),
           "MPI_Allreduce");
   }
 
-  void doBroadcast(const void* in, void* out, size_t count, DataType type,
-                   int root) override {
+  void doBroadcast(const void* in, void* out, size_t count, DataType type, int root) override {
     if (rank() == root && in != out) std::memcpy(out, in, count * sizeOf(type));
     check(MPI_Bcast(out, toInt(count), mpiType(type), root, comm_), "MPI_Bcast");
   }
 
-  void doAllgather(const void* in, void* out, size_t count,
-                   DataType type) override {
-    const auto* mine = static_cast<const char*>(out) +
-                       count * sizeOf(type) * static_cast<size_t>(rank());
-    check(MPI_Allgather(in == mine ? MPI_IN_PLACE : in, toInt(count),
-                        mpiType(type), out, toInt(count), mpiType(type), comm_),
+  void doAllgather(const void* in, void* out, size_t count, DataType type) override {
+    const auto* mine =
+        static_cast<const char*>(out) + count * sizeOf(type) * static_cast<size_t>(rank());
+    check(MPI_Allgather(in == mine ? MPI_IN_PLACE : in, toInt(count), mpiType(type), out,
+                        toInt(count), mpiType(type), comm_),
           "MPI_Allgather");
   }
 
@@ -136,38 +140,32 @@ class MpiCommunicator final : public Communicator {
     const auto* mine = static_cast<const char*>(in) + block * static_cast<size_t>(rank());
     std::vector<char> scratch(out == mine ? block : 0);
     void* target = out == mine ? scratch.data() : out;
-    check(MPI_Reduce_scatter_block(in, target, toInt(count), mpiType(type),
-                                   mpiOp(type, op), comm_),
+    check(MPI_Reduce_scatter_block(in, target, toInt(count), mpiType(type), mpiOp(type, op), comm_),
           "MPI_Reduce_scatter_block");
     if (target != out) std::memcpy(out, target, block);
   }
 
-  void doAlltoall(const void* in, void* out, size_t count,
-                  DataType type) override {
-    check(MPI_Alltoall(in == out ? MPI_IN_PLACE : in, toInt(count), mpiType(type),
-                       out, toInt(count), mpiType(type), comm_),
+  void doAlltoall(const void* in, void* out, size_t count, DataType type) override {
+    check(MPI_Alltoall(in == out ? MPI_IN_PLACE : in, toInt(count), mpiType(type), out,
+                       toInt(count), mpiType(type), comm_),
           "MPI_Alltoall");
   }
 
-  void doSend(const void* data, size_t count, DataType type, int peer,
-              int tag) override {
-    check(MPI_Send(data, toInt(count), mpiType(type), peer, mpiTag(tag), comm_),
-          "MPI_Send");
+  void doSend(const void* data, size_t count, DataType type, int peer, int tag) override {
+    check(MPI_Send(data, toInt(count), mpiType(type), peer, mpiTag(tag), comm_), "MPI_Send");
   }
 
-  void doRecv(void* data, size_t count, DataType type, int peer,
-              int tag) override {
-    check(MPI_Recv(data, toInt(count), mpiType(type), peer, mpiTag(tag), comm_,
-                   MPI_STATUS_IGNORE),
+  void doRecv(void* data, size_t count, DataType type, int peer, int tag) override {
+    check(MPI_Recv(data, toInt(count), mpiType(type), peer, mpiTag(tag), comm_, MPI_STATUS_IGNORE),
           "MPI_Recv");
   }
 
-  void doSendRecv(const void* sendData, int sendPeer, void* recvData,
-                  int recvPeer, size_t count, DataType type, int tag) override {
-    check(MPI_Sendrecv(sendData, toInt(count), mpiType(type), sendPeer,
-                       mpiTag(tag), recvData, toInt(count), mpiType(type),
-                       recvPeer, mpiTag(tag), comm_, MPI_STATUS_IGNORE),
-          "MPI_Sendrecv");
+  void doSendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer, size_t count,
+                  DataType type, int tag) override {
+    check(
+        MPI_Sendrecv(sendData, toInt(count), mpiType(type), sendPeer, mpiTag(tag), recvData,
+                     toInt(count), mpiType(type), recvPeer, mpiTag(tag), comm_, MPI_STATUS_IGNORE),
+        "MPI_Sendrecv");
   }
 
   void doBarrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
@@ -175,28 +173,32 @@ class MpiCommunicator final : public Communicator {
  private:
   static int toInt(size_t count) {
     if (count > static_cast<size_t>(INT_MAX)) {
-      throw UsageError(fmt::format(
-          "count {} exceeds MPI's limit of {} elements per call", count, INT_MAX));
+      throw UsageError(
+          fmt::format("count {} exceeds MPI's limit of {} elements per call", count, INT_MAX));
     }
     return static_cast<int>(count);
   }
 
   int mpiTag(int tag) const {
     if (tag > tagUpperBound_) {
-      throw UsageError(fmt::format("tag {} exceeds this MPI's MPI_TAG_UB {}", tag,
-                                   tagUpperBound_));
+      throw UsageError(fmt::format("tag {} exceeds this MPI's MPI_TAG_UB {}", tag, tagUpperBound_));
     }
     return tag;
   }
 
   MPI_Datatype mpiType(DataType type) const {
     switch (type) {
-      case DataType::kFloat32: return MPI_FLOAT;
-      case DataType::kFloat64: return MPI_DOUBLE;
-      case DataType::kInt32: return MPI_INT32_T;
-      case DataType::kInt64: return MPI_INT64_T;
+      case DataType::kFloat32:
+        return MPI_FLOAT;
+      case DataType::kFloat64:
+        return MPI_DOUBLE;
+      case DataType::kInt32:
+        return MPI_INT32_T;
+      case DataType::kInt64:
+        return MPI_INT64_T;
       case DataType::kFloat16:
-      case DataType::kBFloat16: return twoBytes_;
+      case DataType::kBFloat16:
+        return twoBytes_;
     }
     return MPI_DATATYPE_NULL;
   }
@@ -205,10 +207,14 @@ class MpiCommunicator final : public Communicator {
     if (type == DataType::kFloat16) return halfOps_[static_cast<size_t>(op)];
     if (type == DataType::kBFloat16) return bfloatOps_[static_cast<size_t>(op)];
     switch (op) {
-      case ReduceOp::kProd: return MPI_PROD;
-      case ReduceOp::kMin: return MPI_MIN;
-      case ReduceOp::kMax: return MPI_MAX;
-      default: return MPI_SUM;
+      case ReduceOp::kProd:
+        return MPI_PROD;
+      case ReduceOp::kMin:
+        return MPI_MIN;
+      case ReduceOp::kMax:
+        return MPI_MAX;
+      default:
+        return MPI_SUM;
     }
   }
 
@@ -231,8 +237,8 @@ std::unique_ptr<Communicator> connectMpi() {
   int size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  return std::make_unique<MpiCommunicator>(
-      comm, rank, size, runtime.threadLevel() >= MPI_THREAD_SERIALIZED);
+  return std::make_unique<MpiCommunicator>(comm, rank, size,
+                                           runtime.threadLevel() >= MPI_THREAD_SERIALIZED);
 }
 
 }  // namespace distrun::comm

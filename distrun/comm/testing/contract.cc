@@ -23,8 +23,8 @@ struct Case {
   DataType type = DataType::kFloat32;
   std::vector<char> input;
   std::vector<char> output;
-  char* result = nullptr;          // where the result lands
-  std::vector<double> expected;    // per element of the result
+  char* result = nullptr;        // where the result lands
+  std::vector<double> expected;  // per element of the result
   std::function<Work(bool async)> run;
   Work work;
 
@@ -143,8 +143,8 @@ class Checker {
     for (size_t i = 0; i < n; ++i) {
       c.expected.push_back(reductionResult(op, t, size_, n * static_cast<size_t>(rank_) + i));
     }
-    char* out = inPlace ? c.input.data() + n * sizeOf(t) * static_cast<size_t>(rank_)
-                        : c.output.data();
+    char* out =
+        inPlace ? c.input.data() + n * sizeOf(t) * static_cast<size_t>(rank_) : c.output.data();
     c.result = out;
     c.run = [&c, out, n, t, op, this](bool async) {
       if (async) return comm_.reduceScatterAsync(c.input.data(), out, n, t, op);
@@ -196,7 +196,8 @@ class Checker {
     // Block j of rank r's input carries (r, j): rank j must receive it.
     for (int j = 0; j < size_; ++j) {
       for (size_t i = 0; i < n; ++i) {
-        storeValue(t, c.input.data(), static_cast<size_t>(j) * n + i, markerValue(rank_, static_cast<size_t>(j) * 7 + i));
+        storeValue(t, c.input.data(), static_cast<size_t>(j) * n + i,
+                   markerValue(rank_, static_cast<size_t>(j) * 7 + i));
       }
     }
     for (int r = 0; r < size_; ++r) {
@@ -230,21 +231,22 @@ class Checker {
         try {
           exchange(async, a.data(), ra.data(), b.data(), rb.data(), n, t, next, previous);
         } catch (const std::exception& e) {
-          record(fmt::format("rank {}: send/recv {} count {}: threw: {}", rank_, nameOf(t), n, e.what()));
+          record(fmt::format("rank {}: send/recv {} count {}: threw: {}", rank_, nameOf(t), n,
+                             e.what()));
           continue;
         }
         for (size_t i = 0; i < n; ++i) {
-          compare(fmt::format("send/recv {} count {}", nameOf(t), n), t,
-                  loadValue(t, ra.data(), i), markerValue(previous, i), i);
-          compare(fmt::format("sendrecv {} count {}", nameOf(t), n), t,
-                  loadValue(t, rb.data(), i), markerValue(previous, i + 1), i);
+          compare(fmt::format("send/recv {} count {}", nameOf(t), n), t, loadValue(t, ra.data(), i),
+                  markerValue(previous, i), i);
+          compare(fmt::format("sendrecv {} count {}", nameOf(t), n), t, loadValue(t, rb.data(), i),
+                  markerValue(previous, i + 1), i);
         }
       }
     }
   }
 
-  void exchange(bool async, const char* a, char* ra, const char* b, char* rb,
-                size_t n, DataType t, int next, int previous) {
+  void exchange(bool async, const char* a, char* ra, const char* b, char* rb, size_t n, DataType t,
+                int next, int previous) {
     if (!async) {
       if (rank_ % 2 == 0) {
         comm_.send(a, n, t, next, 1);
@@ -256,10 +258,10 @@ class Checker {
       comm_.sendRecv(b, next, rb, previous, n, t, 2);
       return;
     }
-    Work first = rank_ % 2 == 0 ? comm_.sendAsync(a, n, t, next, 1)
-                                : comm_.recvAsync(ra, n, t, previous, 1);
-    Work second = rank_ % 2 == 0 ? comm_.recvAsync(ra, n, t, previous, 1)
-                                 : comm_.sendAsync(a, n, t, next, 1);
+    Work first =
+        rank_ % 2 == 0 ? comm_.sendAsync(a, n, t, next, 1) : comm_.recvAsync(ra, n, t, previous, 1);
+    Work second =
+        rank_ % 2 == 0 ? comm_.recvAsync(ra, n, t, previous, 1) : comm_.sendAsync(a, n, t, next, 1);
     Work third = comm_.sendRecvAsync(b, next, rb, previous, n, t, 2);
     third.wait();
     first.wait();
@@ -289,8 +291,8 @@ class Checker {
         continue;
       }
       for (size_t i = 0; i < c.expected.size(); ++i) {
-        compare(c.what + (async ? " async" : ""), c.type,
-                loadValue(c.type, c.result, i), c.expected[i], i);
+        compare(c.what + (async ? " async" : ""), c.type, loadValue(c.type, c.result, i),
+                c.expected[i], i);
       }
     }
     cases_.clear();
@@ -299,8 +301,7 @@ class Checker {
 
   void compare(const std::string& what, DataType t, double got, double want, size_t i) {
     if (matches(t, got, want)) return;
-    record(fmt::format("rank {}: {}: element {} is {}, expected {}", rank_,
-                       what, i, got, want));
+    record(fmt::format("rank {}: {}: element {} is {}, expected {}", rank_, what, i, got, want));
   }
 
   void record(std::string line) {
@@ -319,14 +320,12 @@ class Checker {
 
 }  // namespace
 
-std::vector<std::string> checkContract(Communicator& comm,
-                                       const ContractOptions& options) {
+std::vector<std::string> checkContract(Communicator& comm, const ContractOptions& options) {
   return Checker(comm, options).run();
 }
 
-std::vector<std::string> runGlooThreads(
-    int size, const std::function<void(Communicator&)>& body,
-    GlooOptions options) {
+std::vector<std::string> runGlooThreads(int size, const std::function<void(Communicator&)>& body,
+                                        GlooOptions options) {
   static int worlds = 0;
   const std::string prefix = fmt::format("threads/{}", worlds++);
   rdzv::StoreServer server("127.0.0.1", 0, "contract");
@@ -335,8 +334,8 @@ std::vector<std::string> runGlooThreads(
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
       try {
-        auto client = std::make_unique<rdzv::StoreClient>(
-            "127.0.0.1", server.port(), "contract", options.timeout);
+        auto client = std::make_unique<rdzv::StoreClient>("127.0.0.1", server.port(), "contract",
+                                                          options.timeout);
         GlooCommunicator comm(r, size, std::move(client), prefix, options);
         body(comm);
       } catch (const std::exception& e) {

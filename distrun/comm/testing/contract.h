@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
+#include <functional>
 #include "distrun/comm/communicator.h"
 #include "distrun/comm/gloo/gloo_communicator.h"
-#include <functional>
 
 namespace distrun::comm::testing {
 
@@ -24,15 +24,13 @@ struct ContractOptions {
 // type, so integers are compared exactly and floats within a tolerance that
 // only avg's rounding needs (float 1e-6, double 1e-12, half 1e-3, bfloat16
 // 8e-3, relative). Returns one line per wrong result, empty when all pass.
-std::vector<std::string> checkContract(Communicator& comm,
-                                       const ContractOptions& options = {});
+std::vector<std::string> checkContract(Communicator& comm, const ContractOptions& options = {});
 
 // Runs `body` on every rank of a Gloo world of `size` ranks made of threads
 // of this process, meeting through a private store on 127.0.0.1. Returns
 // each rank's error ("" when its body returned normally).
-std::vector<std::string> runGlooThreads(
-    int size, const std::function<void(Communicator&)>& body,
-    GlooOptions options = {});
+std::vector<std::string> runGlooThreads(int size, const std::function<void(Communicator&)>& body,
+                                        GlooOptions options = {});
 
 // The names of this process's threads (/proc/self/task/*/comm), so a test
 // can see that a thread it expects is alive and named.

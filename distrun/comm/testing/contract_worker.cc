@@ -18,7 +18,8 @@ namespace {
 int loseRank(distrun::comm::Communicator& comm, int victim) {
   if (comm.rank() == victim) ::raise(SIGKILL);
   std::vector<float> data(1 << 16, 1.0f);
-  for (int i = 0; i < 1000; ++i) comm.allreduce(data.data(), data.size(), distrun::comm::ReduceOp::kSum);
+  for (int i = 0; i < 1000; ++i)
+    comm.allreduce(data.data(), data.size(), distrun::comm::ReduceOp::kSum);
   std::cerr << "rank " << comm.rank() << ": rank " << victim << " died but nothing failed\n";
   return 1;
 }
@@ -29,12 +30,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     distrun::ProcessEnvironment env;
-    auto comm = distrun::comm::connect(env, distrun::comm::ConnectOptions{.backend = args.at(0), .timeout = {}, .name = "world"});
+    auto comm = distrun::comm::connect(
+        env, distrun::comm::ConnectOptions{.backend = args.at(0), .timeout = {}, .name = "world"});
     if (args.size() == 3 && args[1] == "lose") return loseRank(*comm, std::stoi(args[2]));
     std::vector<std::string> failures = distrun::comm::testing::checkContract(*comm);
     for (const std::string& f : failures) std::cerr << f << "\n";
-    std::cout << "contract " << (failures.empty() ? "ok" : "FAILED") << " rank "
-              << comm->rank() << " of " << comm->size() << " (" << comm->backend() << ")\n";
+    std::cout << "contract " << (failures.empty() ? "ok" : "FAILED") << " rank " << comm->rank()
+              << " of " << comm->size() << " (" << comm->backend() << ")\n";
     return failures.empty() ? 0 : 1;
   } catch (const std::exception& e) {
     std::cerr << "comm_contract_worker: error: " << e.what() << "\n";

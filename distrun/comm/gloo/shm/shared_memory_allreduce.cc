@@ -69,8 +69,8 @@ struct SharedMemoryAllreduce::Header {
 struct SharedMemoryAllreduce::Call {
   uint32_t regions;  // 0: through the slots; otherwise 1 + the regions' id
   uint32_t typeAndOp;
-  uint64_t offset;   // slots: the piece's first element; regions: bytes
-  uint64_t count;    // elements in all (not just this piece)
+  uint64_t offset;  // slots: the piece's first element; regions: bytes
+  uint64_t count;   // elements in all (not just this piece)
 
   bool operator==(const Call&) const = default;
 };
@@ -111,10 +111,10 @@ SharedMemoryAllreduce::SharedMemoryAllreduce(SharedSegment segment, int rank, in
   static_assert(sizeof(RankLine) <= kRankLine, "a rank's line fits its place");
   if (size < 2) throw std::runtime_error("a shared-memory allreduce needs 2 or more ranks");
   const Header& h = header();
-  if (segment_.size() < segmentBytes(size, slotBytes) || h.magic != kMagic ||
-      h.ranks != size || h.slotBytes != slotBytes) {
-    throw std::runtime_error(fmt::format(
-        "the segment is not laid out for {} ranks of {}-byte slots", size, slotBytes));
+  if (segment_.size() < segmentBytes(size, slotBytes) || h.magic != kMagic || h.ranks != size ||
+      h.slotBytes != slotBytes) {
+    throw std::runtime_error(
+        fmt::format("the segment is not laid out for {} ranks of {}-byte slots", size, slotBytes));
   }
   line(rank).pid = static_cast<int32_t>(::getpid());
   line(rank).pidNamespace = pidNamespace();
@@ -152,8 +152,8 @@ void SharedMemoryAllreduce::run(const void* in, void* out, size_t count, DataTyp
     const size_t n = std::min(perSlot, count - done);
     const uint32_t sequence = ++sequence_;
     std::memcpy(slot(sequence, rank_), static_cast<const char*>(in) + done * element, n * element);
-    post(sequence, Call{.regions = 0, .typeAndOp = typeAndOp(type, op), .offset = done,
-                        .count = count});
+    post(sequence,
+         Call{.regions = 0, .typeAndOp = typeAndOp(type, op), .offset = done, .count = count});
     waitForAll(sequence, deadline);
     checkCalls(sequence);
     char* result = static_cast<char*>(out) + done * element;
@@ -170,8 +170,10 @@ void SharedMemoryAllreduce::runInPlace(const SharedRegions& regions, size_t offs
   throwIfAborted();
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   const uint32_t arrived = ++sequence_;
-  post(arrived, Call{.regions = 1 + regions.id(), .typeAndOp = typeAndOp(type, op),
-                     .offset = offset, .count = count});
+  post(arrived, Call{.regions = 1 + regions.id(),
+                     .typeAndOp = typeAndOp(type, op),
+                     .offset = offset,
+                     .count = count});
   waitForAll(arrived, deadline);
   checkCalls(arrived);
   reduceShare(regions, offset, count, type, op);
@@ -183,8 +185,8 @@ void SharedMemoryAllreduce::runInPlace(const SharedRegions& regions, size_t offs
 // This rank's share: a run of whole cache lines, the last share shorter.
 // Reduced a block at a time, in rank order as run() does, into a buffer
 // that stays in L1, then copied into every region.
-void SharedMemoryAllreduce::reduceShare(const SharedRegions& regions, size_t offset,
-                                        size_t count, DataType type, ReduceOp op) const {
+void SharedMemoryAllreduce::reduceShare(const SharedRegions& regions, size_t offset, size_t count,
+                                        DataType type, ReduceOp op) const {
   const size_t element = sizeOf(type);
   const size_t perLine = kLine / element;
   const auto ranks = static_cast<size_t>(size_);

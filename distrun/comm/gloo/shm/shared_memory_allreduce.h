@@ -94,8 +94,7 @@ class SharedMemoryAllreduce {
   static std::string describe(const Call& call);
   void reduceShare(const SharedRegions& regions, size_t offset, size_t count, DataType type,
                    ReduceOp op) const;
-  void waitFor(int peer, uint32_t sequence,
-               std::chrono::steady_clock::time_point deadline) const;
+  void waitFor(int peer, uint32_t sequence, std::chrono::steady_clock::time_point deadline) const;
   void throwIfAborted() const;
   bool exited(int peer) const;
 

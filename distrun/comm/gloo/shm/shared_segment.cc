@@ -47,8 +47,9 @@ SharedSegment SharedSegment::open(const std::string& name, size_t bytes) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw SystemError("fstat", name, errno);
   if (static_cast<size_t>(st.st_size) < bytes) {
-    throw SystemError("shm_open", name + ": " + std::to_string(st.st_size) +
-                                      " bytes where " + std::to_string(bytes) + " were expected",
+    throw SystemError("shm_open",
+                      name + ": " + std::to_string(st.st_size) + " bytes where " +
+                          std::to_string(bytes) + " were expected",
                       EINVAL);
   }
   return SharedSegment(mapShared(fd.get(), bytes, name), bytes);
