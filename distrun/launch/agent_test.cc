@@ -97,7 +97,7 @@ TEST_F(AgentTest, RestartsRunOut) {
   AgentConfig c = config(1, "exit 4");
   c.maxRestarts = 1;
   EXPECT_EQ(run(c), 4);
-  EXPECT_THAT(err_.str(), ::testing::HasSubstr("(attempt 2)"));
+  EXPECT_THAT(err_.str(), ::testing::HasSubstr("(restart 1 of 1)"));
 }
 
 }  // namespace

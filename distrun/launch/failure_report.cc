@@ -64,15 +64,18 @@ std::string utcNow() {
   return text;
 }
 
-void printFailureReport(const WorkerFailure& f, const std::string& runId, int attempt,
-                        std::ostream& out) {
+void printFailureReport(const WorkerFailure& f, const std::string& runId, int restart,
+                        int maxRestarts, const std::string& logFolder, std::ostream& out) {
   std::string how = f.signal != 0
                         ? fmt::format("killed by signal {} ({})", f.signal, signalName(f.signal))
                         : fmt::format("exit code {}", f.exitCode);
   out << fmt::format(
-      "distrun: job {} failed (attempt {}): first failure was rank {} (local "
+      "distrun: job {} failed (restart {} of {}): first failure was rank {} (local "
       "rank {}) on node {} ({}), pid {}, {}, at {}\n",
-      runId, attempt, f.rank, f.localRank, f.nodeRank, f.host, f.pid, how, f.time);
+      runId, restart, maxRestarts, f.rank, f.localRank, f.nodeRank, f.host, f.pid, how, f.time);
+  if (!logFolder.empty()) {
+    out << fmt::format("distrun: rank {}'s log files are in {} on {}\n", f.rank, logFolder, f.host);
+  }
   if (f.stderrTail.empty()) {
     out << "distrun: rank " << f.rank << " wrote nothing to stderr\n";
     return;

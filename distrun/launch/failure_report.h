@@ -30,7 +30,10 @@ struct WorkerFailure {
 std::string utcNow();
 
 // Writes the human report: one header, the root cause, the stderr tail.
-void printFailureReport(const WorkerFailure& failure, const std::string& runId, int attempt,
-                        std::ostream& out);
+// `restart` is the round that failed (TORCHELASTIC_RESTART_COUNT, 0 for the
+// first), of `maxRestarts`; `logFolder`, when not empty, is where the
+// failed rank's files are (on its host), and the report names it.
+void printFailureReport(const WorkerFailure& failure, const std::string& runId, int restart,
+                        int maxRestarts, const std::string& logFolder, std::ostream& out);
 
 }  // namespace distrun::launch

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "distrun/common/enforce.h"
+#include "distrun/launch/worker_setup.h"
 
 namespace distrun::launch {
 
@@ -270,7 +271,9 @@ std::string Supervisor::failureText(const WorkerFailure& f) const {
                        config_.layout.nodeRank, f.rank, f.nodeRank);
   }
   std::ostringstream report;
-  printFailureReport(f, config_.runId, round_ + 1, report);
+  std::string logFolder =
+      config_.logDir.empty() ? "" : workerLogFolder(config_, round_, f.localRank);
+  printFailureReport(f, config_.runId, round_, config_.maxRestarts, logFolder, report);
   return report.str();
 }
 

@@ -156,10 +156,10 @@ TEST_P(RestartTest, RestartsExactlyMaxRestartsTimesThenReportsTheWorkersCode) {
   Actions end = failRound(s, now());
   EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "), "leave job", "exit 5"));
   EXPECT_THAT(printed(end),
-              StartsWith(fmt::format("distrun: job job failed (attempt {}): first failure "
+              StartsWith(fmt::format("distrun: job job failed (restart {} of {}): first failure "
                                      "was rank 1 (local rank 1) on node 0 (node0), pid 1001, "
                                      "exit code 5, at 2026-01-02T03:04:05Z\n",
-                                     maxRestarts + 1)));
+                                     maxRestarts, maxRestarts)));
   EXPECT_THAT(printed(end), HasSubstr("  | boom\n"));
   EXPECT_EQ(s.phase(), Phase::kEnded);
 }

@@ -16,10 +16,6 @@ std::vector<int> cpuShare(const AgentConfig& config, int localRank) {
   return splitCpus(config.cpus, config.layout.localWorldSize).at(static_cast<size_t>(localRank));
 }
 
-std::string workerDir(const AgentConfig& config, int round, int localRank) {
-  return fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId, round, localRank);
-}
-
 cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config, const rdzv::World& world,
                                             int storePort, int localRank) {
   cluster::RankEnvironmentOptions o;
@@ -36,12 +32,17 @@ cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config, const rdz
                          {"DISTRUN_RUN_ID", config.runId}};
   if (!config.logDir.empty()) {
     o.launcherVariables.push_back(
-        {"TORCHELASTIC_ERROR_FILE", workerDir(config, world.round, localRank) + "/error.json"});
+        {"TORCHELASTIC_ERROR_FILE",
+         workerLogFolder(config, world.round, localRank) + "/error.json"});
   }
   return o;
 }
 
 }  // namespace
+
+std::string workerLogFolder(const AgentConfig& config, int round, int localRank) {
+  return fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId, round, localRank);
+}
 
 int workerRank(const rdzv::World& world, int localRank) { return world.firstRank + localRank; }
 
@@ -90,7 +91,7 @@ std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round,
   route.stderrToConsole = shown && !(redirect & 2);
   std::string prefix = expandPrefix(config.logPrefix, config.layout.nodeRank, rank, localRank,
                                     config.role, config.host);
-  return std::make_unique<WorkerOutput>(prefix, route, workerDir(config, round, localRank));
+  return std::make_unique<WorkerOutput>(prefix, route, workerLogFolder(config, round, localRank));
 }
 
 }  // namespace distrun::launch

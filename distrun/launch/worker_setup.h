@@ -41,6 +41,10 @@ std::vector<std::string> workerEnvironment(const AgentConfig& config, const rdzv
 WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world, int storePort,
                       int localRank, const Environment& env);
 
+// The folder of a worker's log files in round `round` (torchrun's layout,
+// the round being the restart count): <log-dir>/<run-id>/attempt_<round>/<local>.
+std::string workerLogFolder(const AgentConfig& config, int round, int localRank);
+
 // Where a worker's output goes: prefixed console lines and, with a log
 // folder or --redirects/--tee, <log-dir>/<run-id>/attempt_<round>/<local>/.
 std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round, int rank,
