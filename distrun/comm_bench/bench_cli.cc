@@ -26,6 +26,23 @@ struct RawFlags {
   std::string op = "sum";
 };
 
+// nccl-tests' GPUs per thread (-g) and threads per process (-t): a
+// distrun rank is a process of its own, so each is a usage error, at
+// once, before the parser asks for anything else.
+void refuseThreadFlag(CLI::App& app, const std::string& names, const std::string& what) {
+  app.add_option_function<std::string>(
+         names,
+         [names, what](const std::string&) -> void {
+           throw UsageError(fmt::format(
+               "{} (nccl-tests' {}) is not a distrun bench flag: ranks are processes: use "
+               "--nproc-per-node (distrun run) or srun/mpirun tasks",
+               names.substr(0, 2), what));
+         })
+      ->expected(0, 1)
+      ->trigger_on_parse()
+      ->group("");
+}
+
 void addFlags(CLI::App& app, BenchOptions& o, RawFlags& raw) {
   app.add_option("COLLECTIVE", o.collective,
                  "all_reduce, broadcast, all_gather, reduce_scatter, alltoall, sendrecv, or pi")
@@ -48,6 +65,8 @@ void addFlags(CLI::App& app, BenchOptions& o, RawFlags& raw) {
   app.add_option("--backend", o.backend, "gloo or mpi (mpi needs mpirun)");
   app.add_option("--nproc-per-node", o.nprocPerNode, "local ranks when run bare (default 2)");
   app.add_option("--intervals", o.piIntervals, "pi: trapezoid intervals (default 1e8)");
+  refuseThreadFlag(app, "-g,--ngpus", "GPUs per thread");
+  refuseThreadFlag(app, "-t,--nthreads", "threads per process");
 }
 
 template <class T, class Parse, class All>
