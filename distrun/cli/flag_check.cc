@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 
@@ -23,12 +24,8 @@ std::vector<std::string> longNames(const FlagSet& flags) {
 }
 
 std::string unknownFlagMessage(const CLI::App& cmd, const std::string& arg) {
-  const std::string name = arg.substr(0, arg.find('='));
   const std::string command = cmd.get_name();
-  if (auto known = closestName(name, longNames(flagsOf(cmd)))) {
-    return fmt::format("{}: unknown flag {}: did you mean {}?", command, name, *known);
-  }
-  return fmt::format("{}: unknown flag {} (see 'distrun {} --help')", command, name, command);
+  return command + ": " + distrun::unknownFlagMessage(cmd, arg, "distrun " + command);
 }
 
 std::vector<std::string> programArguments(const CLI::App& cmd) {

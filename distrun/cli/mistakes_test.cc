@@ -192,7 +192,11 @@ const Mistake kBenchMistakes[] = {
      std::string("-t (nccl-tests' threads per process) is not a distrun bench flag: ") +
          kProcesses},
     {{"all_reduce", "-b"}, "--minbytes: 1 required TEXT missing", true},
-    {{"all_reduce", "--maxbyte", "1M"}, "The following arguments were not expected", true},
+    {{"all_reduce", "--maxbyte", "1M"}, "unknown flag --maxbyte: did you mean --maxbytes?"},
+    {{"--maxbyte", "1M", "all_reduce"}, "unknown flag --maxbyte: did you mean --maxbytes?"},
+    {{"all_reduce", "-x"}, "unknown flag -x (see 'distrun bench --help')"},
+    {{"all_reduce", "broadcast"},
+     "unexpected argument 'broadcast': distrun bench takes one COLLECTIVE"},
     {{"all_reduc"},
      "COLLECTIVE 'all_reduc' is not one of: all_reduce, broadcast, all_gather, reduce_scatter, "
      "alltoall, sendrecv, pi"},

@@ -90,6 +90,21 @@ void resolve(BenchOptions& o, const RawFlags& raw) {
   validate(o);
 }
 
+// What the parser left (allow_extras): an unknown flag, named with the
+// nearest one, or a second COLLECTIVE.
+void refuseExtras(const CLI::App& app) {
+  const std::vector<std::string> extra = app.remaining();
+  for (const std::string& arg : extra) {
+    if (arg.size() > 1 && arg[0] == '-') {
+      throw UsageError(unknownFlagMessage(app, arg, "distrun bench"));
+    }
+  }
+  if (!extra.empty()) {
+    throw UsageError(
+        fmt::format("unexpected argument '{}': distrun bench takes one COLLECTIVE", extra.front()));
+  }
+}
+
 bool launchedAsMpi(const Environment& env) {
   return env.get("OMPI_COMM_WORLD_SIZE") || env.get("PMI_SIZE") || env.get("PMIX_RANK");
 }
@@ -170,7 +185,9 @@ int runBenchCli(const std::vector<std::string>& args, BenchContext& ctx) {
   BenchOptions options;
   RawFlags raw;
   addFlags(app, options, raw);
+  app.allow_extras();  // refused by refuseExtras, before anything else
   return parseAndRun(app, args, "distrun bench", ctx.out, ctx.err, [&] {
+    refuseExtras(app);
     resolve(options, raw);
     return dispatch(options, args, ctx);
   });
