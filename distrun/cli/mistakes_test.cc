@@ -141,6 +141,12 @@ const Mistake kHostnamesMistakes[] = {
 INSTANTIATE_TEST_SUITE_P(Hostnames, DistrunMistakeTest, ::testing::ValuesIn(kHostnamesMistakes));
 
 const Mistake kTrainMistakes[] = {
+    {{"train", "mnist", "--frobnicate"},
+     "train: unknown flag --frobnicate: neither a launcher flag ('distrun train --help') nor a "
+     "training flag ('distrun train mnist --help')"},
+    {{"train", "--epochs", "1"},
+     "train: expected a workload (mnist or linear) for the training flag --epochs"},
+    {{"--epochs", "1", "train", "mnist"}, "unknown flag --epochs before the command", true},
     {{"train", "--nproc-per-nod", "2", "mnist"},
      "train: unknown flag --nproc-per-nod: did you mean --nproc-per-node (a launcher flag)?"},
     {{"train", "mnist", "--epoch", "2"},
