@@ -36,6 +36,24 @@ ExitCode reportParseError(const CLI::ParseError& e, CLI::App& app, const std::st
   return ExitCode::kUsage;
 }
 
+// `distrun --x ...`: the flags of the commands follow them.
+UsageError unknownFlagBeforeCommand(const std::string& arg) {
+  const std::string name = arg.substr(0, arg.find('='));
+  if (auto known = closestName(name, {"--help", "--version"})) {
+    return UsageError(fmt::format("unknown flag {}: did you mean {}?", name, *known));
+  }
+  return UsageError(fmt::format(
+      "unknown flag {} before the command: flags follow it (distrun COMMAND [FLAGS...])", name));
+}
+
+UsageError unknownCommand(const std::string& name, const std::vector<std::string>& commands) {
+  if (auto known = closestName(name, commands)) {
+    return UsageError(fmt::format("unknown command '{}' (did you mean '{}'?)", name, *known));
+  }
+  return UsageError(
+      fmt::format("unknown command '{}': expected one of {}", name, join(commands, ", ")));
+}
+
 // The first argument names the command: one of `commands`, or --help or
 // --version. Throws UsageError naming it otherwise, with the nearest name.
 void checkCommandName(const std::vector<std::string>& args,
@@ -47,19 +65,8 @@ void checkCommandName(const std::vector<std::string>& args,
   const std::string& first = args.front();
   if (first == "-h" || first == "--help" || first == "--version") return;
   if (std::find(commands.begin(), commands.end(), first) != commands.end()) return;
-  if (first.size() > 1 && first[0] == '-') {
-    std::string name = first.substr(0, first.find('='));
-    if (auto known = closestName(name, {"--help", "--version"})) {
-      throw UsageError(fmt::format("unknown flag {}: did you mean {}?", name, *known));
-    }
-    throw UsageError(fmt::format(
-        "unknown flag {} before the command: flags follow it (distrun COMMAND [FLAGS...])", name));
-  }
-  if (auto known = closestName(first, commands)) {
-    throw UsageError(fmt::format("unknown command '{}' (did you mean '{}'?)", first, *known));
-  }
-  throw UsageError(
-      fmt::format("unknown command '{}': expected one of {}", first, join(commands, ", ")));
+  if (first.size() > 1 && first[0] == '-') throw unknownFlagBeforeCommand(first);
+  throw unknownCommand(first, commands);
 }
 
 }  // namespace

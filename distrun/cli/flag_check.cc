@@ -1,11 +1,9 @@
 #include "distrun/cli/flag_check.h"
 
-#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
-#include "distrun/common/strings.h"
 
 namespace distrun::cli {
 
