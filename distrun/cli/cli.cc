@@ -1,12 +1,15 @@
 #include "distrun/cli/cli.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <ostream>
 
 #include <fmt/format.h>
 
 #include "distrun/cli/commands.h"
+#include "distrun/cli/flag_check.h"
 #include "distrun/common/error.h"
+#include "distrun/common/strings.h"
 #include "distrun/config.h"
 
 namespace distrun::cli {
@@ -22,29 +25,68 @@ ExitCode reportError(const std::exception& e, CliContext& ctx) {
   return exitCodeFor(e);
 }
 
-ExitCode reportParseError(const CLI::ParseError& e, CLI::App& app, CliContext& ctx) {
+// `help` is the command whose --help lists the flags: "distrun run".
+ExitCode reportParseError(const CLI::ParseError& e, CLI::App& app, const std::string& help,
+                          CliContext& ctx) {
   if (e.get_exit_code() == 0) {  // --help, --version
     app.exit(e, ctx.out, ctx.err);
     return ExitCode::kSuccess;
   }
-  ctx.err << "distrun: error: " << e.what() << " (see 'distrun --help')\n";
+  ctx.err << "distrun: error: " << e.what() << " (see '" << help << " --help')\n";
   return ExitCode::kUsage;
+}
+
+// `distrun --x ...`: the flags of the commands follow them.
+UsageError unknownFlagBeforeCommand(const std::string& arg) {
+  const std::string name = arg.substr(0, arg.find('='));
+  if (auto known = closestName(name, {"--help", "--version"})) {
+    return UsageError(fmt::format("unknown flag {}: did you mean {}?", name, *known));
+  }
+  return UsageError(fmt::format(
+      "unknown flag {} before the command: flags follow it (distrun COMMAND [FLAGS...])", name));
+}
+
+UsageError unknownCommand(const std::string& name, const std::vector<std::string>& commands) {
+  if (auto known = closestName(name, commands)) {
+    return UsageError(fmt::format("unknown command '{}' (did you mean '{}'?)", name, *known));
+  }
+  return UsageError(
+      fmt::format("unknown command '{}': expected one of {}", name, join(commands, ", ")));
+}
+
+// The first argument names the command: one of `commands`, or --help or
+// --version. Throws UsageError naming it otherwise, with the nearest name.
+void checkCommandName(const std::vector<std::string>& args,
+                      const std::vector<std::string>& commands) {
+  if (args.empty()) {
+    throw UsageError(
+        fmt::format("expected a command: {} (see 'distrun --help')", join(commands, ", ")));
+  }
+  const std::string& first = args.front();
+  if (first == "-h" || first == "--help" || first == "--version") return;
+  if (std::find(commands.begin(), commands.end(), first) != commands.end()) return;
+  if (first.size() > 1 && first[0] == '-') throw unknownFlagBeforeCommand(first);
+  throw unknownCommand(first, commands);
 }
 
 }  // namespace
 
 int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
   std::vector<std::string> args = argsIn;
-  const std::vector<std::string> program = splitExecProgram(args);
+  std::vector<std::string> program;  // after --, for exec and run
   CLI::App app(kDescription, "distrun");
   app.set_version_flag("--version", std::string("distrun ") + DISTRUN_VERSION);
   app.require_subcommand(1);
   std::vector<std::pair<std::string, Action>> actions = {
       {"hostnames", addHostnamesCommand(app, ctx)}, {"env", addEnvCommand(app, ctx)},
-      {"exec", addExecCommand(app, ctx, program)},  {"run", addRunCommand(app, ctx)},
+      {"exec", addExecCommand(app, ctx, program)},  {"run", addRunCommand(app, ctx, program)},
       {"bench", addBenchCommand(app, ctx)},         {"train", addTrainCommand(app, ctx)},
   };
+  std::vector<std::string> commands;
+  for (const auto& [name, action] : actions) commands.push_back(name);
   try {
+    checkCommandName(args, commands);
+    program = splitProgram(args, app);
     args = sortTrainCommandLine(args);
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     app.parse(reversed);
@@ -53,7 +95,9 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
     }
     return 0;
   } catch (const CLI::ParseError& e) {
-    return toInt(reportParseError(e, app, ctx));
+    const bool command = !args.empty() && std::find(commands.begin(), commands.end(),
+                                                    args.front()) != commands.end();
+    return toInt(reportParseError(e, app, command ? "distrun " + args.front() : "distrun", ctx));
   } catch (const std::exception& e) {
     return toInt(reportError(e, ctx));
   }

@@ -19,10 +19,10 @@ using Action = std::function<int()>;
 
 Action addHostnamesCommand(CLI::App& app, CliContext& ctx);
 Action addEnvCommand(CLI::App& app, CliContext& ctx);
-// `program` is what followed `--` on the command line (splitExecProgram);
-// when empty, PROGRAM is the first argument that is not an exec option.
+// `program` is what followed `--` on the command line (splitProgram);
+// when empty, PROGRAM is the first argument that is not an option.
 Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program);
-Action addRunCommand(CLI::App& app, CliContext& ctx);
+Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program);
 // `distrun bench ...`: execs distrun-bench from ctx.toolDir with the
 // arguments unchanged.
 Action addBenchCommand(CLI::App& app, CliContext& ctx);
@@ -41,10 +41,5 @@ std::vector<std::string> sortTrainCommandLine(const std::vector<std::string>& ar
 // agent they configure; shared by `run` and `train`.
 void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored);
 int runLauncher(launch::RunOptions& o, CliContext& ctx);
-
-// For `exec [OPTIONS] -- PROGRAM [ARGS...]`: removes `-- PROGRAM [ARGS...]`
-// from `args` and returns PROGRAM [ARGS...]. The parser would otherwise take
-// what follows `--` as its own positionals. Empty for any other command line.
-std::vector<std::string> splitExecProgram(std::vector<std::string>& args);
 
 }  // namespace distrun::cli

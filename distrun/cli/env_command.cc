@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "distrun/cli/commands.h"
+#include "distrun/cli/flag_check.h"
 #include "distrun/cli/rank_setup.h"
+#include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 
 namespace distrun::cli {
@@ -92,7 +94,13 @@ Action addEnvCommand(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--format", options->format, "sh (default) or json")
       ->check(CLI::IsMember({"sh", "json"}));
   cmd->add_option("--site", options->site, "site profile NAME, or 'none' (default: detected)");
-  return [options, &ctx] {
+  cmd->allow_extras();  // refused below, an unknown flag with the nearest one
+  return [options, cmd, &ctx] {
+    const std::vector<std::string> extra = argumentsWithoutFlags(*cmd);
+    if (!extra.empty()) {
+      throw UsageError(
+          fmt::format("env: unexpected argument '{}' (env takes flags only)", extra.front()));
+    }
     runEnv(*options, ctx);
     return 0;
   };

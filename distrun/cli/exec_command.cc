@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "distrun/cli/commands.h"
+#include "distrun/cli/flag_check.h"
 #include "distrun/cli/rank_setup.h"
 #include "distrun/common/error.h"
 
@@ -65,24 +66,6 @@ void runExec(const ExecOptions& o, CliContext& ctx) {
 
 }  // namespace
 
-std::vector<std::string> splitExecProgram(std::vector<std::string>& args) {
-  if (args.empty() || args[0] != "exec") return {};
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      std::vector<std::string> program(args.begin() + static_cast<long>(i) + 1, args.end());
-      args.resize(i);
-      return program;
-    }
-    if (arg == "--site") {
-      ++i;  // its value
-    } else if (arg.empty() || arg[0] != '-') {
-      return {};  // the program starts here, with no --
-    }
-  }
-  return {};
-}
-
 Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program) {
   auto options = std::make_shared<ExecOptions>();
   CLI::App* cmd =
@@ -96,7 +79,8 @@ Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::str
   cmd->prefix_command();
   cmd->footer("PROGRAM [ARGS...] follow the options, after an optional --");
   return [options, cmd, &ctx, &program] {
-    options->program = program.empty() ? cmd->remaining() : program;
+    const std::vector<std::string> rest = programArguments(*cmd);
+    options->program = program.empty() ? rest : program;
     runExec(*options, ctx);
     return 0;
   };

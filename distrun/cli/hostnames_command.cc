@@ -1,6 +1,7 @@
 #include <ostream>
 
 #include "distrun/cli/commands.h"
+#include "distrun/cli/flag_check.h"
 #include "distrun/cluster/hostlist.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
@@ -45,11 +46,12 @@ Action addHostnamesCommand(CLI::App& app, CliContext& ctx) {
                 "print the hosts as one compressed hostlist instead");
   // HOSTLIST arguments are taken verbatim from the unparsed rest: as a
   // declared positional, the parser would read "[1-2][3-4]" as its own
-  // bracketed list syntax.
+  // bracketed list syntax. A hostlist never starts with '-': such an
+  // argument is a flag hostnames does not know.
   cmd->allow_extras();
   cmd->footer("HOSTLIST...: e.g. 'nid[005252-005254],gpu-[01-03]'");
   return [options, cmd, &ctx] {
-    options->lists = cmd->remaining();
+    options->lists = argumentsWithoutFlags(*cmd);
     runHostnames(*options, ctx);
     return 0;
   };

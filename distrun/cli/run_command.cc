@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "distrun/cli/commands.h"
+#include "distrun/cli/flag_check.h"
 #include "distrun/cluster/job_layout.h"
 #include "distrun/launch/agent.h"
 #include "distrun/launch/run_options.h"
@@ -111,7 +112,7 @@ int runLauncher(launch::RunOptions& o, CliContext& ctx) {
   return launch::Agent(std::move(config), ctx.env, ctx.err).run();
 }
 
-Action addRunCommand(CLI::App& app, CliContext& ctx) {
+Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program) {
   auto options = std::make_shared<RunOptions>();
   auto ignored = std::make_shared<std::string>();
   CLI::App* cmd =
@@ -120,12 +121,10 @@ Action addRunCommand(CLI::App& app, CliContext& ctx) {
                          "this node, join the other nodes, supervise, restart, report");
   addLauncherFlags(cmd, *options, *ignored);
   cmd->prefix_command();
-  cmd->footer("PROGRAM [ARGS...] follow the options (see docs/launcher.md)");
-  return [options, ignored, cmd, &ctx] {
-    options->program = cmd->remaining();
-    if (!options->program.empty() && options->program.front() == "--") {
-      options->program.erase(options->program.begin());
-    }
+  cmd->footer("PROGRAM [ARGS...] follow the options, after an optional -- (see docs/launcher.md)");
+  return [options, ignored, cmd, &ctx, &program] {
+    const std::vector<std::string> rest = programArguments(*cmd);
+    options->program = program.empty() ? rest : program;
     return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);
   };
 }

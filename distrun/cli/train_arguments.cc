@@ -7,7 +7,9 @@
 #include <CLI/CLI.hpp>
 
 #include "distrun/cli/commands.h"
+#include "distrun/cli/flag_check.h"
 #include "distrun/common/error.h"
+#include "distrun/common/strings.h"
 #include "distrun/train_app/train_flags.h"
 
 namespace distrun::cli {
@@ -41,42 +43,10 @@ FlagArgument flagArgument(const std::string& arg, const FlagSet& a, const FlagSe
   return {arg, false};
 }
 
-// Levenshtein distance: the edits that turn `a` into `b`.
-size_t editDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-// The known long name nearest `name`: two edits away at most, and fewer
-// than a third of its letters (so that --x does not suggest --lr).
-std::optional<std::string> closestName(const std::string& name, const FlagSet& flags) {
-  std::optional<std::string> best;
-  size_t bestDistance = 3;
-  for (const auto& [known, takesValue] : flags) {
-    const size_t d = editDistance(name, known);
-    if (known.rfind("--", 0) != 0 || d >= bestDistance || 3 * d > name.size()) {
-      continue;
-    }
-    best = known;
-    bestDistance = d;
-  }
-  return best;
-}
-
-std::string unknownFlagMessage(const std::string& name, const FlagSet& launcher,
-                               const FlagSet& training) {
-  const std::optional<std::string> l = closestName(name, launcher);
-  const std::optional<std::string> t = closestName(name, training);
+std::string unknownTrainFlagMessage(const std::string& name, const FlagSet& launcher,
+                                    const FlagSet& training) {
+  const std::optional<std::string> l = closestName(name, longNames(launcher));
+  const std::optional<std::string> t = closestName(name, longNames(training));
   if (l && (!t || editDistance(name, *l) <= editDistance(name, *t))) {
     return fmt::format("train: unknown flag {}: did you mean {} (a launcher flag)?", name, *l);
   }
@@ -158,7 +128,7 @@ class ArgumentSorter {
                       name));
     }
     if (!launcher && !training) {
-      throw UsageError(unknownFlagMessage(name, launcher_, training_));
+      throw UsageError(unknownTrainFlagMessage(name, launcher_, training_));
     }
     return launcher;
   }

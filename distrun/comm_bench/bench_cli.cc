@@ -26,6 +26,23 @@ struct RawFlags {
   std::string op = "sum";
 };
 
+// nccl-tests' GPUs per thread (-g) and threads per process (-t): a
+// distrun rank is a process of its own, so each is a usage error, at
+// once, before the parser asks for anything else.
+void refuseThreadFlag(CLI::App& app, const std::string& names, const std::string& what) {
+  app.add_option_function<std::string>(
+         names,
+         [names, what](const std::string&) -> void {
+           throw UsageError(fmt::format(
+               "{} (nccl-tests' {}) is not a distrun bench flag: ranks are processes: use "
+               "--nproc-per-node (distrun run) or srun/mpirun tasks",
+               names.substr(0, 2), what));
+         })
+      ->expected(0, 1)
+      ->trigger_on_parse()
+      ->group("");
+}
+
 void addFlags(CLI::App& app, BenchOptions& o, RawFlags& raw) {
   app.add_option("COLLECTIVE", o.collective,
                  "all_reduce, broadcast, all_gather, reduce_scatter, alltoall, sendrecv, or pi")
@@ -48,6 +65,8 @@ void addFlags(CLI::App& app, BenchOptions& o, RawFlags& raw) {
   app.add_option("--backend", o.backend, "gloo or mpi (mpi needs mpirun)");
   app.add_option("--nproc-per-node", o.nprocPerNode, "local ranks when run bare (default 2)");
   app.add_option("--intervals", o.piIntervals, "pi: trapezoid intervals (default 1e8)");
+  refuseThreadFlag(app, "-g,--ngpus", "GPUs per thread");
+  refuseThreadFlag(app, "-t,--nthreads", "threads per process");
 }
 
 template <class T, class Parse, class All>
@@ -69,6 +88,21 @@ void resolve(BenchOptions& o, const RawFlags& raw) {
   o.ops = parseList<comm::ReduceOp>(raw.op, comm::parseReduceOp, comm::kAllReduceOps, "-o");
   if (o.collective != "pi") o.collective = std::string(nameOf(parseCollective(o.collective)));
   validate(o);
+}
+
+// What the parser left (allow_extras): an unknown flag, named with the
+// nearest one, or a second COLLECTIVE.
+void refuseExtras(const CLI::App& app) {
+  const std::vector<std::string> extra = app.remaining();
+  for (const std::string& arg : extra) {
+    if (arg.size() > 1 && arg[0] == '-') {
+      throw UsageError(unknownFlagMessage(app, arg, "distrun bench"));
+    }
+  }
+  if (!extra.empty()) {
+    throw UsageError(
+        fmt::format("unexpected argument '{}': distrun bench takes one COLLECTIVE", extra.front()));
+  }
 }
 
 bool launchedAsMpi(const Environment& env) {
@@ -151,7 +185,9 @@ int runBenchCli(const std::vector<std::string>& args, BenchContext& ctx) {
   BenchOptions options;
   RawFlags raw;
   addFlags(app, options, raw);
+  app.allow_extras();  // refused by refuseExtras, before anything else
   return parseAndRun(app, args, "distrun bench", ctx.out, ctx.err, [&] {
+    refuseExtras(app);
     resolve(options, raw);
     return dispatch(options, args, ctx);
   });

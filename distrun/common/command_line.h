@@ -10,8 +10,25 @@
 #include <CLI/CLI.hpp>
 
 #include "distrun/common/error.h"
+#include "distrun/common/strings.h"
 
 namespace distrun {
+
+// "unknown flag --maxbyte: did you mean --maxbytes?" for an argument `app`
+// does not know (`arg` may carry "=VALUE"), the nearest being one of its
+// long names; with none close, "unknown flag -x (see 'HELP --help')".
+inline std::string unknownFlagMessage(const CLI::App& app, const std::string& arg,
+                                      const std::string& help) {
+  const std::string name = arg.substr(0, arg.find('='));
+  std::vector<std::string> known;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& n : option->get_lnames()) known.push_back("--" + n);
+  }
+  if (auto nearest = closestName(name, known)) {
+    return "unknown flag " + name + ": did you mean " + *nearest + "?";
+  }
+  return "unknown flag " + name + " (see '" + help + " --help')";
+}
 
 // Parses `args` with `app`, then runs `body` (returning the exit status).
 // --help prints and returns 0; a parse error prints "NAME: error: WHAT (see

@@ -1,5 +1,7 @@
 #include "distrun/common/strings.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
@@ -95,6 +97,37 @@ bool globMatch(std::string_view pattern, std::string_view text) {
   if (text.empty()) return false;
   if (pattern[0] != '?' && pattern[0] != text[0]) return false;
   return globMatch(pattern.substr(1), text.substr(1));
+}
+
+size_t editDistance(std::string_view a, std::string_view b) {
+  // Rows i-2, i-1 and i of the optimal string alignment table.
+  std::vector<size_t> before(b.size() + 1), above(b.size() + 1), row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    before.swap(above);
+    above.swap(row);
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      row[j] = std::min({above[j] + 1, row[j - 1] + 1, above[j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        row[j] = std::min(row[j], before[j - 2] + 1);
+      }
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string> closestName(std::string_view name,
+                                       const std::vector<std::string>& known) {
+  std::optional<std::string> best;
+  size_t bestDistance = 3;
+  for (const std::string& candidate : known) {
+    const size_t d = editDistance(name, candidate);
+    if (d >= bestDistance || 3 * d > name.size()) continue;
+    best = candidate;
+    bestDistance = d;
+  }
+  return best;
 }
 
 }  // namespace distrun

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,5 +31,15 @@ uint64_t fnv1a(std::string_view text);
 
 // True when `text` matches the glob `pattern` (`*` and `?` only).
 bool globMatch(std::string_view pattern, std::string_view text);
+
+// The edits (insert, delete, replace, or swap two neighbouring letters)
+// that turn `a` into `b`: "rnu" is one edit from "run".
+size_t editDistance(std::string_view a, std::string_view b);
+
+// For "did you mean": the name of `known` nearest `name`, two edits away at
+// most and fewer than a third of its letters (so that --x does not suggest
+// --lr); the first of equals. Empty when none is that close.
+std::optional<std::string> closestName(std::string_view name,
+                                       const std::vector<std::string>& known);
 
 }  // namespace distrun

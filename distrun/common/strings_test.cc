@@ -46,5 +46,22 @@ TEST(StringsTest, GlobMatch) {
   EXPECT_TRUE(globMatch("*", ""));
 }
 
+TEST(StringsTest, EditDistanceCountsASwapAsOneEdit) {
+  EXPECT_EQ(editDistance("run", "run"), 0u);
+  EXPECT_EQ(editDistance("rnu", "run"), 1u);
+  EXPECT_EQ(editDistance("--logdir", "--log-dir"), 1u);
+  EXPECT_EQ(editDistance("", "env"), 3u);
+  EXPECT_EQ(editDistance("kitten", "sitting"), 3u);
+}
+
+TEST(StringsTest, ClosestNameIsCloseOrNothing) {
+  const std::vector<std::string> known = {"--max-restarts", "--log-dir", "--lr", "run"};
+  EXPECT_EQ(closestName("--max-restart", known), "--max-restarts");
+  EXPECT_EQ(closestName("--logdir", known), "--log-dir");
+  EXPECT_EQ(closestName("rnu", known), "run");
+  EXPECT_EQ(closestName("--x", known), std::nullopt);
+  EXPECT_EQ(closestName("--frobnicate", known), std::nullopt);
+}
+
 }  // namespace
 }  // namespace distrun

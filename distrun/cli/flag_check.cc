@@ -1,0 +1,64 @@
+#include "distrun/cli/flag_check.h"
+
+#include <CLI/CLI.hpp>
+
+#include "distrun/common/command_line.h"
+#include "distrun/common/error.h"
+
+namespace distrun::cli {
+
+namespace {
+
+bool looksLikeFlag(const std::string& arg) { return arg.size() > 1 && arg[0] == '-'; }
+
+}  // namespace
+
+std::vector<std::string> longNames(const FlagSet& flags) {
+  std::vector<std::string> names;
+  for (const auto& [name, takesValue] : flags) {
+    if (name.rfind("--", 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+std::string unknownFlagMessage(const CLI::App& cmd, const std::string& arg) {
+  const std::string command = cmd.get_name();
+  return command + ": " + distrun::unknownFlagMessage(cmd, arg, "distrun " + command);
+}
+
+std::vector<std::string> programArguments(const CLI::App& cmd) {
+  std::vector<std::string> program = cmd.remaining();
+  if (!program.empty() && program.front() == "--") {
+    program.erase(program.begin());
+  } else if (!program.empty() && looksLikeFlag(program.front())) {
+    throw UsageError(unknownFlagMessage(cmd, program.front()));
+  }
+  return program;
+}
+
+std::vector<std::string> argumentsWithoutFlags(const CLI::App& cmd) {
+  std::vector<std::string> args = cmd.remaining();
+  for (const std::string& arg : args) {
+    if (looksLikeFlag(arg)) throw UsageError(unknownFlagMessage(cmd, arg));
+  }
+  return args;
+}
+
+std::vector<std::string> splitProgram(std::vector<std::string>& args, const CLI::App& app) {
+  if (args.empty() || (args[0] != "exec" && args[0] != "run")) return {};
+  const FlagSet flags = flagsOf(*app.get_subcommand(args[0]));
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      std::vector<std::string> program(args.begin() + static_cast<long>(i) + 1, args.end());
+      args.resize(i);
+      return program;
+    }
+    if (!looksLikeFlag(arg)) return {};  // the program starts here, with no --
+    const auto flag = flags.find(arg);
+    if (flag != flags.end() && flag->second) ++i;  // its value
+  }
+  return {};
+}
+
+}  // namespace distrun::cli
