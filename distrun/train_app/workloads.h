@@ -39,7 +39,7 @@ struct Workload {
 
 // "mnist": PyTorch's MNIST example network (pytorch/examples mnist/main.py,
 // models::MnistCnn) on DATA/MNIST/raw, Adam (lr 1e-3), NLL loss, 6 epochs
-// of batch 64 by default (97.45% on the 2,000 test digits on 2 ranks: the
+// of batch 64 by default (97.40-97.45% on the 2,000 test digits on 2 ranks, by CPU model: the
 // main job); MNIST not found is an IoError that says to pass --data DIR.
 // "linear": the Trainer of PyTorch's multi-GPU DDP tutorial, a 20 -> 1
 // linear model on 2048 synthetic samples, SGD (lr 1e-3), MSE loss, 10
