@@ -1,7 +1,6 @@
 #include "distrun/launch/agent.h"
 
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -281,21 +281,6 @@ void Agent::Loop::operator()(const LeaveJob&) {
   } catch (const Error&) {
     // The store is gone: nobody is left to wait for.
   }
-}
-
-std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus, int workers) {
-  std::vector<std::vector<int>> shares(static_cast<size_t>(std::max(workers, 0)));
-  if (workers <= 0 || static_cast<int>(cpus.size()) < workers) return shares;
-  size_t each = cpus.size() / static_cast<size_t>(workers);
-  size_t extra = cpus.size() % static_cast<size_t>(workers);
-  size_t next = 0;
-  for (size_t w = 0; w < shares.size(); ++w) {
-    size_t count = each + (w < extra ? 1 : 0);
-    shares[w].assign(cpus.begin() + static_cast<long>(next),
-                     cpus.begin() + static_cast<long>(next + count));
-    next += count;
-  }
-  return shares;
 }
 
 }  // namespace distrun::launch

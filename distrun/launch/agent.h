@@ -2,7 +2,6 @@
 
 #include <iosfwd>
 #include <string>
-#include <vector>
 
 #include "distrun/common/environment.h"
 #include "distrun/launch/agent_config.h"
@@ -41,10 +40,5 @@ class Agent {
   const Clock& clock_;
   ProcessLauncher& launcher_;
 };
-
-// Splits `cpus` evenly over `workers`: worker i gets a contiguous share (the
-// first ones one more when it does not divide). Empty shares when there are
-// fewer CPUs than workers (no binding then).
-std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus, int workers);
 
 }  // namespace distrun::launch

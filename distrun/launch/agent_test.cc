@@ -13,15 +13,6 @@
 namespace distrun::launch {
 namespace {
 
-using ::testing::ElementsAre;
-
-TEST(SplitCpusTest, EvenContiguousShares) {
-  auto shares = splitCpus({0, 1, 2, 3, 4, 5, 6}, 3);
-  EXPECT_THAT(shares, ElementsAre(ElementsAre(0, 1, 2), ElementsAre(3, 4), ElementsAre(5, 6)));
-  auto none = splitCpus({0, 1}, 3);
-  EXPECT_THAT(none, ElementsAre(::testing::IsEmpty(), ::testing::IsEmpty(), ::testing::IsEmpty()));
-}
-
 // A one-node agent whose workers are shell commands.
 class AgentTest : public ::testing::Test {
  protected:

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "distrun/cluster/rank_env.h"
-#include "distrun/launch/agent.h"
 
 namespace distrun::launch {
 
@@ -39,6 +38,21 @@ cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config, const rdz
 }
 
 }  // namespace
+
+std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus, int workers) {
+  std::vector<std::vector<int>> shares(static_cast<size_t>(std::max(workers, 0)));
+  if (workers <= 0 || static_cast<int>(cpus.size()) < workers) return shares;
+  size_t each = cpus.size() / static_cast<size_t>(workers);
+  size_t extra = cpus.size() % static_cast<size_t>(workers);
+  size_t next = 0;
+  for (size_t w = 0; w < shares.size(); ++w) {
+    size_t count = each + (w < extra ? 1 : 0);
+    shares[w].assign(cpus.begin() + static_cast<long>(next),
+                     cpus.begin() + static_cast<long>(next + count));
+    next += count;
+  }
+  return shares;
+}
 
 std::string workerLogFolder(const AgentConfig& config, int round, int localRank) {
   return fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId, round, localRank);

@@ -18,6 +18,11 @@ namespace distrun::launch {
 // read through `env` only). They throw what buildRankEnvironment and
 // WorkerOutput throw (ConfigError, IoError).
 
+// Splits `cpus` evenly over `workers`: worker i gets a contiguous share (the
+// first ones one more when it does not divide). Empty shares when there are
+// fewer CPUs than workers (no binding then).
+std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus, int workers);
+
 // The global rank of the worker with `localRank` on this node: ranks are
 // contiguous on a node, from the first one the rendezvous gave it.
 int workerRank(const rdzv::World& world, int localRank);

@@ -41,6 +41,13 @@ std::string valueIn(const std::vector<std::string>& environment, const std::stri
   return "<unset>";
 }
 
+TEST(SplitCpusTest, EvenContiguousShares) {
+  auto shares = splitCpus({0, 1, 2, 3, 4, 5, 6}, 3);
+  EXPECT_THAT(shares, ElementsAre(ElementsAre(0, 1, 2), ElementsAre(3, 4), ElementsAre(5, 6)));
+  auto none = splitCpus({0, 1}, 3);
+  EXPECT_THAT(none, ElementsAre(::testing::IsEmpty(), ::testing::IsEmpty(), ::testing::IsEmpty()));
+}
+
 TEST(WorkerLayoutTest, TheNodesLayoutWithTheWorkersPlaceInTheWorld) {
   cluster::JobLayout worker = workerLayout(nodeOne().layout, worldOfSix(), 2, 2);
   EXPECT_EQ(worker.rank, 5);
