@@ -1,7 +1,9 @@
-// Every user mistake on distrun's command line is one line on stderr, exit
-// 64, and nothing started: no exec, no node agent, no benchmark rank. One
-// row per mistake: the command line, and the message (exact, or a stable
-// prefix where the parser words the rest).
+// Every user mistake on distrun's command line, or in the environment it
+// reads, is one line on stderr, its documented exit code (64 for the command
+// line unless a row says otherwise), and nothing started: no exec, no node
+// agent, no benchmark rank. One row per mistake: the command line, the
+// environment, and the message (exact, or a stable prefix where the parser
+// words the rest).
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -19,6 +21,8 @@ struct Mistake {
   std::vector<std::string> args;
   std::string message;  // after "distrun: error: " (or "distrun bench: error: ")
   bool prefixOnly = false;
+  std::vector<std::pair<std::string, std::string>> env = {};  // the user's environment
+  ExitCode code = ExitCode::kUsage;
 };
 
 std::ostream& operator<<(std::ostream& os, const Mistake& m) {
@@ -65,9 +69,10 @@ void expectOneLine(const std::string& err, const std::string& prefix, const Mist
 
 class DistrunMistakeTest : public ::testing::TestWithParam<Mistake> {};
 
-TEST_P(DistrunMistakeTest, IsOneLineExit64AndNothingStarts) {
+TEST_P(DistrunMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
   Recorder run;
-  EXPECT_EQ(run(GetParam().args), ExitCode::kUsage) << run.err.str();
+  for (const auto& [name, value] : GetParam().env) run.env.set(name, value);
+  EXPECT_EQ(run(GetParam().args), GetParam().code) << run.err.str();
   expectOneLine(run.err.str(), "distrun: error: ", GetParam());
   EXPECT_EQ(run.started, "") << "started for a mistake";
   EXPECT_EQ(run.out.str(), "");
@@ -164,8 +169,9 @@ INSTANTIATE_TEST_SUITE_P(Train, DistrunMistakeTest, ::testing::ValuesIn(kTrainMi
 // join, first asks for the host's facts.
 class BenchMistakeTest : public ::testing::TestWithParam<Mistake> {};
 
-TEST_P(BenchMistakeTest, IsOneLineExit64AndNothingStarts) {
+TEST_P(BenchMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
   MapEnvironment env;
+  for (const auto& [name, value] : GetParam().env) env.set(name, value);
   std::ostringstream out, err;
   bool started = false;
   comm_bench::BenchContext ctx{.env = env,
@@ -178,7 +184,7 @@ TEST_P(BenchMistakeTest, IsOneLineExit64AndNothingStarts) {
                                    },
                                .executable = "/opt/distrun/bin/distrun-bench",
                                .builtinSiteDir = ""};
-  EXPECT_EQ(comm_bench::runBenchCli(GetParam().args, ctx), toInt(ExitCode::kUsage)) << err.str();
+  EXPECT_EQ(comm_bench::runBenchCli(GetParam().args, ctx), toInt(GetParam().code)) << err.str();
   expectOneLine(err.str(), "distrun bench: error: ", GetParam());
   EXPECT_FALSE(started);
 }
