@@ -50,11 +50,16 @@ void parseLine(std::string_view text, const ProfileLine& line, SiteProfile& prof
   } else if (keyword == "set") {
     auto [variable, value] = assignment(rest, line);
     profile.settings.push_back({variable, value});
+  } else if (keyword == "node") {
+    if (!profile.node) profile.node = binding::NodeTopology{};
+    binding::addTopologyLine(*profile.node, rest,
+                             fmt::format("site profile {}:{}", line.path, line.number));
   } else if (keyword == "node-dir") {
     if (rest.empty()) line.fail("expected 'node-dir VARIABLE'");
     profile.nodeDirs.emplace_back(rest);
   } else {
-    line.fail(fmt::format("expected description, match, set or node-dir, found '{}'", keyword));
+    line.fail(
+        fmt::format("expected description, match, set, node-dir or node, found '{}'", keyword));
   }
 }
 
@@ -80,6 +85,10 @@ SiteProfile parseSiteProfile(const std::string& text, const std::string& name,
     std::string_view line = trim(raw);
     if (line.empty() || line[0] == '#') continue;
     parseLine(line, ProfileLine{path, number}, profile);
+  }
+  if (profile.node) {
+    profile.node->source = "the site profile " + path;
+    profile.node->validate();
   }
   return profile;
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "distrun/binding/node_topology.h"
 #include "distrun/common/environment.h"
 
 namespace distrun::cluster {
@@ -19,6 +20,7 @@ namespace distrun::cluster {
 //   match SLURM_CLUSTER_NAME = lumi        every match line must hold (glob)
 //   set NCCL_SOCKET_IFNAME = hsn0,hsn1     ${VAR} expands at apply time
 //   node-dir MIOPEN_USER_DB_PATH           a directory made on each node
+//   node gpu 0 numa 3 cpus 48-55           the node type (binding/node_topology.h)
 struct SiteProfile {
   struct Match {
     std::string variable;
@@ -34,6 +36,9 @@ struct SiteProfile {
   std::vector<Match> matches;
   std::vector<Setting> settings;
   std::vector<std::string> nodeDirs;  // variables whose values are dirs
+  // The node type's cores, NUMA domains and GPUs, from its `node` lines, so
+  // that a job can be planned before it runs; nullopt when it has none.
+  std::optional<binding::NodeTopology> node;
 
   // True when the profile has match lines and all of them hold in `env`.
   bool appliesTo(const Environment& env) const;

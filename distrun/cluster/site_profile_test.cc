@@ -44,12 +44,26 @@ TEST(SiteProfileTest, ErrorsNameFileAndLine) {
   };
   EXPECT_EQ(error("set A\n"), "site profile x.site:1: expected 'NAME = value'");
   EXPECT_EQ(error("\nexport A=1\n"),
-            "site profile x.site:2: expected description, match, set or "
-            "node-dir, found 'export'");
+            "site profile x.site:2: expected description, match, set, node-dir or "
+            "node, found 'export'");
   EXPECT_EQ(error("set A B = 1"),
             "site profile x.site:1: expected one variable name before '=', "
             "found 'A B'");
   EXPECT_EQ(error("node-dir"), "site profile x.site:1: expected 'node-dir VARIABLE'");
+  EXPECT_THAT(error("\nnode cpus 0-7\nnode gpu 0 cpus 0-3\n"),
+              ::testing::StartsWith("site profile x.site:3: 'node gpu 0 cpus 0-3': expected"));
+  EXPECT_EQ(error("node cpus 0-7\nnode numa 0 cpus 0-15\n"),
+            "the node description from the site profile x.site: NUMA domain 0 has cpus the node "
+            "lacks");
+}
+
+TEST(SiteProfileTest, NodeLinesDescribeTheNodeType) {
+  SiteProfile p = parseSiteProfile(
+      "node cpus 0-3\nnode numa 0 cpus 0-3\nnode gpu 0 numa 0 cpus 2-3\n", "x", "x.site");
+  ASSERT_TRUE(p.node.has_value());
+  EXPECT_EQ(p.node->source, "the site profile x.site");
+  EXPECT_EQ(p.node->gpus.size(), 1u);
+  EXPECT_FALSE(parseSiteProfile("set A = 1\n", "x", "x.site").node.has_value());
 }
 
 class SiteDirectoryTest : public ::testing::Test {

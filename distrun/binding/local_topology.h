@@ -1,0 +1,23 @@
+#pragma once
+
+#include <string>
+
+#include "distrun/binding/node_topology.h"
+
+namespace distrun::binding {
+
+// The node this process runs on, read with hwloc: the cores it may use (a
+// Slurm step's cgroup hides the others), its NUMA domains, and its GPUs
+// (PCI 3D controllers, and display controllers of NVIDIA and AMD; a
+// server's management VGA is not one), numbered in PCI bus order as
+// CUDA_DEVICE_ORDER=PCI_BUS_ID and ROCm number them. `host` names the
+// source. SystemError (71) when hwloc cannot read the node.
+NodeTopology readLocalTopology(const std::string& host);
+
+// The same from an hwloc XML export (`lstopo node.xml`) or a synthetic
+// description ("pack:2 numa:1 core:4 pu:2", hwloc's syntax): how a node
+// type is described without running on it, and how tests fake one.
+NodeTopology readTopologyXml(const std::string& path);
+NodeTopology readSyntheticTopology(const std::string& description);
+
+}  // namespace distrun::binding
