@@ -37,6 +37,16 @@ std::pair<std::string, std::string> assignment(std::string_view text, const Prof
   return {name, std::string(trim(text.substr(eq + 1)))};
 }
 
+const std::vector<std::string> kSubmitKeys = {"partition", "account", "qos", "time",
+                                              "gpus-per-node"};
+
+void checkSubmitKey(const std::string& key, const ProfileLine& line) {
+  if (std::find(kSubmitKeys.begin(), kSubmitKeys.end(), key) != kSubmitKeys.end()) return;
+  std::optional<std::string> near = closestName(key, kSubmitKeys);
+  line.fail(fmt::format("'submit {}': expected one of {}{}", key, join(kSubmitKeys, ", "),
+                        near ? " (did you mean " + *near + "?)" : ""));
+}
+
 void parseLine(std::string_view text, const ProfileLine& line, SiteProfile& profile) {
   size_t space = text.find_first_of(" \t=");
   std::string keyword(text.substr(0, space));
@@ -50,6 +60,10 @@ void parseLine(std::string_view text, const ProfileLine& line, SiteProfile& prof
   } else if (keyword == "set") {
     auto [variable, value] = assignment(rest, line);
     profile.settings.push_back({variable, value});
+  } else if (keyword == "submit") {
+    auto [key, value] = assignment(rest, line);
+    checkSubmitKey(key, line);
+    profile.submitDefaults[key] = value;
   } else if (keyword == "node") {
     if (!profile.node) profile.node = binding::NodeTopology{};
     binding::addTopologyLine(*profile.node, rest,
@@ -58,8 +72,8 @@ void parseLine(std::string_view text, const ProfileLine& line, SiteProfile& prof
     if (rest.empty()) line.fail("expected 'node-dir VARIABLE'");
     profile.nodeDirs.emplace_back(rest);
   } else {
-    line.fail(
-        fmt::format("expected description, match, set, node-dir or node, found '{}'", keyword));
+    line.fail(fmt::format("expected description, match, set, node-dir, node or submit, found '{}'",
+                          keyword));
   }
 }
 

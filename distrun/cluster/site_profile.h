@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ namespace distrun::cluster {
 //   set NCCL_SOCKET_IFNAME = hsn0,hsn1     ${VAR} expands at apply time
 //   node-dir MIOPEN_USER_DB_PATH           a directory made on each node
 //   node gpu 0 numa 3 cpus 48-55           the node type (binding/node_topology.h)
+//   submit partition = standard-g          a `distrun submit` default
 struct SiteProfile {
   struct Match {
     std::string variable;
@@ -39,6 +41,9 @@ struct SiteProfile {
   // The node type's cores, NUMA domains and GPUs, from its `node` lines, so
   // that a job can be planned before it runs; nullopt when it has none.
   std::optional<binding::NodeTopology> node;
+  // `distrun submit`'s defaults for the site's GPU nodes: partition,
+  // account, qos, time, gpus-per-node (what the user leaves out).
+  std::map<std::string, std::string> submitDefaults;
 
   // True when the profile has match lines and all of them hold in `env`.
   bool appliesTo(const Environment& env) const;

@@ -44,8 +44,11 @@ TEST(SiteProfileTest, ErrorsNameFileAndLine) {
   };
   EXPECT_EQ(error("set A\n"), "site profile x.site:1: expected 'NAME = value'");
   EXPECT_EQ(error("\nexport A=1\n"),
-            "site profile x.site:2: expected description, match, set, node-dir or "
-            "node, found 'export'");
+            "site profile x.site:2: expected description, match, set, node-dir, node "
+            "or submit, found 'export'");
+  EXPECT_EQ(error("submit partiton = gpu\n"),
+            "site profile x.site:1: 'submit partiton': expected one of partition, account, qos, "
+            "time, gpus-per-node (did you mean partition?)");
   EXPECT_EQ(error("set A B = 1"),
             "site profile x.site:1: expected one variable name before '=', "
             "found 'A B'");
@@ -64,6 +67,9 @@ TEST(SiteProfileTest, NodeLinesDescribeTheNodeType) {
   EXPECT_EQ(p.node->source, "the site profile x.site");
   EXPECT_EQ(p.node->gpus.size(), 1u);
   EXPECT_FALSE(parseSiteProfile("set A = 1\n", "x", "x.site").node.has_value());
+  EXPECT_EQ(
+      parseSiteProfile("submit partition = gpu\n", "x", "x.site").submitDefaults.at("partition"),
+      "gpu");
 }
 
 class SiteDirectoryTest : public ::testing::Test {

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace distrun::submit {
+
+// Everything a `distrun submit` batch script says, decided: Slurm's request
+// (#SBATCH lines), the step that runs the distrun command, and the
+// preemption protocol. Made by planBatchJob (submit_plan.h) from the
+// user's flags and the site profile; written by batchScript.
+struct BatchJob {
+  std::string jobName;
+  int nodes = 1;
+  int tasksPerNode = 1;  // 1 for run/train/bench (one distrun per node), ranks for exec
+  std::optional<int> cpusPerTask;
+  std::optional<int> gpusPerNode;
+  std::optional<std::string> time;  // as sbatch takes it, D-HH:MM:SS
+  std::optional<std::string> partition;
+  std::optional<std::string> account;
+  std::optional<std::string> qos;
+  std::optional<std::string> output;
+  std::vector<std::string> sbatchArgs;  // passed through, one #SBATCH line each
+  int signalGrace = 120;                // seconds of warning before the end
+  int maxRequeues = 3;
+  std::string cpuBind = "none";                                  // srun --cpu-bind
+  std::vector<std::pair<std::string, std::string>> environment;  // exported before the step
+  std::vector<std::string> step;  // the distrun command the step runs, argv
+};
+
+// The exit status by which a worker (distrun-train, or any program joining
+// the protocol) says "I wrote a snapshot on the warning signal: requeue me".
+// docs/submit.md documents it; ExitCode stays for distrun's own errors.
+constexpr int kCheckpointedExitCode = 79;
+
+// The batch script: readable, byte-stable for the same job, and usable by
+// hand (`sbatch job.sh`). Arguments are shell-quoted.
+std::string batchScript(const BatchJob& job);
+
+}  // namespace distrun::submit

@@ -1,0 +1,93 @@
+#include <fmt/format.h>
+
+#include "distrun/common/strings.h"
+#include "distrun/submit/batch_job.h"
+
+namespace distrun::submit {
+namespace {
+
+std::string quoted(const std::vector<std::string>& argv) {
+  std::vector<std::string> words;
+  for (const std::string& a : argv) words.push_back(shellQuote(a));
+  return join(words, " ");
+}
+
+void sbatchLine(std::string& out, const char* flag, const std::optional<std::string>& value) {
+  if (value) out += fmt::format("#SBATCH --{}={}\n", flag, *value);
+}
+
+std::string sbatchLines(const BatchJob& job) {
+  std::string out;
+  sbatchLine(out, "job-name", job.jobName);
+  sbatchLine(out, "nodes", std::to_string(job.nodes));
+  sbatchLine(out, "ntasks-per-node", std::to_string(job.tasksPerNode));
+  if (job.cpusPerTask) sbatchLine(out, "cpus-per-task", std::to_string(*job.cpusPerTask));
+  if (job.gpusPerNode) sbatchLine(out, "gpus-per-node", std::to_string(*job.gpusPerNode));
+  sbatchLine(out, "time", job.time);
+  sbatchLine(out, "partition", job.partition);
+  sbatchLine(out, "account", job.account);
+  sbatchLine(out, "qos", job.qos);
+  sbatchLine(out, "output", job.output);
+  out += fmt::format("#SBATCH --signal=B:USR1@{}\n", job.signalGrace);
+  out += "#SBATCH --requeue\n#SBATCH --open-mode=append\n";
+  for (const std::string& arg : job.sbatchArgs) out += fmt::format("#SBATCH {}\n", arg);
+  return out;
+}
+
+std::string srunLine(const BatchJob& job) {
+  std::string line =
+      fmt::format("srun --nodes={} --ntasks-per-node={}", job.nodes, job.tasksPerNode);
+  if (job.cpusPerTask) line += fmt::format(" --cpus-per-task={}", *job.cpusPerTask);
+  return line + fmt::format(" --cpu-bind={} \\\n  {} &\n", job.cpuBind, quoted(job.step));
+}
+
+// USR1 reaches this shell (B: in --signal) and goes on to the step; srun
+// forwards it to every task. `wait` returns early when the trap runs, so
+// the loop waits until the step has really ended.
+std::string stepWithPreemption(const BatchJob& job) {
+  std::string out = fmt::format(
+      "# Slurm sends USR1 {} s before the time limit (and on preemption); the workers\n"
+      "# write a snapshot and exit {}, and the job goes back in the queue to resume.\n",
+      job.signalGrace, kCheckpointedExitCode);
+  out += "trap 'kill -USR1 \"$step\" 2>/dev/null' USR1\n";
+  out += srunLine(job);
+  out += "step=$!\n";
+  out += "while kill -0 \"$step\" 2>/dev/null; do wait \"$step\"; done\n";
+  out += "wait \"$step\"\nstatus=$?\n";
+  return out;
+}
+
+std::string requeueOnCheckpoint(const BatchJob& job) {
+  return fmt::format(
+      "if [[ $status -eq {code} ]]; then\n"
+      "  if [[ ${{SLURM_RESTART_COUNT:-0}} -lt {max} ]]; then\n"
+      "    echo \"distrun submit: job $SLURM_JOB_ID wrote a snapshot on the warning signal: "
+      "requeued (restart $((${{SLURM_RESTART_COUNT:-0}} + 1)) of {max})\"\n"
+      "    scontrol requeue \"$SLURM_JOB_ID\"\n"
+      "    exit 0\n"
+      "  fi\n"
+      "  echo \"distrun submit: job $SLURM_JOB_ID wrote a snapshot but was requeued {max} times "
+      "already (--max-requeues): resubmit it to go on\"\n"
+      "fi\n"
+      "exit $status\n",
+      fmt::arg("code", kCheckpointedExitCode), fmt::arg("max", job.maxRequeues));
+}
+
+}  // namespace
+
+std::string batchScript(const BatchJob& job) {
+  std::string out = "#!/bin/bash\n";
+  out += fmt::format("# Written by distrun submit for: distrun {}\n",
+                     quoted({job.step.begin() + 1, job.step.end()}));
+  out += "# Submit it again by hand with: sbatch THIS_FILE\n";
+  out += sbatchLines(job);
+  out += "set -u\n";
+  for (const auto& [name, value] : job.environment) {
+    out += fmt::format("export {}={}\n", name, shellQuote(value));
+  }
+  out += stepWithPreemption(job);
+  out += requeueOnCheckpoint(job);
+  return out;
+}
+
+}  // namespace distrun::submit

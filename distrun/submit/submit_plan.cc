@@ -1,0 +1,133 @@
+#include "distrun/submit/submit_plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "distrun/binding/binding_plan.h"
+#include "distrun/common/error.h"
+#include "distrun/common/strings.h"
+#include "distrun/submit/slurm_time.h"
+
+namespace distrun::submit {
+namespace {
+
+const std::vector<std::string> kCommands = {"run", "train", "bench", "exec"};
+
+void checkCommand(const std::vector<std::string>& command) {
+  if (command.empty()) {
+    throw UsageError("submit: expected a distrun command after -- (run, train, bench or exec)");
+  }
+  if (std::find(kCommands.begin(), kCommands.end(), command[0]) != kCommands.end()) return;
+  std::optional<std::string> near = closestName(command[0], kCommands);
+  throw UsageError(
+      fmt::format("submit: '{}' is not a distrun command a batch job runs: expected "
+                  "run, train, bench or exec{}",
+                  command[0], near ? " (did you mean " + *near + "?)" : ""));
+}
+
+// The value of the command's own --nproc-per-node (torchrun's spellings),
+// looked for up to a "--".
+std::optional<std::string> commandRanks(const std::vector<std::string>& command) {
+  for (size_t i = 1; i < command.size() && command[i] != "--"; ++i) {
+    const std::string& a = command[i];
+    for (const char* flag : {"--nproc-per-node", "--nproc_per_node"}) {
+      if (a == flag && i + 1 < command.size()) return command[i + 1];
+      if (a.rfind(std::string(flag) + "=", 0) == 0) return a.substr(a.find('=') + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<int> siteNumber(const cluster::SiteProfile* site, const std::string& key) {
+  if (site == nullptr || !site->submitDefaults.contains(key)) return std::nullopt;
+  std::string what = fmt::format("'submit {}' in {}", key, site->path);
+  return static_cast<int>(parseCount(site->submitDefaults.at(key), what, 1024));
+}
+
+std::optional<std::string> siteText(const cluster::SiteProfile* site, const std::string& key) {
+  if (site == nullptr || !site->submitDefaults.contains(key)) return std::nullopt;
+  return site->submitDefaults.at(key);
+}
+
+std::optional<int> ranksPerNode(const SubmitRequest& r, std::optional<int> gpus) {
+  std::optional<std::string> own = commandRanks(r.command);
+  bool ownIsNumber =
+      own && !own->empty() && own->find_first_not_of("0123456789") == std::string::npos;
+  if (r.nprocPerNode && ownIsNumber && std::stoi(*own) != *r.nprocPerNode) {
+    throw UsageError(fmt::format(
+        "submit: --nproc-per-node {} contradicts the command's --nproc-per-node {}: give it once",
+        *r.nprocPerNode, *own));
+  }
+  if (r.nprocPerNode) return r.nprocPerNode;
+  if (ownIsNumber) return std::stoi(*own);
+  if (own) return std::nullopt;  // gpu, cpu, auto: the node agent decides
+  return gpus.value_or(1);
+}
+
+std::optional<std::string> timeLimit(const SubmitRequest& r, const cluster::SiteProfile* site) {
+  std::optional<std::string> text = r.time ? r.time : siteText(site, "time");
+  if (!text) return std::nullopt;
+  long seconds = parseSlurmTime(*text, r.time ? "--time" : "'submit time' in " + site->path);
+  if (seconds <= r.signalGrace) {
+    throw UsageError(
+        fmt::format("submit: --signal-grace {} s leaves no time to train within --time "
+                    "{}: shorten the grace or lengthen the limit",
+                    r.signalGrace, *text));
+  }
+  return formatSlurmTime(seconds);
+}
+
+// exec: one task per rank, bound by srun to the plan's cores when the site
+// describes its node type.
+void bindTasks(BatchJob& job, const SubmitRequest& r, const cluster::SiteProfile* site) {
+  job.cpusPerTask = r.cpusPerTask;
+  job.cpuBind = "cores";
+  if (site == nullptr || !site->node) return;
+  std::vector<binding::RankBinding> plan = binding::planBinding(
+      *site->node, {job.tasksPerNode, r.cpusPerTask.value_or(0), job.gpusPerNode.value_or(0)});
+  job.cpuBind = binding::srunCpuBind(plan);
+  if (!job.cpusPerTask) job.cpusPerTask = static_cast<int>(plan.front().cpus.size());
+}
+
+// run, train, bench: one distrun per node, which starts and binds the ranks.
+void agentPerNode(BatchJob& job, const SubmitRequest& r, std::optional<int> ranks) {
+  job.tasksPerNode = 1;
+  if (r.cpusPerTask && ranks) job.cpusPerTask = *r.cpusPerTask * *ranks;
+  if (ranks && !commandRanks(r.command)) {
+    job.step.insert(job.step.begin() + 2, {"--nproc-per-node", std::to_string(*ranks)});
+  }
+}
+
+}  // namespace
+
+bool runsOneTaskPerRank(const std::string& command) { return command == "exec"; }
+
+BatchJob planBatchJob(const SubmitRequest& r, const cluster::SiteProfile* site) {
+  checkCommand(r.command);
+  BatchJob job;
+  job.jobName = r.jobName.value_or("distrun-" + r.command[0]);
+  job.nodes = r.nodes;
+  job.gpusPerNode = r.gpusPerNode ? r.gpusPerNode : siteNumber(site, "gpus-per-node");
+  job.time = timeLimit(r, site);
+  job.partition = r.partition ? r.partition : siteText(site, "partition");
+  job.account = r.account ? r.account : siteText(site, "account");
+  job.qos = r.qos ? r.qos : siteText(site, "qos");
+  job.output = r.output;
+  job.sbatchArgs = r.sbatchArgs;
+  job.signalGrace = r.signalGrace;
+  job.maxRequeues = r.maxRequeues;
+  job.step = {r.distrun};
+  job.step.insert(job.step.end(), r.command.begin(), r.command.end());
+  if (site != nullptr) job.environment.emplace_back("DISTRUN_SITE", site->name);
+  std::optional<int> ranks = ranksPerNode(r, job.gpusPerNode);
+  if (runsOneTaskPerRank(r.command[0])) {
+    job.tasksPerNode = ranks.value_or(1);
+    bindTasks(job, r, site);
+  } else {
+    agentPerNode(job, r, ranks);
+  }
+  return job;
+}
+
+}  // namespace distrun::submit

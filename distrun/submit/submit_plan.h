@@ -1,0 +1,44 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distrun/cluster/site_profile.h"
+#include "distrun/submit/batch_job.h"
+
+namespace distrun::submit {
+
+// What the user asked `distrun submit` for, in Slurm's words (docs/submit.md).
+struct SubmitRequest {
+  std::vector<std::string> command;  // after --: a distrun command and its arguments
+  int nodes = 1;
+  std::optional<int> nprocPerNode;
+  std::optional<int> gpusPerNode;
+  std::optional<int> cpusPerTask;
+  std::optional<std::string> time;
+  std::optional<std::string> partition;
+  std::optional<std::string> account;
+  std::optional<std::string> qos;
+  std::optional<std::string> jobName;
+  std::optional<std::string> output;
+  std::vector<std::string> sbatchArgs;
+  int signalGrace = 120;
+  int maxRequeues = 3;
+  std::string distrun = "distrun";  // the path the script runs distrun by
+};
+
+// The commands a batch job can run, and how many Slurm tasks each wants per
+// node: one distrun per node for run, train and bench (it starts the
+// node's ranks), one task per rank for exec.
+bool runsOneTaskPerRank(const std::string& command);
+
+// Decides the job: the task geometry from the command, the ranks per node
+// (--nproc-per-node of submit or of the command, else the site's GPUs per
+// node, else 1), the site's defaults for what the user left out, and, when
+// the site describes its node type, the binding of exec's tasks
+// (binding_plan.h). UsageError naming the flag for a request that
+// contradicts itself or the node.
+BatchJob planBatchJob(const SubmitRequest& request, const cluster::SiteProfile* site);
+
+}  // namespace distrun::submit

@@ -1,0 +1,103 @@
+#include "distrun/submit/submit_plan.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/common/error.h"
+
+namespace distrun::submit {
+namespace {
+
+cluster::SiteProfile site(const std::string& name) {
+  return cluster::loadSiteProfile(name, {std::string(DISTRUN_SOURCE_DIR) + "/share/sites"});
+}
+
+SubmitRequest request(std::vector<std::string> command) {
+  SubmitRequest r;
+  r.command = std::move(command);
+  return r;
+}
+
+std::string refusal(const SubmitRequest& r, const cluster::SiteProfile* s = nullptr) {
+  try {
+    planBatchJob(r, s);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(SubmitPlanTest, RunTrainAndBenchStartOneDistrunPerNode) {
+  for (const char* command : {"run", "train", "bench"}) {
+    SubmitRequest r = request({command, "x"});
+    r.nprocPerNode = 4;
+    BatchJob job = planBatchJob(r, nullptr);
+    EXPECT_EQ(job.tasksPerNode, 1) << command;
+    EXPECT_EQ(job.step,
+              (std::vector<std::string>{"distrun", command, "--nproc-per-node", "4", "x"}));
+    EXPECT_EQ(job.cpuBind, "none");
+  }
+}
+
+TEST(SubmitPlanTest, ExecStartsOneTaskPerRank) {
+  SubmitRequest r = request({"exec", "--", "prog"});
+  r.nprocPerNode = 3;
+  r.cpusPerTask = 2;
+  BatchJob job = planBatchJob(r, nullptr);
+  EXPECT_EQ(job.tasksPerNode, 3);
+  EXPECT_EQ(job.cpusPerTask, 2);
+  EXPECT_EQ(job.cpuBind, "cores");
+}
+
+TEST(SubmitPlanTest, RanksPerNodeComeFromTheCommandOrTheSitesGpus) {
+  EXPECT_EQ(planBatchJob(request({"train", "--nproc-per-node=2", "linear"}), nullptr).step.size(),
+            4u);
+  cluster::SiteProfile lumi = site("lumi");
+  BatchJob exec = planBatchJob(request({"exec", "--", "prog"}), &lumi);
+  EXPECT_EQ(exec.tasksPerNode, 8);
+  EXPECT_EQ(exec.cpusPerTask, 7);
+  EXPECT_EQ(exec.gpusPerNode, 8);
+  EXPECT_EQ(exec.partition, "standard-g");
+  EXPECT_THAT(exec.cpuBind, ::testing::StartsWith("mask_cpu:0xfe000000000000,"));
+  SubmitRequest agent = request({"train", "--nproc-per-node", "gpu", "mnist"});
+  EXPECT_EQ(planBatchJob(agent, &lumi).step.size(), 5u) << "gpu stays for the agent to decide";
+}
+
+TEST(SubmitPlanTest, TheUsersFlagsWinOverTheSitesDefaults) {
+  cluster::SiteProfile lumi = site("lumi");
+  SubmitRequest r = request({"exec", "--", "prog"});
+  r.partition = "small-g";
+  r.gpusPerNode = 2;
+  BatchJob job = planBatchJob(r, &lumi);
+  EXPECT_EQ(job.partition, "small-g");
+  EXPECT_EQ(job.tasksPerNode, 2);
+  EXPECT_EQ(job.cpuBind, "mask_cpu:0xfe000000000000,0xfe00000000000000");
+}
+
+TEST(SubmitPlanTest, MistakesAreUsageErrorsNamingTheFlag) {
+  EXPECT_EQ(refusal(request({})),
+            "submit: expected a distrun command after -- (run, train, bench or exec)");
+  EXPECT_EQ(refusal(request({"trian", "mnist"})),
+            "submit: 'trian' is not a distrun command a batch job runs: expected run, train, "
+            "bench or exec (did you mean train?)");
+  SubmitRequest twice = request({"run", "--nproc-per-node", "2", "x.py"});
+  twice.nprocPerNode = 4;
+  EXPECT_EQ(refusal(twice),
+            "submit: --nproc-per-node 4 contradicts the command's --nproc-per-node 2: give it "
+            "once");
+  SubmitRequest shortJob = request({"run", "x.py"});
+  shortJob.time = "2";
+  EXPECT_EQ(refusal(shortJob),
+            "submit: --signal-grace 120 s leaves no time to train within --time 2: shorten the "
+            "grace or lengthen the limit");
+  shortJob.time = "1h";
+  EXPECT_THAT(refusal(shortJob), ::testing::StartsWith("--time '1h': expected Slurm's"));
+  cluster::SiteProfile mn5 = site("marenostrum5");
+  SubmitRequest tooMany = request({"exec", "--", "prog"});
+  tooMany.gpusPerNode = 5;
+  EXPECT_THAT(refusal(tooMany, &mn5),
+              ::testing::StartsWith("--gpus-per-node 5: the node has 4 GPUs (from the site "));
+}
+
+}  // namespace
+}  // namespace distrun::submit
