@@ -1,5 +1,9 @@
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstddef>
+
 namespace distrun {
 
 // SIGPIPE in distrun: one rule, set in one place.
@@ -15,11 +19,18 @@ namespace distrun {
 // SIGPIPE alone: an ignored SIGPIPE survives exec, so `distrun run` and
 // `distrun exec` would hand it to every worker and every program those
 // start, and a program in a shell pipeline would then meet EPIPE errors
-// where it expects to end quietly when its reader goes.
+// where it expects to end quietly when its reader goes. Writes into a
+// tool's standard input (runTool: sbatch reading its script) go through
+// writeWithoutSigpipe, which keeps the disposition as it is.
 //
 // Sets SIGPIPE to ignored when it has its default action; a handler the
 // program installed stays (writes fail with EPIPE under it too). Throws
 // SystemError when sigaction fails. Thread-safe.
 void ignoreSigpipe();
+
+// write(2) that fails with EPIPE instead of raising SIGPIPE when the reader
+// has gone: SIGPIPE is blocked for this thread during the call and a
+// SIGPIPE the call raised is taken back; one already pending stays.
+ssize_t writeWithoutSigpipe(int fd, const void* data, size_t size);
 
 }  // namespace distrun
