@@ -9,6 +9,7 @@
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cli/rank_setup.h"
+#include "distrun/cluster/leftovers.h"
 #include "distrun/common/error.h"
 
 namespace distrun::cli {
@@ -53,14 +54,21 @@ void runExec(const ExecOptions& o, CliContext& ctx) {
   if (o.program.empty()) {
     throw UsageError("exec: no PROGRAM given: distrun exec [OPTIONS] -- PROGRAM [ARGS...]");
   }
-  cluster::ThisTask setup = prepareRank(ctx, o.site);
+  const cluster::UserEnvironment user(ctx.env);
+  cluster::ThisTask setup = prepareRank(ctx, user.env, o.site);
   makeNodeDirs(setup.environment);
   checkMasterPort(setup);
+  if (o.verbose && !user.leftovers.empty()) {
+    ctx.err << "distrun exec: note: " << cluster::leftoversNote(user.leftovers) << "\n";
+  }
   std::vector<std::pair<std::string, std::string>> variables;
   for (const auto& v : setup.environment.variables) {
     variables.emplace_back(v.name, v.value);
     if (o.verbose) ctx.err << "distrun exec: " << v.name << "=" << v.value << "\n";
   }
+  // The values above replace what the marker lists; the program gets an
+  // empty marker, so none of them reads as left over to a distrun it runs.
+  if (ctx.env.has(cluster::kEnvMarker)) variables.emplace_back(cluster::kEnvMarker, "");
   ctx.exec(o.program, variables);
 }
 

@@ -5,6 +5,7 @@
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cluster/job_layout.h"
+#include "distrun/cluster/leftovers.h"
 #include "distrun/launch/agent.h"
 #include "distrun/launch/run_options.h"
 
@@ -106,10 +107,12 @@ void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored
 }
 
 int runLauncher(launch::RunOptions& o, CliContext& ctx) {
-  launch::RunContext run{ctx.env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir,
-                         visibleGpus(ctx.env)};
+  // What an earlier eval "$(distrun env)" left is neither read nor passed on.
+  const cluster::UserEnvironment user(ctx.env);
+  launch::RunContext run{user.env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir,
+                         visibleGpus(user.env)};
   launch::AgentConfig config = launch::resolveAgentConfig(o, run);
-  return launch::Agent(std::move(config), ctx.env, ctx.err).run();
+  return launch::Agent(std::move(config), user.env, ctx.err).run();
 }
 
 Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program) {

@@ -4,9 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "distrun/cluster/leftovers.h"
 #include "distrun/cluster/master_port.h"
 #include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
+#include "distrun/common/strings.h"
 
 namespace distrun::cluster {
 
@@ -65,18 +67,41 @@ class RankEnvironmentBuilder {
   RankEnvironment result_;
 };
 
+// The variable a world without a job id took its size from.
+std::string worldSizeVariable(Scheduler scheduler) {
+  switch (scheduler) {
+    case Scheduler::kOpenMpi:
+      return "OMPI_COMM_WORLD_SIZE";
+    case Scheduler::kMpich:
+      return "PMI_SIZE";
+    default:
+      return "WORLD_SIZE";
+  }
+}
+
 int masterPort(const JobLayout& layout, const RankEnvironmentOptions& options) {
   if (!layout.jobId.empty()) {
     return derivedMasterPort(layout.jobId, layout.stepId);
   }
   if (layout.worldSize > 1) {
-    throw ConfigError(
-        fmt::format("MASTER_PORT is not set and there is no job id to derive it from: "
-                    "set MASTER_PORT for this {}-process world",
-                    layout.worldSize));
+    throw ConfigError(fmt::format(
+        "MASTER_PORT is not set and there is no job id to derive it from: set MASTER_PORT for "
+        "the {}-process world {}={} describes{}",
+        layout.worldSize, worldSizeVariable(layout.scheduler), layout.worldSize, kClearStaleHint));
   }
   DISTRUN_ENFORCE(options.pickFreePort, "no pickFreePort given");
   return options.pickFreePort();
+}
+
+// A MASTER_PORT the user set, which every task would keep, is a port.
+void checkUserPort(const Environment& user) {
+  std::optional<std::string> port = user.get("MASTER_PORT");
+  if (!port) return;
+  try {
+    parseCount(*port, "MASTER_PORT", 65535);
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.what() + std::string(kClearStaleHint));
+  }
 }
 
 int ompThreads(const JobLayout& layout, const RankEnvironmentOptions& options) {
@@ -163,6 +188,7 @@ const RankVariable* RankEnvironment::find(const std::string& name) const {
 
 RankEnvironment buildRankEnvironment(const JobLayout& layout, const Environment& user,
                                      const RankEnvironmentOptions& options) {
+  if (!options.masterPort) checkUserPort(user);
   RankEnvironmentBuilder b(user);
   addContract(layout, options, b);
   addDevice(layout, b);

@@ -112,7 +112,15 @@ TEST(RankEnvironmentTest, StandalonePortIsPickedFreeOrRequired) {
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
                  "MASTER_PORT is not set and there is no job id to derive it "
-                 "from: set MASTER_PORT for this 2-process world");
+                 "from: set MASTER_PORT for the 2-process world WORLD_SIZE=2 describes; if left "
+                 "from an earlier shell or job, clear them: eval \"$(distrun env --unset)\"");
+  }
+  two.scheduler = Scheduler::kOpenMpi;
+  try {
+    buildRankEnvironment(two, MapEnvironment(), options());
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("world OMPI_COMM_WORLD_SIZE=2 describes"));
   }
 }
 

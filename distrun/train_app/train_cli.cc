@@ -8,6 +8,7 @@
 #include <torch/utils.h>
 #include <CLI/CLI.hpp>
 
+#include "distrun/cluster/leftovers.h"
 #include "distrun/cluster/this_task.h"
 #include "distrun/comm/connect.h"
 #include "distrun/common/command_line.h"
@@ -64,17 +65,20 @@ WorkloadOptions workloadOptions(const TrainFlags& a, const Environment& env) {
 
 int train(const TrainFlags& a, TrainCliContext& ctx) {
   checkTrainFlags(a);
-  if (!a.returnFreedMemory) keepFreedMemoryForReuse(ctx.env);
+  // What an earlier eval "$(distrun env)" left is not this rank's identity.
+  const MapEnvironment env = cluster::withoutLeftovers(ctx.env);
+  if (!a.returnFreedMemory) keepFreedMemoryForReuse(env);
   configureTorch(a);
   const ProgressStyle progress = parseProgressStyle(a.progress);
-  Workload workload = buildWorkload(a.workload, workloadOptions(a, ctx.env));
+  Workload workload = buildWorkload(a.workload, workloadOptions(a, env));
   std::optional<DerivedRankEnvironment> derived;
   // --backend mpi needs none: MPI itself says who is who.
-  if (a.backend != "mpi" && !ctx.env.has("RANK") && !ctx.env.has("DISTRUN_STORE")) {
-    derived.emplace(ctx.env);
+  if (a.backend != "mpi" && !env.has("RANK") && !env.has("DISTRUN_STORE")) {
+    derived.emplace(env);
   }
-  std::unique_ptr<comm::Communicator> comm = comm::connect(
-      derived ? derived->env : ctx.env, {.backend = a.backend, .timeout = {}, .name = "train"});
+  const Environment& rankEnv = derived ? static_cast<const Environment&>(derived->env) : env;
+  std::unique_ptr<comm::Communicator> comm =
+      comm::connect(rankEnv, {.backend = a.backend, .timeout = {}, .name = "train"});
   TrainerOptions options{
       .epochs = a.epochs.value_or(workload.defaultEpochs),
       .batchSize = a.batchSize.value_or(workload.defaultBatchSize),
