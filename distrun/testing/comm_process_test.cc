@@ -97,6 +97,16 @@ TEST(CommProcessTest, BenchPiIsTheFirstThingToRun) {
   EXPECT_THAT(r.out, HasSubstr("(1000000 intervals on 3 ranks, gloo,"));
 }
 
+// Issue 32 item 3: after the README's eval "$(distrun env)" (RANK=0,
+// WORLD_SIZE=1 in the shell) a bare bench still starts its own world.
+TEST(CommProcessTest, BenchPiAfterEvalOfDistrunEnvStartsItsOwnWorld) {
+  CommandResult r = runCommand("eval \"$(" + distrun() + " env)\" && timeout 120 " + distrun() +
+                               " bench pi --intervals 1000000 --nproc-per-node 3");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("(1000000 intervals on 3 ranks, gloo,"));
+  EXPECT_EQ(r.err, "");
+}
+
 TEST(CommProcessTest, BenchFlagErrorsAreOneLine) {
   CommandResult r = runCommand(distrun() + " bench all_reduce -e 1T");
   EXPECT_EQ(r.exitCode, 64);
