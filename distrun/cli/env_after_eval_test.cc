@@ -25,7 +25,10 @@ struct Shell {
     CliContext ctx{.env = env,
                    .out = out,
                    .err = err,
-                   .hostFacts = [] { return HostFacts{"node1", 4}; },
+                   .hostFacts =
+                       [] {
+                         return HostFacts{"node1", 4};
+                       },
                    .builtinSiteDir = std::string(DISTRUN_SOURCE_DIR) + "/share/sites",
                    .exec = [this](const auto&, const auto& vars) { execVars = vars; },
                    .toolDir = "/opt/distrun/bin"};
@@ -156,7 +159,8 @@ TEST(EnvUnsetTest, PrintsOneUnsetOfThePlacementVariablesSet) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1);
   Shell clean;
   ASSERT_EQ(clean({"env", "--unset"}), 0);
-  EXPECT_EQ(clean.out.str(), "# distrun env --unset: none of the variables that place a task is set\n");
+  EXPECT_EQ(clean.out.str(),
+            "# distrun env --unset: none of the variables that place a task is set\n");
 }
 
 }  // namespace

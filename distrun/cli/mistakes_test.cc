@@ -364,6 +364,19 @@ const Mistake kEnvironmentMistakes[] = {
      true,
      {{"PBS_JOBID", "1.srv"}, {"PBS_VNODENUM", "0"}, {"PBS_NODEFILE", "/nonexistent/nodes"}},
      ExitCode::kIo},
+    // hostnames without a list expands the job's
+    {{"hostnames"},
+     "SLURM_JOB_NODELIST: invalid hostlist 'vm[1-2': expected ']' (the '[' at column 3 is not "
+     "closed) at column 7, found the end of the list",
+     false,
+     {{"SLURM_JOB_NODELIST", "vm[1-2"}},
+     kConfig},
+    {{"hostnames"},
+     "SLURM_NODELIST: invalid hostlist 'vm]': expected a host name or '[' (stray ']') at column "
+     "3, found ']'",
+     false,
+     {{"SLURM_NODELIST", "vm]"}},
+     kConfig},
     // --unset prints shell commands only
     {{"env", "--unset", "--format", "json"},
      "--format excludes --unset (see 'distrun env --help')"},
