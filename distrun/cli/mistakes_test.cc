@@ -19,7 +19,7 @@ namespace {
 
 struct Mistake {
   std::vector<std::string> args;
-  std::string message;  // after "distrun: error: " (or "distrun bench: error: ")
+  std::string message;  // after "distrun: error: "
   bool prefixOnly = false;
   std::vector<std::pair<std::string, std::string>> env = {};  // the user's environment
   ExitCode code = ExitCode::kUsage;
@@ -185,7 +185,7 @@ TEST_P(BenchMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
                                .executable = "/opt/distrun/bin/distrun-bench",
                                .builtinSiteDir = ""};
   EXPECT_EQ(comm_bench::runBenchCli(GetParam().args, ctx), toInt(GetParam().code)) << err.str();
-  expectOneLine(err.str(), "distrun bench: error: ", GetParam());
+  expectOneLine(err.str(), "distrun: error: ", GetParam());
   EXPECT_FALSE(started);
 }
 

@@ -128,7 +128,7 @@ TEST(TrainProcessTest, ASnapshotResumesOnAnotherWorldSizeOnlyFromAnEpochsEnd) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   r = runCommand(quote(binaryPath("distrun-train")) + " linear --epochs 4" + snapshot);
   EXPECT_EQ(r.exitCode, 78);
-  EXPECT_EQ(r.err, "distrun-train: error: snapshot " + dir +
+  EXPECT_EQ(r.err, "distrun: error: snapshot " + dir +
                        "/s.snap was written by a 2-rank run at step 26 of epoch 3, "
                        "this is a 1-rank run: another world size resumes only from a "
                        "snapshot at an epoch's end; resume with 2 ranks, or delete "
@@ -159,24 +159,24 @@ TEST(TrainProcessTest, ErrorsNameTheInputAndExitWithTheirCode) {
   EXPECT_THAT(r.err, HasSubstr("distrun: error: train: expected a workload (mnist or linear)"));
   r = runCommand(quote(binaryPath("distrun-train")) + " resnet");
   EXPECT_EQ(r.exitCode, 64);
-  EXPECT_EQ(r.err, "distrun-train: error: workload 'resnet': expected mnist or linear\n");
+  EXPECT_EQ(r.err, "distrun: error: workload 'resnet': expected mnist or linear\n");
   r = runCommand(quote(binaryPath("distrun-train")) + " linear --epochs 0");
   EXPECT_EQ(r.exitCode, 64);
-  EXPECT_EQ(r.err, "distrun-train: error: --epochs 0: expected at least 1\n");
+  EXPECT_EQ(r.err, "distrun: error: --epochs 0: expected at least 1\n");
   r = runCommand(quote(binaryPath("distrun-train")) + " linear --balance-load --deterministic");
   EXPECT_EQ(r.exitCode, 64);
   EXPECT_EQ(r.err,
-            "distrun-train: error: --balance-load with --deterministic: the split of each "
+            "distrun: error: --balance-load with --deterministic: the split of each "
             "step follows the ranks' timing, so runs cannot repeat bit for bit; choose one\n");
   r = runCommand(quote(binaryPath("distrun-train")) + " mnist --data /nonexistent");
   EXPECT_EQ(r.exitCode, 74) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("distrun-train: error: MNIST folder '/nonexistent' does not exist: "
+  EXPECT_THAT(r.err, HasSubstr("distrun: error: MNIST folder '/nonexistent' does not exist: "
                                "run scripts/prepare-mnist, or give the folder of a torchvision "
                                "MNIST download with --data DIR\n"));
   // Under the agent the worker's failure is reported as the worker's exit code.
   r = runCommand(distrun() + " train --nproc-per-node 2 linear --progress fancy");
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_THAT(r.err, HasSubstr("distrun-train: error: --progress 'fancy': expected auto, bar, "
+  EXPECT_THAT(r.err, HasSubstr("distrun: error: --progress 'fancy': expected auto, bar, "
                                "epochs or none\n"));
 }
 
@@ -188,12 +188,12 @@ TEST(TrainProcessTest, FilesThatCannotBeWrittenAreIoErrorsNamingThem) {
   CommandResult r = runCommand(train + " --metrics /nonexistent/dir/m.json");
   EXPECT_EQ(r.exitCode, 74) << r.err;
   EXPECT_THAT(r.err, ::testing::ContainsRegex(
-                         "distrun-train: error: --metrics /nonexistent/dir/m.json: cannot create "
+                         "distrun: error: --metrics /nonexistent/dir/m.json: cannot create "
                          "/nonexistent/dir/m.json.tmp.[0-9]+: No such file or directory\n$"));
   r = runCommand(train + " --snapshot /nonexistent/dir/s.snap");
   EXPECT_EQ(r.exitCode, 74) << r.err;
   EXPECT_THAT(r.err, ::testing::ContainsRegex(
-                         "distrun-train: error: snapshot /nonexistent/dir/s.snap: cannot create "
+                         "distrun: error: snapshot /nonexistent/dir/s.snap: cannot create "
                          "/nonexistent/dir/s.snap.tmp.[0-9]+: No such file or directory\n$"));
 }
 
