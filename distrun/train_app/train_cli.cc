@@ -62,6 +62,15 @@ WorkloadOptions workloadOptions(const TrainFlags& a, const Environment& env) {
           .seed = a.seed};
 }
 
+// A resumed snapshot that had finished every epoch asked for.
+void reportNothingLeft(const Trainer& trainer, int64_t epochs, std::ostream& out) {
+  out << fmt::format(
+             "distrun-train: nothing left to train: the snapshot {} finished epoch {} and "
+             "--epochs is {}: raise --epochs to train more",
+             trainer.resumedFrom().value_or("?"), trainer.startEpoch(), epochs)
+      << std::endl;
+}
+
 int train(const TrainFlags& a, TrainCliContext& ctx) {
   checkTrainFlags(a);
   if (!a.returnFreedMemory) keepFreedMemoryForReuse(ctx.env);
@@ -95,7 +104,10 @@ int train(const TrainFlags& a, TrainCliContext& ctx) {
   if (comm->rank() == 0) warnOfSlowBlas(ctx.err);
   const auto start = std::chrono::steady_clock::now();
   Trainer trainer(workload.task(), *comm, options, ctx.out, ctx.err);
-  trainer.run();
+  if (trainer.run().empty()) {
+    if (comm->rank() == 0) reportNothingLeft(trainer, options.epochs, ctx.out);
+    return 0;
+  }
   if (comm->rank() == 0 && progress != ProgressStyle::kNone && !trainer.history().empty()) {
     const EpochMetrics& last = trainer.history().back();
     ctx.out << fmt::format(
