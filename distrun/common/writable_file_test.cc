@@ -21,8 +21,8 @@ using ::testing::StartsWith;
 class WritableFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::temp_directory_path() / ("distrun_writable_" + std::to_string(::getpid())))
-               .string();
+    dir_ =
+        (fs::temp_directory_path() / ("distrun_writable_" + std::to_string(::getpid()))).string();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -50,7 +50,8 @@ TEST_F(WritableFile, AWritableFolderPassesAndIsLeftAsItWas) {
 
 TEST_F(WritableFile, AMissingFolderIsNamed) {
   EXPECT_EQ(refusal(dir_ + "/out/s.snap"), "--snapshot " + dir_ + "/out/s.snap: the folder " +
-                                               dir_ + "/out does not exist: create it, or "
+                                               dir_ +
+                                               "/out does not exist: create it, or "
                                                "choose another path");
 }
 
@@ -62,8 +63,8 @@ TEST_F(WritableFile, AFileWhereTheFolderShouldBeIsNamed) {
 }
 
 TEST_F(WritableFile, AFolderInPlaceOfTheFileIsNamed) {
-  EXPECT_EQ(refusal(dir_), "--snapshot " + dir_ + ": it is a folder: name a file in it (" + dir_ +
-                               "/FILE)");
+  EXPECT_EQ(refusal(dir_),
+            "--snapshot " + dir_ + ": it is a folder: name a file in it (" + dir_ + "/FILE)");
 }
 
 // Mode bits do not stop root; the sysfs root refuses new files to anyone.
@@ -71,8 +72,7 @@ TEST_F(WritableFile, AFolderThatRefusesNewFilesIsNamed) {
   if (!fs::is_directory("/sys")) GTEST_SKIP() << "no /sys";
   EXPECT_THAT(refusal("/sys/s.snap"),
               StartsWith("--snapshot /sys/s.snap: cannot create a file in /sys: "));
-  EXPECT_THAT(refusal("/sys/s.snap"),
-              ::testing::EndsWith(": choose a folder you can write to"));
+  EXPECT_THAT(refusal("/sys/s.snap"), ::testing::EndsWith(": choose a folder you can write to"));
 }
 
 TEST_F(WritableFile, TooLittleFreeSpaceIsNamedWithBothSizes) {
