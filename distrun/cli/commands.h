@@ -30,6 +30,9 @@ Action addBenchCommand(CLI::App& app, CliContext& ctx);
 // `distrun train [LAUNCHER FLAGS] WORKLOAD [TRAINING FLAGS]`: `distrun run`
 // with ctx.toolDir/distrun-train as the program. Launcher flags may also
 // follow WORKLOAD: sortTrainCommandLine puts them first before the parse.
+// Before launching it prints distrun-train's --help itself, and refuses
+// training values distrun-train would refuse (UsageError) and --snapshot
+// or --metrics files this host cannot write (IoError, checkFileWritable).
 Action addTrainCommand(CLI::App& app, CliContext& ctx);
 // For `train ...`: the same arguments with the launcher's flags first,
 // then WORKLOAD and distrun-train's flags (sortTrainArguments, which

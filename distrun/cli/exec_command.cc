@@ -1,7 +1,6 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <filesystem>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -22,21 +21,6 @@ struct ExecOptions {
   std::vector<std::string> program;
 };
 
-// Every task on a node may race to create the same directory; creating an
-// existing one is success, so the node ends with one directory either way.
-void makeNodeDirs(const cluster::RankEnvironment& env) {
-  for (const std::string& dir : env.nodeDirs) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec && !std::filesystem::is_directory(dir)) {
-      throw IoError(
-          fmt::format("site profile {}: cannot create node directory "
-                      "'{}': {}",
-                      env.siteName, dir, ec.message()));
-    }
-  }
-}
-
 // Rank 0 hosts the store on MASTER_PORT. When distrun chose the port, rank 0
 // checks it is free before the program starts, so a clash is one clear line
 // rather than a rendezvous that hangs until its timeout.
@@ -56,7 +40,7 @@ void runExec(const ExecOptions& o, CliContext& ctx) {
   }
   const cluster::UserEnvironment user(ctx.env);
   cluster::ThisTask setup = prepareRank(ctx, user.env, o.site);
-  makeNodeDirs(setup.environment);
+  cluster::makeNodeDirs(setup.environment);
   checkMasterPort(setup);
   if (o.verbose && !user.leftovers.empty()) {
     ctx.err << "distrun exec: note: " << cluster::leftoversNote(user.leftovers) << "\n";

@@ -20,7 +20,7 @@ namespace {
 
 struct Mistake {
   std::vector<std::string> args;
-  std::string message;  // after "distrun: error: " (or "distrun bench: error: ")
+  std::string message;  // after "distrun: error: "
   bool prefixOnly = false;
   std::vector<std::pair<std::string, std::string>> env = {};  // the user's environment
   ExitCode code = ExitCode::kUsage;
@@ -385,6 +385,47 @@ const Mistake kEnvironmentMistakes[] = {
 INSTANTIATE_TEST_SUITE_P(Environment, DistrunMistakeTest,
                          ::testing::ValuesIn(kEnvironmentMistakes));
 
+// Item 4: the files rank 0 will write are checked on the launching host
+// before anything starts (exit 74, as the failed write itself would be);
+// rank 0 checks again before the first step (trainer_test.cc,
+// train_process_test.cc).
+const Mistake kTrainOutputMistakes[] = {
+    {{"train", "mnist", "--snapshot", "/nonexistent-distrun/s.snap"},
+     "--snapshot /nonexistent-distrun/s.snap: the folder /nonexistent-distrun does not exist: "
+     "create it, or choose another path",
+     false,
+     {},
+     ExitCode::kIo},
+    {{"train", "--nproc-per-node", "2", "linear", "--metrics", "/dev/null/m.json"},
+     "--metrics /dev/null/m.json: /dev/null is not a folder: choose a path in a folder",
+     false,
+     {},
+     ExitCode::kIo},
+    {{"train", "linear", "--snapshot=/sys/s.snap"},
+     "--snapshot /sys/s.snap: cannot create a file in /sys: ",
+     true,
+     {},
+     ExitCode::kIo},
+    {{"train", "linear", "--nproc-per-node", "2", "--snapshot", "/"},
+     "--snapshot /: it is a folder: name a file in it (//FILE)",
+     false,
+     {},
+     ExitCode::kIo},
+};
+INSTANTIATE_TEST_SUITE_P(TrainOutput, DistrunMistakeTest,
+                         ::testing::ValuesIn(kTrainOutputMistakes));
+
+// Item 10: distrun-train's values are checked by `distrun train` before
+// anything starts, in the words distrun-train would use.
+const Mistake kTrainValueMistakes[] = {
+    {{"train", "linear", "--epochs", "0"}, "--epochs 0: expected at least 1"},
+    {{"train", "mnist", "--progress", "fancy", "--nproc-per-node", "2"},
+     "--progress 'fancy': expected auto, bar, epochs or none"},
+    {{"train", "mnist", "--epochs", "two"},
+     "train: Could not convert: --epochs = two (see 'distrun train mnist --help')"},
+};
+INSTANTIATE_TEST_SUITE_P(TrainValues, DistrunMistakeTest, ::testing::ValuesIn(kTrainValueMistakes));
+
 // distrun-bench (what `distrun bench` execs): any rank it would start, or
 // join, first asks for the host's facts.
 class BenchMistakeTest : public ::testing::TestWithParam<Mistake> {};
@@ -405,7 +446,7 @@ TEST_P(BenchMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
                                .executable = "/opt/distrun/bin/distrun-bench",
                                .builtinSiteDir = ""};
   EXPECT_EQ(comm_bench::runBenchCli(GetParam().args, ctx), toInt(GetParam().code)) << err.str();
-  expectOneLine(err.str(), "distrun bench: error: ", GetParam());
+  expectOneLine(err.str(), "distrun: error: ", GetParam());
   EXPECT_FALSE(started);
 }
 

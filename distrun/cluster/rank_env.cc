@@ -1,6 +1,7 @@
 #include "distrun/cluster/rank_env.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -157,9 +158,15 @@ void addDevice(const JobLayout& layout, RankEnvironmentBuilder& b) {
   b.identity("DISTRUN_LOCAL_DEVICE", std::to_string(index));
 }
 
-void addSite(const SiteProfile& site, RankEnvironmentBuilder& b) {
+// The values are expanded in the user's environment, what was built so
+// far, and under both the fallbacks for what a step would have set.
+void addSite(const SiteProfile& site, const JobLayout& layout, RankEnvironmentBuilder& b) {
+  const MapEnvironment fallbacks = siteFallbacks(layout.nodeRank);
   for (const SiteProfile::Setting& s : site.settings) {
-    auto expand = [&] { return expandSiteValue(s.value, b.view(), site.name); };
+    auto expand = [&] {
+      const OverlayEnvironment known = b.view();
+      return expandSiteValue(s.value, OverlayEnvironment(fallbacks, known), site.name);
+    };
     b.setting(s.variable, expand, Source::kSite);
   }
 }
@@ -198,7 +205,7 @@ RankEnvironment buildRankEnvironment(const JobLayout& layout, const Environment&
   }
   if (options.site) {
     b.identity("DISTRUN_SITE", options.site->name);
-    addSite(*options.site, b);
+    addSite(*options.site, layout, b);
   }
   RankEnvironment env = std::move(b.result());
   if (options.site) {
@@ -207,6 +214,17 @@ RankEnvironment buildRankEnvironment(const JobLayout& layout, const Environment&
   }
   env.notes = layout.notes;
   return env;
+}
+
+void makeNodeDirs(const RankEnvironment& env) {
+  for (const std::string& dir : env.nodeDirs) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec && !std::filesystem::is_directory(dir)) {
+      throw IoError(fmt::format("site profile {}: cannot create node directory '{}': {}",
+                                env.siteName, dir, ec.message()));
+    }
+  }
 }
 
 }  // namespace distrun::cluster

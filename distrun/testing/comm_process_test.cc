@@ -111,7 +111,7 @@ TEST(CommProcessTest, BenchFlagErrorsAreOneLine) {
   CommandResult r = runCommand(distrun() + " bench all_reduce -e 1T");
   EXPECT_EQ(r.exitCode, 64);
   EXPECT_EQ(r.err,
-            "distrun bench: error: -e '1T' is not a size (expected a number with an "
+            "distrun: error: -e '1T' is not a size (expected a number with an "
             "optional K, M or G suffix)\n");
   r = runCommand(distrun() + " bench hypercube");
   EXPECT_EQ(r.exitCode, 64);
@@ -121,7 +121,7 @@ TEST(CommProcessTest, BenchFlagErrorsAreOneLine) {
   EXPECT_THAT(r.err, HasSubstr("--backend mpi needs an MPI launcher: mpirun -np 2"));
   r = runCommand("timeout 60 " + distrun() + " bench broadcast -r 5");
   EXPECT_EQ(r.exitCode, 64);
-  EXPECT_THAT(r.err, HasSubstr("distrun bench: error: -r 5 is not a rank of this 2-rank job"));
+  EXPECT_THAT(r.err, HasSubstr("distrun: error: -r 5 is not a rank of this 2-rank job"));
 }
 
 }  // namespace

@@ -63,6 +63,15 @@ WorkloadOptions workloadOptions(const TrainFlags& a, const Environment& env) {
           .seed = a.seed};
 }
 
+// A resumed snapshot that had finished every epoch asked for.
+void reportNothingLeft(const Trainer& trainer, int64_t epochs, std::ostream& out) {
+  out << fmt::format(
+             "distrun-train: nothing left to train: the snapshot {} finished epoch {} and "
+             "--epochs is {}: raise --epochs to train more",
+             trainer.resumedFrom().value_or("?"), trainer.startEpoch(), epochs)
+      << std::endl;
+}
+
 int train(const TrainFlags& a, TrainCliContext& ctx) {
   checkTrainFlags(a);
   // What an earlier eval "$(distrun env)" left is not this rank's identity.
@@ -99,7 +108,10 @@ int train(const TrainFlags& a, TrainCliContext& ctx) {
   if (comm->rank() == 0) warnOfSlowBlas(ctx.err);
   const auto start = std::chrono::steady_clock::now();
   Trainer trainer(workload.task(), *comm, options, ctx.out, ctx.err);
-  trainer.run();
+  if (trainer.run().empty()) {
+    if (comm->rank() == 0) reportNothingLeft(trainer, options.epochs, ctx.out);
+    return 0;
+  }
   if (comm->rank() == 0 && progress != ProgressStyle::kNone && !trainer.history().empty()) {
     const EpochMetrics& last = trainer.history().back();
     ctx.out << fmt::format(
@@ -125,7 +137,8 @@ int runTrainCli(const std::vector<std::string>& args, TrainCliContext& ctx) {
                "distrun-train");
   TrainFlags a;
   addTrainFlags(app, a);
-  return parseAndRun(app, args, "distrun-train", ctx.out, ctx.err, [&] { return train(a, ctx); });
+  return parseAndRun(app, args, "distrun", "distrun-train", ctx.out, ctx.err,
+                     [&] { return train(a, ctx); });
 }
 
 }  // namespace distrun::train
