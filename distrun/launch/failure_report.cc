@@ -12,14 +12,10 @@
 
 namespace distrun::launch {
 
-namespace {
-
 std::string signalName(int signal) {
   const char* abbrev = ::sigabbrev_np(signal);
   return abbrev ? std::string("SIG") + abbrev : std::to_string(signal);
 }
-
-}  // namespace
 
 std::string WorkerFailure::toJson() const {
   nlohmann::ordered_json j;

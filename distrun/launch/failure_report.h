@@ -26,6 +26,9 @@ struct WorkerFailure {
   static WorkerFailure fromJson(const std::string& json);
 };
 
+// "SIGTERM" for 15; the number when the signal has no name.
+std::string signalName(int signal);
+
 // The current time as "2026-11-21T12:03:04Z".
 std::string utcNow();
 
