@@ -42,6 +42,7 @@ Action addTrainCommand(CLI::App& app, CliContext& ctx) {
           "train: expected a workload (mnist or linear) after the launcher "
           "flags");
     }
+    checkLauncherFlags(*options, ctx);
     return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);
   };
 }

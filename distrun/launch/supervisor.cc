@@ -112,7 +112,10 @@ Actions Supervisor::workerExited(const WorkerFailure& exit, TimePoint now) {
     // Fail fast here; the published event stops the other nodes and, in
     // the store's order, decides the root cause.
     out = stopWorkers(now);
-    out.push_back(PublishEvent{JobEvent{Kind::kFailure, exit.toJson()}});
+    WorkerFailure failure = exit;
+    if (!config_.python.empty())
+      failure.python = config_.python + " (" + config_.pythonSource + ")";
+    out.push_back(PublishEvent{JobEvent{Kind::kFailure, failure.toJson()}});
   }  // else: stopped on purpose, or the job failed already
   return endRoundIfOver(std::move(out));
 }

@@ -244,6 +244,42 @@ TEST_F(SupervisorTest, WorkersOutlivingTheGraceAfterAFailureAreNamedWhenKilled) 
             "running 1.5 s after SIGTERM (--term-timeout)\n");
 }
 
+// A Python worker that cannot import torch: the report says which Python
+// ran, where it came from, and (last) how to choose another.
+TEST_F(SupervisorTest, APythonFailureNamesItsInterpreterAndAMissingModule) {
+  AgentConfig c = config(1);
+  c.python = "/usr/bin/python3";
+  c.pythonSource = "the first python3 on PATH";
+  Supervisor s(c, kPort);
+  workers_ = 1;
+  startJob(s, 0, 1);
+  WorkerFailure failed = exitOf(0, 0, 1);
+  failed.stderrTail = {"Traceback (most recent call last):", "    import torch",
+                       "ModuleNotFoundError: No module named 'torch'"};
+  JobEvent event = published(s.workerExited(failed, now()));
+  EXPECT_EQ(WorkerFailure::fromJson(event.payload).python,
+            "/usr/bin/python3 (the first python3 on PATH)");
+  std::string report = printed(s.storeEvent(event, now()));
+  EXPECT_THAT(report,
+              HasSubstr("\ndistrun: rank 0 ran Python /usr/bin/python3 (the first python3 on "
+                        "PATH)\ndistrun: last lines of rank 0's stderr:\n"));
+  EXPECT_THAT(report, ::testing::EndsWith(
+                          "  | ModuleNotFoundError: No module named 'torch'\n"
+                          "distrun: Python /usr/bin/python3 (the first python3 on PATH) cannot "
+                          "import 'torch': install it for that Python, or choose another with "
+                          "--python PATH or DISTRUN_PYTHON=PATH\n"));
+}
+
+TEST_F(SupervisorTest, AnotherFailureSaysNothingOfPython) {
+  Supervisor s(config(1), kPort);
+  workers_ = 1;
+  startJob(s, 0, 1);
+  WorkerFailure failed = exitOf(0, 0, 1);
+  failed.stderrTail = {"ModuleNotFoundError: No module named 'torch'"};
+  std::string report = printed(s.storeEvent(published(s.workerExited(failed, now())), now()));
+  EXPECT_THAT(report, ::testing::Not(HasSubstr("Python"))) << "not a Python program";
+}
+
 TEST_F(SupervisorTest, UserSignalsAreForwardedAndTheJobGoesOn) {
   Supervisor s(config(2), kPort);
   startJob(s);
