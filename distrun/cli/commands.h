@@ -44,5 +44,9 @@ std::vector<std::string> sortTrainCommandLine(const std::vector<std::string>& ar
 // agent they configure; shared by `run` and `train`.
 void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored);
 int runLauncher(launch::RunOptions& o, CliContext& ctx);
+// What can be checked of the launcher's flags before anything starts
+// (launch::checkRunOptions with the scheduler's layout): run and train
+// call it before the agent, so a mistake starts nothing.
+void checkLauncherFlags(const launch::RunOptions& o, CliContext& ctx);
 
 }  // namespace distrun::cli

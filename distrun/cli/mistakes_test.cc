@@ -103,7 +103,7 @@ const Mistake kRunMistakes[] = {
      "run: unknown flag --nproc-per-nodes: did you mean --nproc-per-node?"},
     {{"run", "-nproc-per-node", "2", "ddp.py"},
      "run: unknown flag -nproc-per-node: did you mean --nproc-per-node?"},
-    {{"run", "-v", "ddp.py"}, "run: unknown flag -v (see 'distrun run --help')"},
+    {{"run", "-x", "ddp.py"}, "run: unknown flag -x (see 'distrun run --help')"},
     {{"run", "--version"}, "run: unknown flag --version (see 'distrun run --help')"},
     {{"run", "--frobnicate", "--", "ddp.py"},
      "run: unknown flag --frobnicate (see 'distrun run --help')"},
@@ -425,6 +425,51 @@ const Mistake kTrainValueMistakes[] = {
      "train: Could not convert: --epochs = two (see 'distrun train mnist --help')"},
 };
 INSTANTIATE_TEST_SUITE_P(TrainValues, DistrunMistakeTest, ::testing::ValuesIn(kTrainValueMistakes));
+
+// Item 9: torchrun's rendezvous flags: unknown --rdzv-conf keys and
+// contradictions are refused; distrun run as one of several mpirun tasks.
+const Mistake kRdzvMistakes[] = {
+    {{"run", "--rdzv-conf", "join_timout=60", "ddp.py"},
+     "--rdzv-conf: unknown key 'join_timout': did you mean join_timeout? (known: join_timeout, "
+     "last_call_timeout, close_timeout, heartbeat_timeout, keep_alive_interval, "
+     "keep_alive_max_attempt, read_timeout, is_host, use_libuv, timeout)"},
+    {{"run", "--rdzv_conf=frobnicate=1", "ddp.py"},
+     "--rdzv-conf: unknown key 'frobnicate' (known: join_timeout, last_call_timeout, "
+     "close_timeout, heartbeat_timeout, keep_alive_interval, keep_alive_max_attempt, "
+     "read_timeout, is_host, use_libuv, timeout)"},
+    {{"run", "--rdzv-conf", "join_timeout", "ddp.py"},
+     "--rdzv-conf 'join_timeout': expected key=value pairs"},
+    {{"run", "--standalone", "--rdzv-endpoint", "localhost:29411", "ddp.py"},
+     "--standalone contradicts --rdzv-endpoint localhost:29411: --standalone hosts a private "
+     "store on a free port of 127.0.0.1 for one node; drop one of them"},
+    {{"run", "--standalone", "--master-addr", "head", "ddp.py"},
+     "--standalone contradicts --master-addr head: --standalone hosts a private store on a free "
+     "port of 127.0.0.1 for one node; drop one of them"},
+    {{"train", "mnist", "--standalone", "--rdzv_endpoint=head:29400"},
+     "--standalone contradicts --rdzv-endpoint head:29400: --standalone hosts a private store on "
+     "a free port of 127.0.0.1 for one node; drop one of them"},
+    {{"run", "--nproc-per-node", "2", "ddp.py"},
+     "distrun run is one of 2 tasks started by mpirun (OMPI_COMM_WORLD_SIZE=2): each would start "
+     "its own separate job of --nproc-per-node 2 workers; for one rank per task use 'mpirun -np "
+     "N distrun exec -- PROGRAM', for workers per node start one distrun run per node (srun "
+     "--ntasks-per-node=1, or --nnodes, --node-rank and --rdzv-endpoint)",
+     false,
+     {{"OMPI_COMM_WORLD_RANK", "0"},
+      {"OMPI_COMM_WORLD_SIZE", "2"},
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+      {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}},
+};
+INSTANTIATE_TEST_SUITE_P(Rdzv, DistrunMistakeTest, ::testing::ValuesIn(kRdzvMistakes));
+
+// Item 10: `distrun run` needs a PROGRAM.
+const Mistake kNoProgramMistakes[] = {
+    {{"run"}, "run: no PROGRAM given: distrun run [OPTIONS] PROGRAM [ARGS...]"},
+    {{"run", "--nproc-per-node", "2"},
+     "run: no PROGRAM given: distrun run [OPTIONS] PROGRAM [ARGS...]"},
+    {{"run", "--nproc-per-node", "2", "--"},
+     "run: no PROGRAM given: distrun run [OPTIONS] PROGRAM [ARGS...]"},
+};
+INSTANTIATE_TEST_SUITE_P(NoProgram, DistrunMistakeTest, ::testing::ValuesIn(kNoProgramMistakes));
 
 // distrun-bench (what `distrun bench` execs): any rank it would start, or
 // join, first asks for the host's facts.

@@ -8,6 +8,7 @@
 #include "distrun/cluster/leftovers.h"
 #include "distrun/launch/agent.h"
 #include "distrun/launch/run_options.h"
+#include "distrun/launch/worker_program.h"
 
 namespace distrun::cli {
 
@@ -82,6 +83,8 @@ void addDistrunFlags(CLI::App* cmd, RunOptions& o) {
       "console prefix: {node} {rank} {local_rank} {role} {host} (default '[{node}:{rank}] ')");
   cmd->add_option("--cpu-bind", o.cpuBind, "cores (default: an even share each) or none");
   cmd->add_option("--site", o.site, "site profile NAME, or 'none'");
+  cmd->add_flag("-v,--verbose", o.verbose,
+                "print the workers' command (and which Python runs a .py program) first");
 }
 
 int visibleGpus(const Environment& env) {
@@ -106,12 +109,19 @@ void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored
   addDistrunFlags(cmd, o);
 }
 
+void checkLauncherFlags(const launch::RunOptions& o, CliContext& ctx) {
+  const cluster::UserEnvironment user(ctx.env);
+  launch::checkRunOptions(o, cluster::detectJobLayout(user.env, ctx.hostFacts()));
+}
+
 int runLauncher(launch::RunOptions& o, CliContext& ctx) {
   // What an earlier eval "$(distrun env)" left is neither read nor passed on.
   const cluster::UserEnvironment user(ctx.env);
   launch::RunContext run{user.env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir,
                          visibleGpus(user.env)};
   launch::AgentConfig config = launch::resolveAgentConfig(o, run);
+  launch::locateProgram(config, user.env.get("PATH"), ".");
+  if (o.verbose) ctx.err << launch::describeProgram(config);
   return launch::Agent(std::move(config), user.env, ctx.err).run();
 }
 
@@ -128,6 +138,7 @@ Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::stri
   return [options, ignored, cmd, &ctx, &program] {
     const std::vector<std::string> rest = programArguments(*cmd);
     options->program = program.empty() ? rest : program;
+    checkLauncherFlags(*options, ctx);
     return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);
   };
 }

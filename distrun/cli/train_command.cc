@@ -95,6 +95,7 @@ Action addTrainCommand(CLI::App& app, CliContext& ctx) {
     if (std::optional<int> helped = checkTraining(training, ctx)) return *helped;
     options->program = {ctx.toolDir + "/distrun-train"};
     options->program.insert(options->program.end(), training.begin(), training.end());
+    checkLauncherFlags(*options, ctx);
     return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);
   };
 }
