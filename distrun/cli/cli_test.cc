@@ -151,8 +151,9 @@ TEST(EnvCommandTest, ContradictoryEnvironmentIsAConfigError) {
   CliRun run(vars);
   EXPECT_EQ(run({"env"}), ExitCode::kConfig);
   EXPECT_EQ(run.err.str(),
-            "distrun: error: SLURM_PROCID=3 contradicts SLURM_NTASKS=3: "
-            "expected SLURM_PROCID < SLURM_NTASKS\n");
+            "distrun: error: SLURM_PROCID=3 contradicts SLURM_STEP_NUM_TASKS=3: "
+            "expected SLURM_PROCID < SLURM_STEP_NUM_TASKS; if left from an earlier shell or "
+            "job, clear them: eval \"$(distrun env --unset)\"\n");
 }
 
 TEST(EnvCommandTest, UnknownSiteIsAConfigError) {

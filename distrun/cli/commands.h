@@ -30,6 +30,9 @@ Action addBenchCommand(CLI::App& app, CliContext& ctx);
 // `distrun train [LAUNCHER FLAGS] WORKLOAD [TRAINING FLAGS]`: `distrun run`
 // with ctx.toolDir/distrun-train as the program. Launcher flags may also
 // follow WORKLOAD: sortTrainCommandLine puts them first before the parse.
+// Before launching it prints distrun-train's --help itself, and refuses
+// training values distrun-train would refuse (UsageError) and --snapshot
+// or --metrics files this host cannot write (IoError, checkFileWritable).
 Action addTrainCommand(CLI::App& app, CliContext& ctx);
 // For `train ...`: the same arguments with the launcher's flags first,
 // then WORKLOAD and distrun-train's flags (sortTrainArguments, which
@@ -41,5 +44,9 @@ std::vector<std::string> sortTrainCommandLine(const std::vector<std::string>& ar
 // agent they configure; shared by `run` and `train`.
 void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored);
 int runLauncher(launch::RunOptions& o, CliContext& ctx);
+// What can be checked of the launcher's flags before anything starts
+// (launch::checkRunOptions with the scheduler's layout): run and train
+// call it before the agent, so a mistake starts nothing.
+void checkLauncherFlags(const launch::RunOptions& o, CliContext& ctx);
 
 }  // namespace distrun::cli

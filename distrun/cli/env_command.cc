@@ -6,6 +6,7 @@
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cli/rank_setup.h"
+#include "distrun/cluster/leftovers.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 
@@ -19,6 +20,7 @@ using Source = RankVariable::Source;
 struct EnvOptions {
   std::string format = "sh";
   std::optional<std::string> site;
+  bool unset = false;
 };
 
 std::string summary(const cluster::ThisTask& s) {
@@ -46,11 +48,22 @@ std::string shComment(const RankVariable& v) {
   return "";
 }
 
+// The marker of what distrun set here, not what the user had set (kept).
+std::string marker(const cluster::ThisTask& s) {
+  std::vector<std::pair<std::string, std::string>> set;
+  for (const RankVariable& v : s.environment.variables) {
+    if (v.source != Source::kKept) set.emplace_back(v.name, v.value);
+  }
+  return cluster::envMarker(set);
+}
+
 void printSh(const cluster::ThisTask& s, std::ostream& out) {
   out << "# distrun env: " << summary(s) << "\n";
   for (const RankVariable& v : s.environment.variables) {
     out << "export " << v.name << "=" << shellQuote(v.value) << shComment(v) << "\n";
   }
+  out << "export " << cluster::kEnvMarker << "=" << shellQuote(marker(s))
+      << "  # what distrun set: later commands ignore these values while they are unchanged\n";
   for (const std::string& note : s.environment.notes) {
     out << "# note: " << note << "\n";
   }
@@ -74,8 +87,27 @@ void printJson(const cluster::ThisTask& s, std::ostream& out) {
   out << doc.dump() << "\n";
 }
 
+// `--unset`: one line that clears what places a task, for a shell whose
+// variables are stale.
+void printUnset(const Environment& env, std::ostream& out) {
+  const std::vector<std::string> names = cluster::placementVariablesSet(env);
+  if (names.empty()) {
+    out << "# distrun env --unset: none of the variables that place a task is set\n";
+  } else {
+    out << "unset " << join(names, " ") << "\n";
+  }
+}
+
 void runEnv(const EnvOptions& o, CliContext& ctx) {
-  cluster::ThisTask setup = prepareRank(ctx, o.site);
+  if (o.unset) {
+    printUnset(ctx.env, ctx.out);
+    return;
+  }
+  const cluster::UserEnvironment user(ctx.env);
+  cluster::ThisTask setup = prepareRank(ctx, user.env, o.site);
+  if (!user.leftovers.empty()) {
+    setup.environment.notes.push_back(cluster::leftoversNote(user.leftovers));
+  }
   if (o.format == "json") {
     printJson(setup, ctx.out);
   } else {
@@ -91,9 +123,15 @@ Action addEnvCommand(CLI::App& app, CliContext& ctx) {
       app.add_subcommand("env",
                          "Print the environment `distrun exec` would give this task (torchrun's "
                          "worker contract); `eval \"$(distrun env)\"` sets it in a shell");
-  cmd->add_option("--format", options->format, "sh (default) or json")
-      ->check(CLI::IsMember({"sh", "json"}));
-  cmd->add_option("--site", options->site, "site profile NAME, or 'none' (default: detected)");
+  CLI::Option* format = cmd->add_option("--format", options->format, "sh (default) or json")
+                            ->check(CLI::IsMember({"sh", "json"}));
+  CLI::Option* site =
+      cmd->add_option("--site", options->site, "site profile NAME, or 'none' (default: detected)");
+  cmd->add_flag("--unset", options->unset,
+                "print `unset` for every variable that places a task (RANK, SLURM_*, OMPI_*, "
+                "...) set here: `eval \"$(distrun env --unset)\"` clears stale ones")
+      ->excludes(site)
+      ->excludes(format);
   cmd->allow_extras();  // refused below, an unknown flag with the nearest one
   return [options, cmd, &ctx] {
     const std::vector<std::string> extra = argumentsWithoutFlags(*cmd);

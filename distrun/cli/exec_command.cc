@@ -1,7 +1,6 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <filesystem>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -9,6 +8,7 @@
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cli/rank_setup.h"
+#include "distrun/cluster/leftovers.h"
 #include "distrun/common/error.h"
 
 namespace distrun::cli {
@@ -20,21 +20,6 @@ struct ExecOptions {
   bool verbose = false;
   std::vector<std::string> program;
 };
-
-// Every task on a node may race to create the same directory; creating an
-// existing one is success, so the node ends with one directory either way.
-void makeNodeDirs(const cluster::RankEnvironment& env) {
-  for (const std::string& dir : env.nodeDirs) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec && !std::filesystem::is_directory(dir)) {
-      throw IoError(
-          fmt::format("site profile {}: cannot create node directory "
-                      "'{}': {}",
-                      env.siteName, dir, ec.message()));
-    }
-  }
-}
 
 // Rank 0 hosts the store on MASTER_PORT. When distrun chose the port, rank 0
 // checks it is free before the program starts, so a clash is one clear line
@@ -53,14 +38,21 @@ void runExec(const ExecOptions& o, CliContext& ctx) {
   if (o.program.empty()) {
     throw UsageError("exec: no PROGRAM given: distrun exec [OPTIONS] -- PROGRAM [ARGS...]");
   }
-  cluster::ThisTask setup = prepareRank(ctx, o.site);
-  makeNodeDirs(setup.environment);
+  const cluster::UserEnvironment user(ctx.env);
+  cluster::ThisTask setup = prepareRank(ctx, user.env, o.site);
+  cluster::makeNodeDirs(setup.environment);
   checkMasterPort(setup);
+  if (o.verbose && !user.leftovers.empty()) {
+    ctx.err << "distrun exec: note: " << cluster::leftoversNote(user.leftovers) << "\n";
+  }
   std::vector<std::pair<std::string, std::string>> variables;
   for (const auto& v : setup.environment.variables) {
     variables.emplace_back(v.name, v.value);
     if (o.verbose) ctx.err << "distrun exec: " << v.name << "=" << v.value << "\n";
   }
+  // The values above replace what the marker lists; the program gets an
+  // empty marker, so none of them reads as left over to a distrun it runs.
+  if (ctx.env.has(cluster::kEnvMarker)) variables.emplace_back(cluster::kEnvMarker, "");
   ctx.exec(o.program, variables);
 }
 

@@ -3,6 +3,7 @@
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cluster/hostlist.h"
+#include "distrun/cluster/job_layout.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 
@@ -15,10 +16,12 @@ struct HostnamesOptions {
   bool compress = false;
 };
 
-std::string inputList(const HostnamesOptions& o, const Environment& env) {
-  if (!o.lists.empty()) return join(o.lists, ",");
+// The hosts of the lists given, else of the job's list (its errors name
+// the variable).
+std::vector<std::string> inputHosts(const HostnamesOptions& o, const Environment& env) {
+  if (!o.lists.empty()) return cluster::expandHostlist(join(o.lists, ","));
   for (const char* name : {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
-    if (auto value = env.get(name)) return *value;
+    if (auto value = env.get(name)) return cluster::detail::hostsOf(name, *value);
   }
   throw UsageError(
       "hostnames: no HOSTLIST given and neither SLURM_JOB_NODELIST nor "
@@ -26,7 +29,7 @@ std::string inputList(const HostnamesOptions& o, const Environment& env) {
 }
 
 void runHostnames(const HostnamesOptions& o, CliContext& ctx) {
-  std::vector<std::string> hosts = cluster::expandHostlist(inputList(o, ctx.env));
+  std::vector<std::string> hosts = inputHosts(o, ctx.env);
   if (o.compress) {
     if (!hosts.empty()) ctx.out << cluster::compressHostlist(hosts) << "\n";
     return;

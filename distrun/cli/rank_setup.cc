@@ -2,11 +2,12 @@
 
 namespace distrun::cli {
 
-cluster::ThisTask prepareRank(const CliContext& ctx, const std::optional<std::string>& site) {
+cluster::ThisTask prepareRank(const CliContext& ctx, const Environment& env,
+                              const std::optional<std::string>& site) {
   cluster::ThisTaskOptions options;
-  options.site = cluster::selectSiteProfile(site, ctx.env,
-                                            cluster::siteSearchPath(ctx.env, ctx.builtinSiteDir));
-  return cluster::thisTask(ctx.env, ctx.hostFacts(), options);
+  options.site =
+      cluster::selectSiteProfile(site, env, cluster::siteSearchPath(env, ctx.builtinSiteDir));
+  return cluster::thisTask(env, ctx.hostFacts(), options);
 }
 
 }  // namespace distrun::cli

@@ -8,9 +8,11 @@
 
 namespace distrun::cli {
 
-// What `env` and `exec` both compute: cluster::thisTask with the site
-// profile `site` names ('none': no profile; unset: detected). Throws
+// What `env` and `exec` both compute: cluster::thisTask of `env` (the
+// user's environment, cluster::UserEnvironment) with the site profile
+// `site` names ('none': no profile; unset: detected). Throws
 // ConfigError/IoError as its parts do.
-cluster::ThisTask prepareRank(const CliContext& ctx, const std::optional<std::string>& site);
+cluster::ThisTask prepareRank(const CliContext& ctx, const Environment& env,
+                              const std::optional<std::string>& site);
 
 }  // namespace distrun::cli

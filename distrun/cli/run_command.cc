@@ -5,8 +5,10 @@
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cluster/job_layout.h"
+#include "distrun/cluster/leftovers.h"
 #include "distrun/launch/agent.h"
 #include "distrun/launch/run_options.h"
+#include "distrun/launch/worker_program.h"
 
 namespace distrun::cli {
 
@@ -81,6 +83,8 @@ void addDistrunFlags(CLI::App* cmd, RunOptions& o) {
       "console prefix: {node} {rank} {local_rank} {role} {host} (default '[{node}:{rank}] ')");
   cmd->add_option("--cpu-bind", o.cpuBind, "cores (default: an even share each) or none");
   cmd->add_option("--site", o.site, "site profile NAME, or 'none'");
+  cmd->add_flag("-v,--verbose", o.verbose,
+                "print the workers' command (and which Python runs a .py program) first");
 }
 
 int visibleGpus(const Environment& env) {
@@ -105,11 +109,20 @@ void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored
   addDistrunFlags(cmd, o);
 }
 
+void checkLauncherFlags(const launch::RunOptions& o, CliContext& ctx) {
+  const cluster::UserEnvironment user(ctx.env);
+  launch::checkRunOptions(o, cluster::detectJobLayout(user.env, ctx.hostFacts()));
+}
+
 int runLauncher(launch::RunOptions& o, CliContext& ctx) {
-  launch::RunContext run{ctx.env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir,
-                         visibleGpus(ctx.env)};
+  // What an earlier eval "$(distrun env)" left is neither read nor passed on.
+  const cluster::UserEnvironment user(ctx.env);
+  launch::RunContext run{user.env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir,
+                         visibleGpus(user.env)};
   launch::AgentConfig config = launch::resolveAgentConfig(o, run);
-  return launch::Agent(std::move(config), ctx.env, ctx.err).run();
+  launch::locateProgram(config, user.env.get("PATH"), ".");
+  if (o.verbose) ctx.err << launch::describeProgram(config);
+  return launch::Agent(std::move(config), user.env, ctx.err).run();
 }
 
 Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program) {
@@ -125,6 +138,7 @@ Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::stri
   return [options, ignored, cmd, &ctx, &program] {
     const std::vector<std::string> rest = programArguments(*cmd);
     options->program = program.empty() ? rest : program;
+    checkLauncherFlags(*options, ctx);
     return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);
   };
 }

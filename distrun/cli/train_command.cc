@@ -1,11 +1,62 @@
 #include <memory>
+#include <optional>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "distrun/cli/commands.h"
 #include "distrun/cli/train_arguments.h"
 #include "distrun/common/error.h"
+#include "distrun/common/writable_file.h"
+#include "distrun/train_app/train_flags.h"
 
 namespace distrun::cli {
+
+namespace {
+
+// What this host can tell of a --snapshot or --metrics file before any
+// worker starts; rank 0 checks again with the model's size (Trainer).
+constexpr uint64_t kOutputBytesBeforeLaunch = uint64_t{1} << 20;
+
+void checkOutputFiles(const train::TrainFlags& flags) {
+  if (!flags.snapshot.empty()) {
+    checkFileWritable(flags.snapshot, "--snapshot", kOutputBytesBeforeLaunch);
+  }
+  if (!flags.metrics.empty()) {
+    checkFileWritable(flags.metrics, "--metrics", kOutputBytesBeforeLaunch);
+  }
+}
+
+// distrun-train's flags (`args`: WORKLOAD and its flags) as `distrun train`
+// sees them before launching: their help, printed here as `distrun train`'s
+// (no worker starts for it: returns 0), values CLI11 must convert, the
+// checks of train::checkTrainFlags, and the files the run will write.
+// Arguments it does not know (only after `--`: sortTrainArguments refuses
+// them elsewhere) are left to distrun-train, as given.
+std::optional<int> checkTraining(const std::vector<std::string>& args, CliContext& ctx) {
+  CLI::App app(fmt::format("distrun train {}: the training flags (docs/training.md); the "
+                           "launcher flags: 'distrun train --help'",
+                           args.front()),
+               "distrun train");
+  train::TrainFlags flags;
+  train::addTrainFlags(app, flags);
+  app.allow_extras();
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() != 0) {
+      throw UsageError(
+          fmt::format("train: {} (see 'distrun train {} --help')", e.what(), args.front()));
+    }
+    app.exit(e, ctx.out, ctx.err);
+    return 0;
+  }
+  train::checkTrainFlags(flags);
+  checkOutputFiles(flags);
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::vector<std::string> sortTrainCommandLine(const std::vector<std::string>& args) {
   if (args.empty() || args.front() != "train") return args;
@@ -35,13 +86,16 @@ Action addTrainCommand(CLI::App& app, CliContext& ctx) {
       "come after the workload; 'distrun train mnist --help' lists the "
       "training flags (docs/training.md)");
   return [options, ignored, cmd, &ctx] {
-    options->program = {ctx.toolDir + "/distrun-train"};
-    for (const std::string& a : cmd->remaining()) options->program.push_back(a);
-    if (options->program.size() == 1) {
+    const std::vector<std::string> training = cmd->remaining();
+    if (training.empty()) {
       throw UsageError(
           "train: expected a workload (mnist or linear) after the launcher "
           "flags");
     }
+    if (std::optional<int> helped = checkTraining(training, ctx)) return *helped;
+    options->program = {ctx.toolDir + "/distrun-train"};
+    options->program.insert(options->program.end(), training.begin(), training.end());
+    checkLauncherFlags(*options, ctx);
     return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);
   };
 }

@@ -107,9 +107,15 @@ TEST(TrainCommandTest, HelpGoesByItsPlace) {
   EXPECT_FALSE(before.launched);
   EXPECT_THAT(before.out.str(), HasSubstr("--nproc-per-node"));
   EXPECT_THAT(before.out.str(), HasSubstr("which may also come after the workload"));
+  // After the workload: distrun-train's flags, printed here (no worker
+  // prints them with its rank's prefix) as `distrun train`'s.
   TrainRun after;
   EXPECT_EQ(after({"train", "mnist", "--help"}), ExitCode::kSuccess);
-  EXPECT_THAT(after.workerArgs(), ElementsAre("mnist", "--help"));
+  EXPECT_FALSE(after.launched);
+  EXPECT_THAT(after.out.str(), HasSubstr("Usage: distrun train [OPTIONS] workload"));
+  EXPECT_THAT(after.out.str(), HasSubstr("--epochs"));
+  EXPECT_THAT(after.out.str(), ::testing::Not(HasSubstr("distrun-train")));
+  EXPECT_THAT(after.out.str(), ::testing::Not(HasSubstr("[0:0]")));
 }
 
 constexpr const char* kNeither =

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "distrun/cluster/hostlist.h"
+#include "distrun/cluster/leftovers.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 
@@ -55,6 +56,15 @@ int requireInt(const Environment& env, const std::string& name) {
   return *value;
 }
 
+int requireWith(const Environment& env, const std::string& name, const std::string& setName) {
+  std::optional<int> value = readInt(env, name);
+  if (!value) {
+    throw ConfigError(
+        fmt::format("{}={} is set but {} is not", setName, env.getOr(setName, ""), name));
+  }
+  return *value;
+}
+
 std::optional<std::string> firstOf(const Environment& env, const std::vector<std::string>& names) {
   for (const std::string& name : names) {
     if (auto value = env.get(name)) return value;
@@ -73,9 +83,17 @@ void checkBelow(int value, const std::string& valueName, int bound, const std::s
   }
 }
 
+std::vector<std::string> hostsOf(const std::string& name, const std::string& list) {
+  try {
+    return expandHostlist(list);
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", name, e.what()));
+  }
+}
+
 std::vector<std::string> allocationHosts(const Environment& env) {
-  if (auto list = firstOf(env, {"SLURM_JOB_NODELIST", "SLURM_NODELIST"})) {
-    return expandHostlist(*list);
+  for (const char* name : {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    if (auto list = env.get(name)) return hostsOf(name, *list);
   }
   if (auto nodefile = env.get("PBS_NODEFILE")) {
     std::vector<std::string> hosts;
@@ -100,8 +118,8 @@ JobLayout detectStandalone(const Environment& env, const HostFacts& host) {
   // A world described by hand (RANK and WORLD_SIZE set, as torchrun's
   // workers or a user's own script would) is taken as given.
   if (env.has("RANK") || env.has("WORLD_SIZE")) {
-    layout.worldSize = detail::requireInt(env, "WORLD_SIZE");
-    layout.rank = detail::requireInt(env, "RANK");
+    layout.worldSize = detail::requireWith(env, "WORLD_SIZE", "RANK");
+    layout.rank = detail::requireWith(env, "RANK", "WORLD_SIZE");
     detail::checkBelow(layout.rank, "RANK", layout.worldSize, "WORLD_SIZE");
     layout.localWorldSize = detail::readInt(env, "LOCAL_WORLD_SIZE").value_or(layout.worldSize);
     layout.localRank = detail::readInt(env, "LOCAL_RANK").value_or(layout.rank);
@@ -114,7 +132,9 @@ JobLayout detectStandalone(const Environment& env, const HostFacts& host) {
   return layout;
 }
 
-JobLayout detectJobLayout(const Environment& env, const HostFacts& host) {
+namespace {
+
+JobLayout innermostLayout(const Environment& env, const HostFacts& host) {
   if (auto layout = detectOpenMpi(env, host)) return *layout;
   std::optional<JobLayout> slurm = detectSlurm(env, host);
   std::optional<JobLayout> mpich = detectMpich(env, host);
@@ -128,6 +148,16 @@ JobLayout detectJobLayout(const Environment& env, const HostFacts& host) {
   if (mpich) return *mpich;
   if (auto layout = detectPbs(env, host)) return *layout;
   return detectStandalone(env, host);
+}
+
+}  // namespace
+
+JobLayout detectJobLayout(const Environment& env, const HostFacts& host) {
+  try {
+    return innermostLayout(env, host);
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.what() + std::string(kClearStaleHint));
+  }
 }
 
 }  // namespace distrun::cluster

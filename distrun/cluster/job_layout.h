@@ -52,8 +52,9 @@ std::pair<std::vector<std::string>, std::string> readVisibleDevices(const Enviro
 // Reads the layout from the environment. Precedence, innermost launcher
 // first: Open MPI (OMPI_COMM_WORLD_*), a Slurm step task (SLURM_PROCID with
 // SLURM_STEP_ID), MPICH/Hydra (PMI_RANK), PBS (PBS_JOBID), then
-// standalone. Throws ConfigError naming the variables when they contradict
-// each other or are malformed; IoError when PBS_NODEFILE cannot be read.
+// standalone. Throws ConfigError naming the variables it read when they
+// contradict each other or are malformed, ending with how to clear stale
+// ones (kClearStaleHint); IoError when PBS_NODEFILE cannot be read.
 JobLayout detectJobLayout(const Environment& env, const HostFacts& host);
 
 // The detectors, each for one scheduler; nullopt when its variables are
@@ -70,12 +71,17 @@ namespace detail {
 std::optional<int> readInt(const Environment& env, const std::string& name);
 // Like readInt, but a missing variable is a ConfigError too.
 int requireInt(const Environment& env, const std::string& name);
+// Like requireInt, for a variable that must come with `setName`, which is
+// set: a missing one is "SETNAME=V is set but NAME is not".
+int requireWith(const Environment& env, const std::string& name, const std::string& setName);
 // The first of `names` that is set.
 std::optional<std::string> firstOf(const Environment& env, const std::vector<std::string>& names);
 // Fills layout.visibleDevices with readVisibleDevices(env).
 void readVisibleDevices(const Environment& env, JobLayout& layout);
 // Throws ConfigError unless 0 <= value < bound, naming both variables.
 void checkBelow(int value, const std::string& valueName, int bound, const std::string& boundName);
+// expandHostlist(list), its errors prefixed with the variable `name`.
+std::vector<std::string> hostsOf(const std::string& name, const std::string& list);
 // The hosts of an enclosing allocation (Slurm job or PBS node file), if any.
 std::vector<std::string> allocationHosts(const Environment& env);
 

@@ -1,4 +1,5 @@
 #include "distrun/cluster/job_layout.h"
+#include "distrun/cluster/leftovers.h"
 
 #include <unistd.h>
 
@@ -40,11 +41,16 @@ JobLayout detect(const Vars& vars, const HostFacts& host = kHost) {
   return detectJobLayout(MapEnvironment(vars), host);
 }
 
+// detect's ConfigError, less the hint on clearing stale variables that
+// every one of them must end with.
 std::string configError(const Vars& vars) {
   try {
     detect(vars);
   } catch (const ConfigError& e) {
-    return e.what();
+    const std::string message = e.what();
+    const std::string hint = kClearStaleHint;
+    if (!message.ends_with(hint)) return message + " [without the hint]";
+    return message.substr(0, message.size() - hint.size());
   }
   return "no error";
 }
@@ -97,6 +103,24 @@ TEST(SlurmLayoutTest, FallsBackToJobVariablesWithoutStepOnes) {
   EXPECT_EQ(l.cpusPerTask, 4);
 }
 
+// The job-level twins a step falls back to are named when they were read.
+TEST(SlurmLayoutTest, ErrorsNameTheVariableActuallyRead) {
+  Vars v = {{"SLURM_JOB_ID", "7"}, {"SLURM_STEPID", "0"},         {"SLURM_PROCID", "1"},
+            {"SLURM_NODEID", "0"}, {"SLURM_LOCALID", "0"},        {"SLURM_NTASKS", "1"},
+            {"SLURM_NNODES", "1"}, {"SLURM_TASKS_PER_NODE", "1"}, {"SLURM_JOB_NODELIST", "vm1"}};
+  EXPECT_EQ(configError(v),
+            "SLURM_PROCID=1 contradicts SLURM_NTASKS=1: expected SLURM_PROCID < SLURM_NTASKS");
+  v["SLURM_PROCID"] = "0";
+  v["SLURM_JOB_NODELIST"] = "vm[1-2";
+  EXPECT_EQ(configError(v),
+            "SLURM_JOB_NODELIST: invalid hostlist 'vm[1-2': expected ']' (the '[' at column 3 is "
+            "not closed) at column 7, found the end of the list");
+  v["SLURM_JOB_NODELIST"] = "vm[1-2]";
+  EXPECT_EQ(configError(v), "SLURM_JOB_NODELIST names 2 hosts but SLURM_NNODES=1");
+  v.erase("SLURM_NODEID");
+  EXPECT_EQ(configError(v), "SLURM_PROCID=0 is set but SLURM_NODEID is not");
+}
+
 TEST(SlurmLayoutTest, BatchScriptIsAWorldOfOne) {
   Vars v = {{"SLURM_JOB_ID", "9"},
             {"SLURM_PROCID", "0"},
@@ -125,24 +149,25 @@ TEST(SlurmLayoutTest, GpuVariablesAreRead) {
 TEST(SlurmLayoutTest, ContradictionsNameTheVariables) {
   Vars v = slurmStep(7, 3, 0);
   EXPECT_EQ(configError(v),
-            "SLURM_PROCID=7 contradicts SLURM_NTASKS=7: expected SLURM_PROCID "
-            "< SLURM_NTASKS");
+            "SLURM_PROCID=7 contradicts SLURM_STEP_NUM_TASKS=7: expected SLURM_PROCID "
+            "< SLURM_STEP_NUM_TASKS");
   v = slurmStep(0, 0, 0);
   v["SLURM_STEP_TASKS_PER_NODE"] = "2(x3),2";
-  EXPECT_EQ(configError(v), "SLURM_STEP_TASKS_PER_NODE adds up to 8 tasks but the step has 7");
+  EXPECT_EQ(configError(v),
+            "SLURM_STEP_TASKS_PER_NODE adds up to 8 tasks but SLURM_STEP_NUM_TASKS=7");
   v["SLURM_STEP_TASKS_PER_NODE"] = "2(x3)";
-  EXPECT_EQ(configError(v), "SLURM_STEP_TASKS_PER_NODE lists 3 nodes but the step has 4 nodes");
+  EXPECT_EQ(configError(v), "SLURM_STEP_TASKS_PER_NODE lists 3 nodes but SLURM_STEP_NUM_NODES=4");
   v = slurmStep(6, 3, 1);
   EXPECT_EQ(configError(v),
             "SLURM_LOCALID=1 contradicts SLURM_STEP_TASKS_PER_NODE on node 3=1: "
             "expected SLURM_LOCALID < SLURM_STEP_TASKS_PER_NODE on node 3");
   v = slurmStep(0, 4, 0);
   EXPECT_EQ(configError(v),
-            "SLURM_NODEID=4 contradicts SLURM_NNODES=4: expected SLURM_NODEID "
-            "< SLURM_NNODES");
+            "SLURM_NODEID=4 contradicts SLURM_STEP_NUM_NODES=4: expected SLURM_NODEID "
+            "< SLURM_STEP_NUM_NODES");
   v = slurmStep(0, 0, 0);
   v["SLURM_STEP_NODELIST"] = "gpu-[07-09]";
-  EXPECT_EQ(configError(v), "SLURM_STEP_NODELIST names 3 hosts but the step has 4 nodes");
+  EXPECT_EQ(configError(v), "SLURM_STEP_NODELIST names 3 hosts but SLURM_STEP_NUM_NODES=4");
   v = slurmStep(0, 0, 0);
   v["SLURMD_NODENAME"] = "gpu-08";
   EXPECT_EQ(configError(v),
@@ -155,11 +180,12 @@ TEST(SlurmLayoutTest, ContradictionsNameTheVariables) {
   v.erase("SLURM_STEP_NUM_TASKS");
   v.erase("SLURM_NTASKS");
   EXPECT_EQ(configError(v),
-            "inside a Slurm step but none of SLURM_STEP_NUM_TASKS, "
+            "SLURM_PROCID and SLURM_STEP_ID say this is a task of a Slurm step but none of "
+            "SLURM_STEP_NUM_TASKS, "
             "SLURM_NTASKS, SLURM_NPROCS is set");
   v = slurmStep(0, 0, 0);
   v["SLURM_STEP_NODELIST"] = "gpu-[07-09";
-  EXPECT_THAT(configError(v), ::testing::StartsWith("invalid hostlist"));
+  EXPECT_THAT(configError(v), ::testing::StartsWith("SLURM_STEP_NODELIST: invalid hostlist"));
 }
 
 Vars openMpi(int rank, int size, int local, int localSize) {
@@ -198,7 +224,8 @@ TEST(OpenMpiLayoutTest, InsideSlurmAllocationWinsOverSlurmVariables) {
 TEST(OpenMpiLayoutTest, SeveralNodesWithoutAllocationNeedMasterAddr) {
   Vars v = openMpi(0, 4, 0, 2);
   EXPECT_EQ(configError(v),
-            "openmpi job spans 2 nodes and no allocation (SLURM_JOB_NODELIST, "
+            "openmpi job spans 2 nodes (OMPI_COMM_WORLD_SIZE=4 over OMPI_COMM_WORLD_LOCAL_SIZE=2) "
+            "and no allocation (SLURM_JOB_NODELIST, "
             "PBS_NODEFILE) says which host runs rank 0: set MASTER_ADDR "
             "(mpirun -x MASTER_ADDR=HOST)");
   v["MASTER_ADDR"] = "head";
@@ -214,6 +241,19 @@ TEST(OpenMpiLayoutTest, Contradictions) {
             "expected OMPI_COMM_WORLD_LOCAL_SIZE <= OMPI_COMM_WORLD_SIZE");
 }
 
+TEST(OpenMpiLayoutTest, MissingOrMalformedVariablesAreNamed) {
+  Vars v = openMpi(0, 2, 0, 2);
+  v.erase("OMPI_COMM_WORLD_SIZE");
+  EXPECT_EQ(configError(v), "OMPI_COMM_WORLD_RANK=0 is set but OMPI_COMM_WORLD_SIZE is not");
+  v = openMpi(0, 4, 0, 2);
+  v["OMPI_MCA_orte_num_nodes"] = "2";
+  v["SLURM_JOB_NODELIST"] = "n[1-";
+  EXPECT_THAT(configError(v), ::testing::StartsWith("SLURM_JOB_NODELIST: invalid hostlist 'n[1-'"));
+  v.erase("SLURM_JOB_NODELIST");
+  EXPECT_THAT(configError(v),
+              ::testing::StartsWith("openmpi job spans 2 nodes (OMPI_MCA_orte_num_nodes=2)"));
+}
+
 Vars hydra(int rank, int size, int local, int localSize) {
   return {{"PMI_RANK", std::to_string(rank)},
           {"PMI_SIZE", std::to_string(size)},
@@ -227,6 +267,12 @@ TEST(MpichLayoutTest, HydraOnOneNode) {
   EXPECT_EQ(l.rank, 1);
   EXPECT_EQ(l.localWorldSize, 2);
   EXPECT_EQ(l.masterHost, "127.0.0.1");
+}
+
+TEST(MpichLayoutTest, ContradictionsNameThePmiVariables) {
+  EXPECT_EQ(configError(hydra(2, 2, 0, 1)),
+            "PMI_RANK=2 contradicts PMI_SIZE=2: expected PMI_RANK < PMI_SIZE");
+  EXPECT_EQ(configError({{"PMI_RANK", "0"}}), "PMI_RANK=0 is set but PMI_SIZE is not");
 }
 
 TEST(MpichLayoutTest, AgreeingSrunPmiKeepsSlurmView) {
@@ -273,8 +319,8 @@ TEST_F(PbsLayoutTest, JobScriptIsAWorldOfOne) {
 
 TEST_F(PbsLayoutTest, ErrorsNameTheInput) {
   EXPECT_EQ(configError({{"PBS_JOBID", "1"}, {"PBS_NODEFILE", path_}, {"PBS_VNODENUM", "5"}}),
-            "PBS_VNODENUM=5 contradicts the line count of PBS_NODEFILE=5: "
-            "expected PBS_VNODENUM < the line count of PBS_NODEFILE");
+            "PBS_VNODENUM=5 contradicts PBS_NODEFILE=" + path_ +
+                ": it lists 5 slots, expected PBS_VNODENUM < 5");
   try {
     detect({{"PBS_JOBID", "1"}, {"PBS_NODEFILE", "/nonexistent/nodes"}, {"PBS_VNODENUM", "0"}});
     FAIL();
@@ -298,7 +344,8 @@ TEST(StandaloneLayoutTest, HandWrittenWorldIsTaken) {
   EXPECT_EQ(l.localRank, 1);
   EXPECT_EQ(configError({{"RANK", "2"}, {"WORLD_SIZE", "2"}}),
             "RANK=2 contradicts WORLD_SIZE=2: expected RANK < WORLD_SIZE");
-  EXPECT_EQ(configError({{"RANK", "0"}}), "WORLD_SIZE is not set");
+  EXPECT_EQ(configError({{"RANK", "3"}}), "RANK=3 is set but WORLD_SIZE is not");
+  EXPECT_EQ(configError({{"WORLD_SIZE", "2"}}), "WORLD_SIZE=2 is set but RANK is not");
 }
 
 }  // namespace

@@ -12,7 +12,6 @@ namespace {
 
 using detail::checkBelow;
 using detail::readInt;
-using detail::requireInt;
 
 // The variable names one MPI launcher uses for the same four facts.
 struct MpiVariables {
@@ -45,10 +44,18 @@ int guessNodes(const JobLayout& layout) {
   return (layout.worldSize + layout.localWorldSize - 1) / layout.localWorldSize;
 }
 
+// Where the node count came from, for a message.
+std::string nodeCountSource(const JobLayout& layout, const MpiVariables& vars, bool told) {
+  if (told) return fmt::format("{}={}", vars.numNodes, layout.numNodes);
+  return fmt::format("{}={} over {}={}", vars.size, layout.worldSize, vars.localSize,
+                     layout.localWorldSize);
+}
+
 // Which node this is, and which host runs rank 0. Single-node worlds use
 // loopback. Across nodes the enclosing allocation (Slurm, PBS) names the
 // hosts; without one only the user can say where rank 0 runs.
-void placeOnNodes(const Environment& env, const HostFacts& host, JobLayout& layout) {
+void placeOnNodes(const Environment& env, const HostFacts& host, const std::string& nodesSource,
+                  JobLayout& layout) {
   if (layout.numNodes == 1) {
     layout.hosts = {host.hostname};
     layout.masterHost = "127.0.0.1";
@@ -67,10 +74,10 @@ void placeOnNodes(const Environment& env, const HostFacts& host, JobLayout& layo
     layout.masterHost = layout.hosts.front();
   } else if (!env.has("MASTER_ADDR")) {
     throw ConfigError(
-        fmt::format("{} job spans {} nodes and no allocation (SLURM_JOB_NODELIST, "
+        fmt::format("{} job spans {} nodes ({}) and no allocation (SLURM_JOB_NODELIST, "
                     "PBS_NODEFILE) says which host runs rank 0: set MASTER_ADDR "
                     "(mpirun -x MASTER_ADDR=HOST)",
-                    schedulerName(layout.scheduler), layout.numNodes));
+                    schedulerName(layout.scheduler), layout.numNodes, nodesSource));
   }
 }
 
@@ -79,8 +86,8 @@ std::optional<JobLayout> detectMpi(const Environment& env, const HostFacts& host
   if (!env.has(vars.rank)) return std::nullopt;
   JobLayout layout;
   layout.scheduler = vars.scheduler;
-  layout.rank = requireInt(env, vars.rank);
-  layout.worldSize = requireInt(env, vars.size);
+  layout.rank = detail::requireInt(env, vars.rank);
+  layout.worldSize = detail::requireWith(env, vars.size, vars.rank);
   checkBelow(layout.rank, vars.rank, layout.worldSize, vars.size);
   layout.localWorldSize = readInt(env, vars.localSize).value_or(1);
   layout.localRank = readInt(env, vars.localRank).value_or(0);
@@ -98,7 +105,7 @@ std::optional<JobLayout> detectMpi(const Environment& env, const HostFacts& host
       break;
     }
   }
-  placeOnNodes(env, host, layout);
+  placeOnNodes(env, host, nodeCountSource(layout, vars, nodes.has_value()), layout);
   detail::readVisibleDevices(env, layout);
   return layout;
 }

@@ -66,8 +66,12 @@ std::optional<JobLayout> detectPbs(const Environment& env, const HostFacts& host
   std::vector<std::string> slots = readSlots(*nodefile);
   layout.worldSize = static_cast<int>(slots.size());
   layout.rank = *task;
-  detail::checkBelow(layout.rank, "PBS_VNODENUM", layout.worldSize,
-                     "the line count of PBS_NODEFILE");
+  if (layout.rank >= layout.worldSize) {
+    throw ConfigError(
+        fmt::format("PBS_VNODENUM={} contradicts PBS_NODEFILE={}: it lists {} slots, "
+                    "expected PBS_VNODENUM < {}",
+                    layout.rank, *nodefile, layout.worldSize, layout.worldSize));
+  }
   layout.nodeRank = -1;
   placeTask(slots, layout);
   layout.masterHost = slots.front();

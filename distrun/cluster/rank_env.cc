@@ -1,12 +1,15 @@
 #include "distrun/cluster/rank_env.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <fmt/format.h>
 
+#include "distrun/cluster/leftovers.h"
 #include "distrun/cluster/master_port.h"
 #include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
+#include "distrun/common/strings.h"
 
 namespace distrun::cluster {
 
@@ -65,18 +68,41 @@ class RankEnvironmentBuilder {
   RankEnvironment result_;
 };
 
+// The variable a world without a job id took its size from.
+std::string worldSizeVariable(Scheduler scheduler) {
+  switch (scheduler) {
+    case Scheduler::kOpenMpi:
+      return "OMPI_COMM_WORLD_SIZE";
+    case Scheduler::kMpich:
+      return "PMI_SIZE";
+    default:
+      return "WORLD_SIZE";
+  }
+}
+
 int masterPort(const JobLayout& layout, const RankEnvironmentOptions& options) {
   if (!layout.jobId.empty()) {
     return derivedMasterPort(layout.jobId, layout.stepId);
   }
   if (layout.worldSize > 1) {
-    throw ConfigError(
-        fmt::format("MASTER_PORT is not set and there is no job id to derive it from: "
-                    "set MASTER_PORT for this {}-process world",
-                    layout.worldSize));
+    throw ConfigError(fmt::format(
+        "MASTER_PORT is not set and there is no job id to derive it from: set MASTER_PORT for "
+        "the {}-process world {}={} describes{}",
+        layout.worldSize, worldSizeVariable(layout.scheduler), layout.worldSize, kClearStaleHint));
   }
   DISTRUN_ENFORCE(options.pickFreePort, "no pickFreePort given");
   return options.pickFreePort();
+}
+
+// A MASTER_PORT the user set, which every task would keep, is a port.
+void checkUserPort(const Environment& user) {
+  std::optional<std::string> port = user.get("MASTER_PORT");
+  if (!port) return;
+  try {
+    parseCount(*port, "MASTER_PORT", 65535);
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.what() + std::string(kClearStaleHint));
+  }
 }
 
 int ompThreads(const JobLayout& layout, const RankEnvironmentOptions& options) {
@@ -132,9 +158,15 @@ void addDevice(const JobLayout& layout, RankEnvironmentBuilder& b) {
   b.identity("DISTRUN_LOCAL_DEVICE", std::to_string(index));
 }
 
-void addSite(const SiteProfile& site, RankEnvironmentBuilder& b) {
+// The values are expanded in the user's environment, what was built so
+// far, and under both the fallbacks for what a step would have set.
+void addSite(const SiteProfile& site, const JobLayout& layout, RankEnvironmentBuilder& b) {
+  const MapEnvironment fallbacks = siteFallbacks(layout.nodeRank);
   for (const SiteProfile::Setting& s : site.settings) {
-    auto expand = [&] { return expandSiteValue(s.value, b.view(), site.name); };
+    auto expand = [&] {
+      const OverlayEnvironment known = b.view();
+      return expandSiteValue(s.value, OverlayEnvironment(fallbacks, known), site.name);
+    };
     b.setting(s.variable, expand, Source::kSite);
   }
 }
@@ -163,6 +195,7 @@ const RankVariable* RankEnvironment::find(const std::string& name) const {
 
 RankEnvironment buildRankEnvironment(const JobLayout& layout, const Environment& user,
                                      const RankEnvironmentOptions& options) {
+  if (!options.masterPort) checkUserPort(user);
   RankEnvironmentBuilder b(user);
   addContract(layout, options, b);
   addDevice(layout, b);
@@ -172,7 +205,7 @@ RankEnvironment buildRankEnvironment(const JobLayout& layout, const Environment&
   }
   if (options.site) {
     b.identity("DISTRUN_SITE", options.site->name);
-    addSite(*options.site, b);
+    addSite(*options.site, layout, b);
   }
   RankEnvironment env = std::move(b.result());
   if (options.site) {
@@ -181,6 +214,17 @@ RankEnvironment buildRankEnvironment(const JobLayout& layout, const Environment&
   }
   env.notes = layout.notes;
   return env;
+}
+
+void makeNodeDirs(const RankEnvironment& env) {
+  for (const std::string& dir : env.nodeDirs) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec && !std::filesystem::is_directory(dir)) {
+      throw IoError(fmt::format("site profile {}: cannot create node directory '{}': {}",
+                                env.siteName, dir, ec.message()));
+    }
+  }
 }
 
 }  // namespace distrun::cluster

@@ -63,7 +63,16 @@ struct RankEnvironmentOptions {
 // the layout; for everything else a value the user already set wins.
 // Throws ConfigError when MASTER_PORT cannot be chosen or a site value
 // refers to an unset variable.
+// A site value may use ${USER} and ${SLURM_NODEID} where the environment
+// lacks them (a batch script's first line, outside a step): siteFallbacks.
 RankEnvironment buildRankEnvironment(const JobLayout& layout, const Environment& user,
                                      const RankEnvironmentOptions& options);
+
+// Creates `env.nodeDirs` (the site profile's node-dir folders, parents
+// too), as every launcher does before its program runs: `distrun exec`
+// for its task, `distrun run` for each worker. Every task on a node may
+// race to create the same folder; an existing one is success. IoError
+// (exit 74) naming the profile and the folder otherwise.
+void makeNodeDirs(const RankEnvironment& env);
 
 }  // namespace distrun::cluster

@@ -1,5 +1,10 @@
 #include "distrun/cluster/rank_env.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -112,7 +117,15 @@ TEST(RankEnvironmentTest, StandalonePortIsPickedFreeOrRequired) {
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
                  "MASTER_PORT is not set and there is no job id to derive it "
-                 "from: set MASTER_PORT for this 2-process world");
+                 "from: set MASTER_PORT for the 2-process world WORLD_SIZE=2 describes; if left "
+                 "from an earlier shell or job, clear them: eval \"$(distrun env --unset)\"");
+  }
+  two.scheduler = Scheduler::kOpenMpi;
+  try {
+    buildRankEnvironment(two, MapEnvironment(), options());
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("world OMPI_COMM_WORLD_SIZE=2 describes"));
   }
 }
 
@@ -140,17 +153,55 @@ TEST(RankEnvironmentTest, SiteSettingsExpandAndUserWins) {
   EXPECT_THAT(env.nodeDirs, ::testing::ElementsAre("/tmp/ada-miopen-2"));
 }
 
-TEST(RankEnvironmentTest, SiteValueWithUnsetVariableIsAConfigError) {
+// A batch script's first line runs outside a step: no SLURM_NODEID, and
+// maybe no USER. The profile still applies: the login name of this
+// process's user, and the node's place in the job (siteFallbacks).
+TEST(RankEnvironmentTest, SiteValuesFallBackForUserAndNodeId) {
   RankEnvironmentOptions o = options();
   o.site = lumiLike();
+  RankEnvironment env = buildRankEnvironment(slurmTask(), MapEnvironment(), o);
+  const std::string dir = "/tmp/" + loginName() + "-miopen-2";
+  EXPECT_EQ(value(env, "MIOPEN_USER_DB_PATH"), dir);
+  EXPECT_THAT(env.nodeDirs, ::testing::ElementsAre(dir));
+  EXPECT_EQ(env.find("USER"), nullptr);  // fallbacks expand values, are not set
+  EXPECT_EQ(env.find("SLURM_NODEID"), nullptr);
+  JobLayout alone;
+  alone.jobId = "1";
+  env = buildRankEnvironment(alone, MapEnvironment({{"USER", "ada"}}), o);
+  EXPECT_EQ(value(env, "MIOPEN_USER_DB_PATH"), "/tmp/ada-miopen-0");
+}
+
+TEST(RankEnvironmentTest, SiteValueWithUnsetVariableIsAConfigError) {
+  RankEnvironmentOptions o = options();
+  o.site = parseSiteProfile("set CACHE = /tmp/${SLURM_JOB_ID}\n", "lumi", "lumi.site");
   try {
     buildRankEnvironment(slurmTask(), MapEnvironment({{"USER", "ada"}}), o);
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
-                 "site profile lumi: '/tmp/${USER}-miopen-${SLURM_NODEID}' "
-                 "uses ${SLURM_NODEID}, which is not set");
+                 "site profile lumi: '/tmp/${SLURM_JOB_ID}' uses ${SLURM_JOB_ID}, "
+                 "which is not set");
   }
+}
+
+// `distrun exec` and `distrun run` create the node folders with this.
+TEST(RankEnvironmentTest, NodeDirsAreCreatedWithTheirParentsAndMayExist) {
+  const std::string root = ::testing::TempDir() + "/node_dirs_" + std::to_string(::getpid());
+  RankEnvironment env;
+  env.siteName = "lumi";
+  env.nodeDirs = {root + "/a/b", root + "/a/b"};
+  makeNodeDirs(env);
+  EXPECT_TRUE(std::filesystem::is_directory(root + "/a/b"));
+  env.nodeDirs = {"/dev/null/cache"};
+  try {
+    makeNodeDirs(env);
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_THAT(e.what(),
+                ::testing::StartsWith(
+                    "site profile lumi: cannot create node directory '/dev/null/cache': "));
+  }
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 #include "distrun/cluster/site_profile.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -163,6 +167,21 @@ std::optional<SiteProfile> selectSiteProfile(const std::optional<std::string>& r
     return loadSiteProfile("generic", path);
   }
   return std::nullopt;
+}
+
+std::string loginName() {
+  const uid_t uid = ::geteuid();
+  struct passwd entry {};
+  struct passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (::getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return "uid" + std::to_string(uid);
+}
+
+MapEnvironment siteFallbacks(int nodeRank) {
+  return MapEnvironment{{"USER", loginName()}, {"SLURM_NODEID", std::to_string(nodeRank)}};
 }
 
 std::string expandSiteValue(const std::string& value, const Environment& env,

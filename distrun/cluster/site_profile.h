@@ -71,6 +71,17 @@ std::optional<SiteProfile> selectSiteProfile(const std::optional<std::string>& r
                                              const Environment& env,
                                              const std::vector<std::string>& path);
 
+// What a profile's ${USER} and ${SLURM_NODEID} stand for where the
+// environment lacks them (a batch script's first line runs outside a
+// step, a container may drop USER): USER is the login name of this
+// process's user (getpwuid; "uidN" when it has none), SLURM_NODEID is
+// `nodeRank`, this node's place in the job (0 outside a step).
+MapEnvironment siteFallbacks(int nodeRank);
+
+// The login name of this process's effective user; "uidN" when the user
+// database has none.
+std::string loginName();
+
 // Expands ${VAR} in `value` from `env`. ConfigError naming the profile and
 // the variable when a referenced variable is unset.
 std::string expandSiteValue(const std::string& value, const Environment& env,

@@ -1,5 +1,6 @@
 #include "distrun/cluster/site_profile.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -31,6 +32,18 @@ TEST(SiteProfileTest, ParsesEveryKeyword) {
   EXPECT_TRUE(p.appliesTo(MapEnvironment({{"SLURM_CLUSTER_NAME", "lumi-g"}})));
   EXPECT_FALSE(p.appliesTo(MapEnvironment({{"SLURM_CLUSTER_NAME", "mn5"}})));
   EXPECT_FALSE(p.appliesTo(MapEnvironment()));
+}
+
+// What ${USER} and ${SLURM_NODEID} stand for where the environment lacks
+// them: the user database's name for this process's user, the node rank.
+TEST(SiteProfileTest, FallbacksAreTheLoginNameAndTheNodeRank) {
+  const struct passwd* user = ::getpwuid(::geteuid());
+  const std::string name = user ? user->pw_name : "uid" + std::to_string(::geteuid());
+  EXPECT_EQ(loginName(), name);
+  const MapEnvironment fallbacks = siteFallbacks(3);
+  EXPECT_EQ(fallbacks.get("USER"), name);
+  EXPECT_EQ(fallbacks.get("SLURM_NODEID"), "3");
+  EXPECT_EQ(fallbacks.vars().size(), 2u);
 }
 
 TEST(SiteProfileTest, ErrorsNameFileAndLine) {

@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include "distrun/cluster/hostlist.h"
 #include "distrun/cluster/job_layout.h"
 #include "distrun/cluster/tasks_per_node.h"
 #include "distrun/common/error.h"
@@ -25,13 +24,27 @@ std::pair<std::string, std::string> stepOrJob(const Environment& env,
   for (const std::string& name : names) {
     if (auto value = env.get(name)) return {name, *value};
   }
-  throw ConfigError(fmt::format("inside a Slurm step but none of {} is set", join(names, ", ")));
+  throw ConfigError(fmt::format(
+      "SLURM_PROCID and SLURM_STEP_ID say this is a task of a Slurm step but none of {} is set",
+      join(names, ", ")));
 }
 
-int stepInt(const Environment& env, const std::vector<std::string>& names) {
+// A count read by stepOrJob, with the name it was read from.
+struct StepCount {
+  std::string name;
+  int value = 0;
+};
+
+StepCount stepInt(const Environment& env, const std::vector<std::string>& names) {
   auto [name, value] = stepOrJob(env, names);
-  return static_cast<int>(parseCount(value, name));
+  return {name, static_cast<int>(parseCount(value, name))};
 }
+
+// The variables the step's task and node counts were read from.
+struct StepNames {
+  std::string tasks;
+  std::string nodes;
+};
 
 // The batch script, or an salloc shell: one process of an allocation, not
 // a task of a parallel step.
@@ -50,10 +63,11 @@ JobLayout allocationShell(const Environment& env, const HostFacts& host, const s
   return layout;
 }
 
-void checkHosts(const JobLayout& layout, const std::string& listName, const Environment& env) {
+void checkHosts(const JobLayout& layout, const std::string& listName, const StepNames& names,
+                const Environment& env) {
   if (static_cast<int>(layout.hosts.size()) != layout.numNodes) {
-    throw ConfigError(fmt::format("{} names {} hosts but the step has {} nodes", listName,
-                                  layout.hosts.size(), layout.numNodes));
+    throw ConfigError(fmt::format("{} names {} hosts but {}={}", listName, layout.hosts.size(),
+                                  names.nodes, layout.numNodes));
   }
   std::optional<std::string> nodeName = env.get("SLURMD_NODENAME");
   if (nodeName && *nodeName != layout.hosts[layout.nodeRank]) {
@@ -64,16 +78,31 @@ void checkHosts(const JobLayout& layout, const std::string& listName, const Envi
 }
 
 void checkTaskCounts(const JobLayout& layout, const std::vector<int>& perNode,
-                     const std::string& perNodeName) {
+                     const std::string& perNodeName, const StepNames& names) {
   if (static_cast<int>(perNode.size()) != layout.numNodes) {
-    throw ConfigError(fmt::format("{} lists {} nodes but the step has {} nodes", perNodeName,
-                                  perNode.size(), layout.numNodes));
+    throw ConfigError(fmt::format("{} lists {} nodes but {}={}", perNodeName, perNode.size(),
+                                  names.nodes, layout.numNodes));
   }
   int total = std::accumulate(perNode.begin(), perNode.end(), 0);
   if (total != layout.worldSize) {
-    throw ConfigError(fmt::format("{} adds up to {} tasks but the step has {}", perNodeName, total,
-                                  layout.worldSize));
+    throw ConfigError(fmt::format("{} adds up to {} tasks but {}={}", perNodeName, total,
+                                  names.tasks, layout.worldSize));
   }
+}
+
+// This task's ids, checked against the step's counts.
+StepNames readIds(const Environment& env, JobLayout& layout) {
+  const StepCount tasks = stepInt(env, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"});
+  const StepCount nodes =
+      stepInt(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"});
+  layout.worldSize = tasks.value;
+  layout.numNodes = nodes.value;
+  layout.rank = requireInt(env, "SLURM_PROCID");
+  layout.nodeRank = detail::requireWith(env, "SLURM_NODEID", "SLURM_PROCID");
+  layout.localRank = detail::requireWith(env, "SLURM_LOCALID", "SLURM_PROCID");
+  checkBelow(layout.rank, "SLURM_PROCID", layout.worldSize, tasks.name);
+  checkBelow(layout.nodeRank, "SLURM_NODEID", layout.numNodes, nodes.name);
+  return {tasks.name, nodes.name};
 }
 
 JobLayout stepTask(const Environment& env, const std::string& jobId) {
@@ -81,26 +110,20 @@ JobLayout stepTask(const Environment& env, const std::string& jobId) {
   layout.scheduler = Scheduler::kSlurm;
   layout.jobId = jobId;
   layout.stepId = *firstOf(env, {"SLURM_STEP_ID", "SLURM_STEPID"});
-  layout.worldSize = stepInt(env, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"});
-  layout.numNodes = stepInt(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"});
-  layout.rank = requireInt(env, "SLURM_PROCID");
-  layout.nodeRank = requireInt(env, "SLURM_NODEID");
-  layout.localRank = requireInt(env, "SLURM_LOCALID");
-  checkBelow(layout.rank, "SLURM_PROCID", layout.worldSize, "SLURM_NTASKS");
-  checkBelow(layout.nodeRank, "SLURM_NODEID", layout.numNodes, "SLURM_NNODES");
+  const StepNames names = readIds(env, layout);
 
   auto [perNodeName, perNodeValue] =
       stepOrJob(env, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"});
   std::vector<int> perNode = parseTasksPerNode(perNodeValue, perNodeName);
-  checkTaskCounts(layout, perNode, perNodeName);
+  checkTaskCounts(layout, perNode, perNodeName, names);
   layout.localWorldSize = perNode[layout.nodeRank];
   checkBelow(layout.localRank, "SLURM_LOCALID", layout.localWorldSize,
              fmt::format("{} on node {}", perNodeName, layout.nodeRank));
 
   auto [listName, list] =
       stepOrJob(env, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"});
-  layout.hosts = expandHostlist(list);
-  checkHosts(layout, listName, env);
+  layout.hosts = detail::hostsOf(listName, list);
+  checkHosts(layout, listName, names, env);
   layout.masterHost = layout.hosts.front();
   layout.cpusPerTask = readInt(env, "SLURM_CPUS_PER_TASK");
   detail::readVisibleDevices(env, layout);

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "distrun/cluster/leftovers.h"
 #include "distrun/cluster/master_port.h"
 #include "distrun/common/error.h"
 
@@ -121,7 +122,8 @@ TEST(ThisTaskTest, HandDescribedWorldIsTakenAsGiven) {
   EXPECT_EQ(t.environment.find("MASTER_PORT")->source, Source::kKept);
   EXPECT_EQ(configError({{"RANK", "1"}, {"WORLD_SIZE", "2"}}),
             "MASTER_PORT is not set and there is no job id to derive it from: "
-            "set MASTER_PORT for this 2-process world");
+            "set MASTER_PORT for the 2-process world WORLD_SIZE=2 describes" +
+                std::string(kClearStaleHint));
 }
 
 // A lone task keeps the user's MASTER_ADDR and MASTER_PORT, or, asked for a
@@ -168,15 +170,21 @@ TEST(ThisTaskTest, SiteProfileOnlyWhenGiven) {
 
 TEST(ThisTaskTest, ContradictionIsAConfigErrorNamingTheVariables) {
   EXPECT_EQ(configError(slurmStep(7, 3, 0)),
-            "SLURM_PROCID=7 contradicts SLURM_NTASKS=7: expected SLURM_PROCID "
-            "< SLURM_NTASKS");
+            "SLURM_PROCID=7 contradicts SLURM_STEP_NUM_TASKS=7: expected SLURM_PROCID "
+            "< SLURM_STEP_NUM_TASKS" +
+                std::string(kClearStaleHint));
   Vars mpi = openMpiRank(0);
   mpi["OMPI_COMM_WORLD_RANK"] = "3";
   EXPECT_EQ(configError(mpi),
             "OMPI_COMM_WORLD_RANK=3 contradicts OMPI_COMM_WORLD_SIZE=3: expected "
-            "OMPI_COMM_WORLD_RANK < OMPI_COMM_WORLD_SIZE");
+            "OMPI_COMM_WORLD_RANK < OMPI_COMM_WORLD_SIZE" +
+                std::string(kClearStaleHint));
   EXPECT_EQ(configError({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "6000"}}),
-            "RANK=2 contradicts WORLD_SIZE=2: expected RANK < WORLD_SIZE");
+            "RANK=2 contradicts WORLD_SIZE=2: expected RANK < WORLD_SIZE; if left from an "
+            "earlier shell or job, clear them: eval \"$(distrun env --unset)\"");
+  EXPECT_EQ(configError({{"RANK", "3"}}),
+            "RANK=3 is set but WORLD_SIZE is not; if left from an earlier shell or job, clear "
+            "them: eval \"$(distrun env --unset)\"");
 }
 
 }  // namespace

@@ -73,7 +73,11 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
   const int rank = static_cast<int>(parseCount(required(env, "RANK"), "RANK"));
   const int size = static_cast<int>(parseCount(required(env, "WORLD_SIZE"), "WORLD_SIZE"));
   if (size < 1 || rank >= size) {
-    throw ConfigError(fmt::format("RANK={} is not below WORLD_SIZE={}", rank, size));
+    // The hint is cluster::kClearStaleHint's words (comm does not depend on cluster).
+    throw ConfigError(
+        fmt::format("RANK={} is not below WORLD_SIZE={}; if left from an earlier shell or job, "
+                    "clear them: eval \"$(distrun env --unset)\"",
+                    rank, size));
   }
   GlooOptions gloo;
   gloo.timeout = timeoutFrom(env, options);

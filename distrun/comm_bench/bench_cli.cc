@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "distrun/cluster/leftovers.h"
 #include "distrun/cluster/this_task.h"
 #include "distrun/comm/connect.h"
 #include "distrun/comm_bench/collectives.h"
@@ -143,7 +144,8 @@ int join(const BenchOptions& o, const Environment& env, BenchContext& ctx) {
 }
 
 // Bare: `distrun run --nproc-per-node N` over this very command.
-int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, BenchContext& ctx) {
+int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, const Environment& env,
+               BenchContext& ctx) {
   if (o.backend == "mpi") {
     throw UsageError(fmt::format(
         "--backend mpi needs an MPI launcher: mpirun -np {} distrun bench {} --backend mpi",
@@ -158,23 +160,26 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, Benc
   run.cpuBind = "none";
   run.program.push_back(ctx.executable);
   run.program.insert(run.program.end(), args.begin(), args.end());
-  launch::RunContext context{ctx.env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir, 0};
-  return launch::Agent(launch::resolveAgentConfig(run, context), ctx.env, ctx.err).run();
+  launch::RunContext context{env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir, 0};
+  return launch::Agent(launch::resolveAgentConfig(run, context), env, ctx.err).run();
 }
 
-int dispatch(const BenchOptions& o, const std::vector<std::string>& args, BenchContext& ctx) {
+// `env`: the user's environment (cluster::withoutLeftovers), without what an
+// earlier eval "$(distrun env)" left, so a bare bench starts its own world.
+int dispatch(const BenchOptions& o, const std::vector<std::string>& args, const Environment& env,
+             BenchContext& ctx) {
   if (o.backend == "mpi") {
-    return launchedAsMpi(ctx.env) ? join(o, ctx.env, ctx) : selfLaunch(o, args, ctx);
+    return launchedAsMpi(env) ? join(o, env, ctx) : selfLaunch(o, args, env, ctx);
   }
-  if (ctx.env.get("RANK") && ctx.env.get("WORLD_SIZE")) return join(o, ctx.env, ctx);
+  if (env.get("RANK") && env.get("WORLD_SIZE")) return join(o, env, ctx);
   // A task of a job srun, mpirun or qsub started: its rank variables as
   // `distrun exec` would set them, without a site profile.
-  const cluster::ThisTask task = cluster::thisTask(ctx.env, ctx.hostFacts());
+  const cluster::ThisTask task = cluster::thisTask(env, ctx.hostFacts());
   if (task.layout.worldSize > 1) {
     const MapEnvironment vars = task.variables();
-    return join(o, OverlayEnvironment(ctx.env, vars), ctx);
+    return join(o, OverlayEnvironment(env, vars), ctx);
   }
-  return selfLaunch(o, args, ctx);
+  return selfLaunch(o, args, env, ctx);
 }
 
 }  // namespace
@@ -186,10 +191,10 @@ int runBenchCli(const std::vector<std::string>& args, BenchContext& ctx) {
   RawFlags raw;
   addFlags(app, options, raw);
   app.allow_extras();  // refused by refuseExtras, before anything else
-  return parseAndRun(app, args, "distrun bench", ctx.out, ctx.err, [&] {
+  return parseAndRun(app, args, "distrun", "distrun bench", ctx.out, ctx.err, [&] {
     refuseExtras(app);
     resolve(options, raw);
-    return dispatch(options, args, ctx);
+    return dispatch(options, args, cluster::withoutLeftovers(ctx.env), ctx);
   });
 }
 

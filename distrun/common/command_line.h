@@ -5,6 +5,7 @@
 #include <exception>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -31,12 +32,14 @@ inline std::string unknownFlagMessage(const CLI::App& app, const std::string& ar
 }
 
 // Parses `args` with `app`, then runs `body` (returning the exit status).
-// --help prints and returns 0; a parse error prints "NAME: error: WHAT (see
-// 'NAME --help')" and returns 64; an error thrown by `body` prints "NAME:
-// error: WHAT" and returns its exit code (exitCodeFor).
+// --help prints and returns 0; a parse error prints "PREFIX: error: WHAT (see
+// 'HELP --help')" and returns 64; an error thrown by `body` prints "PREFIX:
+// error: WHAT" and returns its exit code (exitCodeFor). distrun's own
+// programs all print "distrun: error:" (docs/errors.md); `help` names the
+// command the user typed ("distrun bench").
 template <class Body>
-int parseAndRun(CLI::App& app, const std::vector<std::string>& args, const std::string& name,
-                std::ostream& out, std::ostream& err, Body&& body) {
+int parseAndRun(CLI::App& app, const std::vector<std::string>& args, const std::string& prefix,
+                const std::string& help, std::ostream& out, std::ostream& err, Body&& body) {
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     app.parse(reversed);
@@ -46,12 +49,19 @@ int parseAndRun(CLI::App& app, const std::vector<std::string>& args, const std::
       app.exit(e, out, err);
       return 0;
     }
-    err << name << ": error: " << e.what() << " (see '" << name << " --help')\n";
+    err << prefix << ": error: " << e.what() << " (see '" << help << " --help')\n";
     return toInt(ExitCode::kUsage);
   } catch (const std::exception& e) {
-    err << name << ": error: " << e.what() << "\n";
+    err << prefix << ": error: " << e.what() << "\n";
     return toInt(exitCodeFor(e));
   }
+}
+
+// The same, for a program whose name is both the prefix and the command.
+template <class Body>
+int parseAndRun(CLI::App& app, const std::vector<std::string>& args, const std::string& name,
+                std::ostream& out, std::ostream& err, Body&& body) {
+  return parseAndRun(app, args, name, name, out, err, std::forward<Body>(body));
 }
 
 }  // namespace distrun

@@ -119,9 +119,10 @@ class Agent::Loop {
     round_ = std::make_unique<RoundIo>(config_, port_, a.world.round, agent_.launcher_);
     for (int local = 0; local < config_.layout.localWorldSize; ++local) {
       int rank = workerRank(a.world, local);
-      round_->group.add(rank, local, workerSpec(config_, a.world, port_, local, agent_.env_),
-                        workerOutput(config_, a.world.round, rank, local));
-      feed(supervisor_.workerStarted(local, now()));
+      int pid =
+          round_->group.add(rank, local, workerSpec(config_, a.world, port_, local, agent_.env_),
+                            workerOutput(config_, a.world.round, rank, local));
+      feed(supervisor_.workerStarted(local, pid, now()));
     }
   }
   void operator()(const SignalWorkers& a) { round().group.signalAll(a.signal); }

@@ -31,6 +31,13 @@ struct AgentConfig {
   std::string token;
   std::string runId;
   std::vector<std::string> program;  // full argv of each worker
+  // For a Python PROGRAM: the interpreter (program[0]; an absolute path
+  // once locateProgram found it), where it came from ("the first python3
+  // on PATH", "from --python", "from DISTRUN_PYTHON"), for -v and the
+  // failure report, and the script (empty for -m). Empty otherwise.
+  std::string python;
+  std::string pythonSource;
+  std::string pythonScript;
   int maxRestarts = 0;
   std::chrono::milliseconds joinTimeout{std::chrono::seconds(300)};
   std::chrono::milliseconds termTimeout{std::chrono::seconds(25)};

@@ -4,6 +4,7 @@
 
 #include <ctime>
 #include <ostream>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,12 +15,35 @@ namespace distrun::launch {
 
 namespace {
 
+// The module of the last "ModuleNotFoundError: No module named 'torch'" in
+// `tail`; empty when there is none.
+std::string missingModule(const std::vector<std::string>& tail) {
+  constexpr std::string_view kError = "ModuleNotFoundError: No module named '";
+  for (auto line = tail.rbegin(); line != tail.rend(); ++line) {
+    const size_t at = line->find(kError);
+    if (at == std::string::npos) continue;
+    const size_t begin = at + kError.size();
+    const size_t end = line->find('\'', begin);
+    if (end != std::string::npos) return line->substr(begin, end - begin);
+  }
+  return "";
+}
+
+void printPythonAdvice(const WorkerFailure& f, std::ostream& out) {
+  const std::string module = f.python.empty() ? "" : missingModule(f.stderrTail);
+  if (module.empty()) return;
+  out << fmt::format(
+      "distrun: Python {} cannot import '{}': install it for that Python, or choose another "
+      "with --python PATH or DISTRUN_PYTHON=PATH\n",
+      f.python, module);
+}
+
+}  // namespace
+
 std::string signalName(int signal) {
   const char* abbrev = ::sigabbrev_np(signal);
   return abbrev ? std::string("SIG") + abbrev : std::to_string(signal);
 }
-
-}  // namespace
 
 std::string WorkerFailure::toJson() const {
   nlohmann::ordered_json j;
@@ -33,6 +57,7 @@ std::string WorkerFailure::toJson() const {
   j["signal_name"] = signal != 0 ? signalName(signal) : "";
   j["time"] = time;
   j["stderr_tail"] = stderrTail;
+  j["python"] = python;
   return j.dump();
 }
 
@@ -49,6 +74,7 @@ WorkerFailure WorkerFailure::fromJson(const std::string& text) {
     f.signal = j.at("signal");
     f.time = j.at("time");
     f.stderrTail = j.at("stderr_tail").get<std::vector<std::string>>();
+    f.python = j.value("python", "");
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw RendezvousError(fmt::format("malformed failure record from a peer: {}", e.what()));
@@ -76,12 +102,14 @@ void printFailureReport(const WorkerFailure& f, const std::string& runId, int re
   if (!logFolder.empty()) {
     out << fmt::format("distrun: rank {}'s log files are in {} on {}\n", f.rank, logFolder, f.host);
   }
+  if (!f.python.empty()) out << fmt::format("distrun: rank {} ran Python {}\n", f.rank, f.python);
   if (f.stderrTail.empty()) {
     out << "distrun: rank " << f.rank << " wrote nothing to stderr\n";
     return;
   }
   out << "distrun: last lines of rank " << f.rank << "'s stderr:\n";
   for (const std::string& line : f.stderrTail) out << "  | " << line << "\n";
+  printPythonAdvice(f, out);
 }
 
 }  // namespace distrun::launch

@@ -18,6 +18,9 @@ struct WorkerFailure {
   int signal = 0;    // when a signal killed it (0: it exited)
   std::string time;  // UTC, ISO 8601
   std::vector<std::string> stderrTail;
+  // For a Python program, the Python that ran it and where it came from:
+  // "/usr/bin/python3 (the first python3 on PATH)". Empty otherwise.
+  std::string python;
 
   // What the agent exits with: the worker's code, or 128 + signal.
   int agentExitCode() const { return signal != 0 ? 128 + signal : exitCode; }
@@ -26,10 +29,16 @@ struct WorkerFailure {
   static WorkerFailure fromJson(const std::string& json);
 };
 
+// "SIGTERM" for 15; the number when the signal has no name.
+std::string signalName(int signal);
+
 // The current time as "2026-11-21T12:03:04Z".
 std::string utcNow();
 
-// Writes the human report: one header, the root cause, the stderr tail.
+// Writes the human report: one header, the root cause, the Python that ran
+// (for a Python program), the stderr tail; when the tail shows a Python
+// import that failed (ModuleNotFoundError), a last line naming the Python
+// and how to choose another.
 // `restart` is the round that failed (TORCHELASTIC_RESTART_COUNT, 0 for the
 // first), of `maxRestarts`; `logFolder`, when not empty, is where the
 // failed rank's files are (on its host), and the report names it.

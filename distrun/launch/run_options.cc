@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 
@@ -55,21 +56,45 @@ int parseNproc(const std::string& value, const RunContext& ctx) {
       fmt::format("--nproc-per-node {}: expected a positive number, cpu, gpu or auto", value));
 }
 
-// --rdzv-conf join_timeout=S,...: distrun reads join_timeout; the other
-// torchrun keys are accepted and have no effect.
-std::optional<double> joinTimeoutFrom(const std::string& conf) {
-  std::optional<double> timeout;
+// torchrun's --rdzv-conf keys (its c10d and static rendezvous): distrun
+// reads join_timeout; the others are accepted for torchrun's recipes and
+// have no effect.
+const std::vector<std::string> kRdzvConfKeys = {"join_timeout",        "last_call_timeout",
+                                                "close_timeout",       "heartbeat_timeout",
+                                                "keep_alive_interval", "keep_alive_max_attempt",
+                                                "read_timeout",        "is_host",
+                                                "use_libuv",           "timeout"};
+
+std::string unknownRdzvConfKey(const std::string& key) {
+  const std::optional<std::string> near = closestName(key, kRdzvConfKeys);
+  return fmt::format("--rdzv-conf: unknown key '{}'{} (known: {})", key,
+                     near ? fmt::format(": did you mean {}?", *near) : "",
+                     join(kRdzvConfKeys, ", "));
+}
+
+// --rdzv-conf key=value,...: every key one of kRdzvConfKeys.
+std::map<std::string, std::string> parseRdzvConf(const std::string& conf) {
+  std::map<std::string, std::string> pairs;
   for (const std::string& pair : split(conf, ',')) {
     if (pair.empty()) continue;
     size_t eq = pair.find('=');
     if (eq == std::string::npos) {
       throw UsageError(fmt::format("--rdzv-conf '{}': expected key=value pairs", conf));
     }
-    if (pair.substr(0, eq) == "join_timeout") {
-      timeout = static_cast<double>(parseCount(pair.substr(eq + 1), "--rdzv-conf join_timeout"));
+    const std::string key = pair.substr(0, eq);
+    if (std::find(kRdzvConfKeys.begin(), kRdzvConfKeys.end(), key) == kRdzvConfKeys.end()) {
+      throw UsageError(unknownRdzvConfKey(key));
     }
+    pairs[key] = pair.substr(eq + 1);
   }
-  return timeout;
+  return pairs;
+}
+
+std::optional<double> joinTimeoutFrom(const std::string& conf) {
+  const std::map<std::string, std::string> pairs = parseRdzvConf(conf);
+  const auto timeout = pairs.find("join_timeout");
+  if (timeout == pairs.end()) return std::nullopt;
+  return static_cast<double>(parseCount(timeout->second, "--rdzv-conf join_timeout"));
 }
 
 std::pair<std::string, int> splitEndpoint(const std::string& endpoint, int defaultPort) {
@@ -101,6 +126,23 @@ void placeStandalone(const RunOptions& o, const RunContext& ctx, AgentConfig& c)
   c.host = o.localAddr.value_or("127.0.0.1");
   c.token = ctx.env.getOr("DISTRUN_TOKEN", randomHex());
   c.runId = o.rdzvId.value_or(randomHex().substr(0, 12));
+}
+
+// One node, whatever the other flags say (torchrun's --nnodes=1 recipes
+// with an endpoint): no other agent joins, so it needs neither --node-rank
+// nor DISTRUN_TOKEN. It hosts its store itself on 127.0.0.1, at the port
+// of --rdzv-endpoint (or --master-port) when one is given.
+void placeOneNode(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
+  if (o.nodeRank.value_or(0) != 0) {
+    throw UsageError(fmt::format(
+        "--node-rank {} contradicts --nnodes 1: expected 0 <= node rank < nodes", *o.nodeRank));
+  }
+  placeStandalone(o, ctx, c);
+  if (o.rdzvEndpoint) {
+    c.storePort = splitEndpoint(*o.rdzvEndpoint, kDefaultRdzvPort).second;
+  } else if (o.masterAddr) {
+    c.storePort = o.masterPort.value_or(29500);
+  }
 }
 
 void placeFromSlurm(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
@@ -164,8 +206,8 @@ void placeNode(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
     if (nodes != 1) throw UsageError("--standalone runs one node: drop --nnodes");
     placeStandalone(o, ctx, c);
   } else if (o.nnodes || o.nodeRank || o.rdzvEndpoint || o.masterAddr) {
-    if (nodes == 1 && !o.rdzvEndpoint && !o.masterAddr) {
-      placeStandalone(o, ctx, c);
+    if (nodes == 1) {
+      placeOneNode(o, ctx, c);
     } else {
       placeExplicit(o, ctx, nodes, c);
     }
@@ -194,7 +236,52 @@ void placeLogs(const RunOptions& o, AgentConfig& c) {
   }
 }
 
+// --standalone is one node with a private store on a free port: a flag
+// that places the store or the node otherwise contradicts it (torchrun
+// overrides them silently).
+void checkStandalone(const RunOptions& o) {
+  if (!o.standalone) return;
+  auto contradiction = [](const std::string& flag) {
+    return UsageError(fmt::format(
+        "--standalone contradicts {}: --standalone hosts a private store on a free port of "
+        "127.0.0.1 for one node; drop one of them",
+        flag));
+  };
+  if (o.rdzvEndpoint) throw contradiction("--rdzv-endpoint " + *o.rdzvEndpoint);
+  if (o.masterAddr) throw contradiction("--master-addr " + *o.masterAddr);
+  if (o.masterPort) throw contradiction(fmt::format("--master-port {}", *o.masterPort));
+  if (o.nodeRank.value_or(0) != 0) {
+    throw contradiction(fmt::format("--node-rank {}", *o.nodeRank));
+  }
+}
+
+// `mpirun -np K distrun run`: K agents that cannot find each other, each
+// starting a separate job of its own workers.
+void checkNotOneOfSeveralMpiTasks(const RunOptions& o, const cluster::JobLayout& l) {
+  const bool mpi =
+      l.scheduler == cluster::Scheduler::kOpenMpi || l.scheduler == cluster::Scheduler::kMpich;
+  const bool placed = o.nnodes || o.nodeRank || o.rdzvEndpoint || o.masterAddr || o.standalone;
+  if (!mpi || l.worldSize <= 1 || placed) return;
+  const char* size =
+      l.scheduler == cluster::Scheduler::kOpenMpi ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE";
+  throw UsageError(fmt::format(
+      "distrun run is one of {} tasks started by mpirun ({}={}): each would start its own "
+      "separate job of --nproc-per-node {} workers; for one rank per task use 'mpirun -np N "
+      "distrun exec -- PROGRAM', for workers per node start one distrun run per node (srun "
+      "--ntasks-per-node=1, or --nnodes, --node-rank and --rdzv-endpoint)",
+      l.worldSize, size, l.worldSize, o.nprocPerNode));
+}
+
 }  // namespace
+
+void checkRunOptions(const RunOptions& o, const cluster::JobLayout& layout) {
+  if (o.program.empty()) {
+    throw UsageError("run: no PROGRAM given: distrun run [OPTIONS] PROGRAM [ARGS...]");
+  }
+  parseRdzvConf(o.rdzvConf);
+  checkStandalone(o);
+  checkNotOneOfSeveralMpiTasks(o, layout);
+}
 
 std::string randomHex() {
   std::ifstream urandom("/dev/urandom", std::ios::binary);
@@ -206,19 +293,29 @@ std::string randomHex() {
   return hex;
 }
 
+bool runsUnderPython(const RunOptions& o) {
+  const std::string& program = o.program.front();
+  return o.module || o.runPath ||
+         (!o.noPython && program.size() > 3 && program.compare(program.size() - 3, 3, ".py") == 0);
+}
+
+PythonChoice choosePython(const RunOptions& o, const Environment& env) {
+  if (o.python) return {*o.python, "from --python"};
+  for (const char* variable : {"DISTRUN_PYTHON", "PYTHON_EXEC"}) {
+    if (std::optional<std::string> value = env.get(variable)) {
+      return {*value, std::string("from ") + variable};
+    }
+  }
+  return {"python3", "the first python3 on PATH"};
+}
+
 std::vector<std::string> workerCommand(const RunOptions& o, const Environment& env) {
   if (o.program.empty()) {
     throw UsageError("run: no PROGRAM given: distrun run [OPTIONS] PROGRAM [ARGS...]");
   }
   if (o.module && o.noPython) throw UsageError("-m/--module cannot be combined with --no-python");
-  const std::string& program = o.program.front();
-  bool python =
-      o.module || o.runPath ||
-      (!o.noPython && program.size() > 3 && program.compare(program.size() - 3, 3, ".py") == 0);
-  if (!python) return o.program;
-  std::string interpreter =
-      o.python.value_or(env.getOr("DISTRUN_PYTHON", env.getOr("PYTHON_EXEC", "python3")));
-  std::vector<std::string> argv = {interpreter, "-u"};
+  if (!runsUnderPython(o)) return o.program;
+  std::vector<std::string> argv = {choosePython(o, env).interpreter, "-u"};
   if (o.module) argv.push_back("-m");
   argv.insert(argv.end(), o.program.begin(), o.program.end());
   return argv;
@@ -227,10 +324,17 @@ std::vector<std::string> workerCommand(const RunOptions& o, const Environment& e
 AgentConfig resolveAgentConfig(const RunOptions& o, const RunContext& ctx) {
   AgentConfig c;
   c.layout = cluster::detectJobLayout(ctx.env, ctx.host);
+  checkRunOptions(o, c.layout);
   int nproc = parseNproc(o.nprocPerNode, ctx);
   placeNode(o, ctx, c);  // reads the scheduler's tasks per node: the agent's
   c.layout.localWorldSize = nproc;
   c.program = workerCommand(o, ctx.env);
+  if (runsUnderPython(o)) {
+    PythonChoice python = choosePython(o, ctx.env);
+    c.python = python.interpreter;
+    c.pythonSource = python.source;
+    c.pythonScript = o.module ? "" : o.program.front();
+  }
   c.maxRestarts = o.maxRestarts;
   c.termTimeout = seconds(o.termTimeout);
   c.joinTimeout = seconds(o.joinTimeout.value_or(joinTimeoutFrom(o.rdzvConf).value_or(300)));

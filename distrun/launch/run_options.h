@@ -39,6 +39,7 @@ struct RunOptions {
   std::string logPrefix = "[{node}:{rank}] ";
   std::string cpuBind = "cores";  // cores | none
   std::optional<std::string> site;
+  bool verbose = false;              // -v: the workers' command first
   std::vector<std::string> program;  // PROGRAM [ARGS...]
 };
 
@@ -51,17 +52,39 @@ struct RunContext {
   int gpus = 0;  // devices on this node, for --nproc-per-node gpu/auto
 };
 
+// The checks that need neither the host nor the filesystem, made before
+// anything starts (`distrun run` makes them before the agent, and
+// resolveAgentConfig again): a PROGRAM is given, every --rdzv-conf key is
+// one torchrun knows, --standalone is not contradicted by a flag placing
+// the store or the node, and distrun run is not one of several tasks of an
+// mpirun job (`layout`, the scheduler's) without flags that place the
+// nodes. Throws UsageError naming the flag or variable.
+void checkRunOptions(const RunOptions& options, const cluster::JobLayout& layout);
+
 // Decides the node's role, the store, the token and the workers' command.
 // Standalone (--standalone, or one node and no scheduler): a private store
-// on 127.0.0.1 and a random token. Under a Slurm step with one task per
+// on 127.0.0.1 and a random token. --nnodes 1 with --rdzv-endpoint (or
+// --master-addr): the same, the store at the endpoint's port. Under a Slurm step with one task per
 // node and no --nnodes: nodes, node rank and store come from SLURM_*.
 // Otherwise --nnodes/--node-rank with --rdzv-endpoint or --master-addr/
 // --master-port. Throws UsageError for flags that contradict each other or
 // the scheduler, naming them.
 AgentConfig resolveAgentConfig(const RunOptions& options, const RunContext& ctx);
 
-// The worker command: PROGRAM run directly, or under Python for a .py
-// file, -m MODULE or --run-path (with -u, as torchrun).
+// The Python of a Python PROGRAM and where it came from: --python, else
+// $DISTRUN_PYTHON, else $PYTHON_EXEC (torchrun's), else python3 on PATH.
+struct PythonChoice {
+  std::string interpreter;  // as given: "python3", "/opt/py/bin/python"
+  std::string source;       // "from --python", "the first python3 on PATH"
+};
+PythonChoice choosePython(const RunOptions& options, const Environment& env);
+
+// Whether PROGRAM runs under Python: a .py file (unless --no-python),
+// -m MODULE or --run-path.
+bool runsUnderPython(const RunOptions& options);
+
+// The worker command: PROGRAM run directly, or under choosePython's
+// interpreter for a .py file, -m MODULE or --run-path (with -u, as torchrun).
 std::vector<std::string> workerCommand(const RunOptions& options, const Environment& env);
 
 // A random 128-bit hex string from /dev/urandom.

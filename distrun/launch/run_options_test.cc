@@ -52,6 +52,22 @@ TEST(WorkerCommandTest, PythonOnlyForPythonPrograms) {
   EXPECT_EQ(workerCommand(withProgram({"t.py"}), custom).front(), "/usr/bin/python3");
 }
 
+TEST(WorkerCommandTest, ThePythonAndWhereItCameFrom) {
+  RunOptions o = withProgram({"train.py"});
+  AgentConfig c = resolve(o);
+  EXPECT_EQ(c.python, "python3");
+  EXPECT_EQ(c.pythonSource, "the first python3 on PATH");
+  EXPECT_EQ(c.pythonScript, "train.py");
+  EXPECT_EQ(resolve(o, {{"DISTRUN_PYTHON", "/opt/py/bin/python"}}).pythonSource,
+            "from DISTRUN_PYTHON");
+  EXPECT_EQ(resolve(o, {{"PYTHON_EXEC", "/opt/py/bin/python"}}).pythonSource, "from PYTHON_EXEC");
+  o.python = "/usr/bin/python3";
+  AgentConfig flag = resolve(o, {{"DISTRUN_PYTHON", "/opt/py/bin/python"}});
+  EXPECT_EQ(flag.python, "/usr/bin/python3");
+  EXPECT_EQ(flag.pythonSource, "from --python");
+  EXPECT_EQ(resolve(withProgram({"./a.out"})).python, "") << "not a Python program";
+}
+
 TEST(ResolveTest, StandaloneByDefault) {
   RunOptions o = withProgram({"true"});
   o.nprocPerNode = "3";
@@ -149,6 +165,84 @@ TEST(ResolveTest, ExplicitNodesNeedEndpointRankAndToken) {
   o.nodeRank = 2;
   EXPECT_EQ(usageError(o, {{"DISTRUN_TOKEN", "s"}}),
             "--node-rank 2 contradicts --nnodes 2: expected 0 <= node rank < nodes");
+}
+
+// torchrun's one-node c10d recipe: no --node-rank, no DISTRUN_TOKEN; the
+// store listens at the endpoint's port on 127.0.0.1.
+TEST(ResolveTest, OneNodeWithAnEndpointNeedsNoNodeRankNorToken) {
+  RunOptions o = withProgram({"true"});
+  o.nnodes = "1";
+  o.rdzvEndpoint = "localhost:29411";
+  o.rdzvId = "myjob";
+  AgentConfig c = resolve(o);
+  EXPECT_EQ(c.layout.numNodes, 1);
+  EXPECT_EQ(c.layout.nodeRank, 0);
+  EXPECT_EQ(c.storeHost, "127.0.0.1");
+  EXPECT_EQ(c.storePort, 29411);
+  EXPECT_EQ(c.runId, "myjob");
+  EXPECT_EQ(c.token.size(), 32u);
+  EXPECT_EQ(resolve(o, {{"DISTRUN_TOKEN", "s"}}).token, "s");
+  o.rdzvEndpoint.reset();
+  o.masterAddr = "head";
+  o.masterPort = 23456;
+  EXPECT_EQ(resolve(o).storePort, 23456);
+  o.nodeRank = 1;
+  EXPECT_EQ(usageError(o), "--node-rank 1 contradicts --nnodes 1: expected 0 <= node rank < nodes");
+}
+
+TEST(ResolveTest, StandaloneContradictsAFlagThatPlacesTheStoreOrTheNode) {
+  RunOptions o = withProgram({"true"});
+  o.standalone = true;
+  o.rdzvEndpoint = "localhost:29411";
+  EXPECT_EQ(usageError(o),
+            "--standalone contradicts --rdzv-endpoint localhost:29411: --standalone hosts a "
+            "private store on a free port of 127.0.0.1 for one node; drop one of them");
+  o.rdzvEndpoint.reset();
+  o.masterPort = 29500;
+  EXPECT_THAT(usageError(o), ::testing::StartsWith("--standalone contradicts --master-port 29500"));
+  o.masterPort.reset();
+  o.nodeRank = 1;
+  EXPECT_THAT(usageError(o), ::testing::StartsWith("--standalone contradicts --node-rank 1"));
+  o.nodeRank = 0;
+  EXPECT_EQ(resolve(o).layout.nodeRank, 0);
+}
+
+TEST(ResolveTest, UnknownRdzvConfKeysAreRefusedWithTheKnownOnes) {
+  RunOptions o = withProgram({"true"});
+  o.rdzvConf = "join_timout=60";
+  EXPECT_EQ(usageError(o),
+            "--rdzv-conf: unknown key 'join_timout': did you mean join_timeout? (known: "
+            "join_timeout, last_call_timeout, close_timeout, heartbeat_timeout, "
+            "keep_alive_interval, keep_alive_max_attempt, read_timeout, is_host, use_libuv, "
+            "timeout)");
+  o.rdzvConf = "read_timeout=60,frobnicate=1";
+  EXPECT_THAT(usageError(o),
+              ::testing::StartsWith("--rdzv-conf: unknown key 'frobnicate' (known: "));
+  o.rdzvConf = "join_timeout";
+  EXPECT_EQ(usageError(o), "--rdzv-conf 'join_timeout': expected key=value pairs");
+}
+
+Vars mpirunTask(int rank, int size) {
+  return {{"OMPI_COMM_WORLD_RANK", std::to_string(rank)},
+          {"OMPI_COMM_WORLD_SIZE", std::to_string(size)},
+          {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(rank)},
+          {"OMPI_COMM_WORLD_LOCAL_SIZE", std::to_string(size)}};
+}
+
+// mpirun -np 2 distrun run --nproc-per-node 2: two agents that cannot find
+// each other would start two separate jobs; refused, saying what to use.
+TEST(ResolveTest, OneOfSeveralMpirunTasksIsRefused) {
+  RunOptions o = withProgram({"true"});
+  o.nprocPerNode = "2";
+  EXPECT_EQ(usageError(o, mpirunTask(1, 2)),
+            "distrun run is one of 2 tasks started by mpirun (OMPI_COMM_WORLD_SIZE=2): each "
+            "would start its own separate job of --nproc-per-node 2 workers; for one rank per "
+            "task use 'mpirun -np N distrun exec -- PROGRAM', for workers per node start one "
+            "distrun run per node (srun --ntasks-per-node=1, or --nnodes, --node-rank and "
+            "--rdzv-endpoint)");
+  EXPECT_EQ(resolve(o, mpirunTask(0, 1)).layout.localWorldSize, 2) << "mpirun -np 1: one node";
+  o.standalone = true;
+  EXPECT_EQ(resolve(o, mpirunTask(1, 2)).layout.localWorldSize, 2) << "placed by its flags";
 }
 
 TEST(ResolveTest, ElasticRangesAreRefused) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "distrun/common/enforce.h"
+#include "distrun/common/strings.h"
 #include "distrun/launch/worker_setup.h"
 
 namespace distrun::launch {
@@ -17,6 +18,11 @@ using Kind = JobEvent::Kind;
 // TERM, INT, HUP, QUIT end the job; USR1 and USR2 are messages to the
 // workers; CHLD only says that a child is ready to be reaped.
 bool isTerminal(int signal) { return signal != SIGUSR1 && signal != SIGUSR2 && signal != SIGCHLD; }
+
+// "25", "0.5": a grace in seconds as the user gave it.
+std::string seconds(std::chrono::milliseconds ms) {
+  return fmt::format("{:g}", static_cast<double>(ms.count()) / 1000.0);
+}
 
 void append(Actions& to, Actions more) {
   for (Action& a : more) to.push_back(std::move(a));
@@ -83,14 +89,16 @@ Actions Supervisor::rendezvousCompleted(const rdzv::World& world, TimePoint) {
   DISTRUN_ENFORCE(phase_ == Phase::kJoining, "a rendezvous completed that was not under way");
   DISTRUN_ENFORCE_EQ(world.round, round_);
   phase_ = Phase::kRunning;
+  state_.firstRank = world.firstRank;
   return {StartWorkers{world}};
 }
 
-Actions Supervisor::workerStarted(int localRank, TimePoint) {
+Actions Supervisor::workerStarted(int localRank, int pid, TimePoint) {
   DISTRUN_ENFORCE(inRound(), "a worker started outside a round");
   DISTRUN_ENFORCE_LT(state_.started, config_.layout.localWorldSize);
   ++state_.started;
   state_.running.insert(localRank);
+  state_.pids[localRank] = pid;
   return {};
 }
 
@@ -104,7 +112,10 @@ Actions Supervisor::workerExited(const WorkerFailure& exit, TimePoint now) {
     // Fail fast here; the published event stops the other nodes and, in
     // the store's order, decides the root cause.
     out = stopWorkers(now);
-    out.push_back(PublishEvent{JobEvent{Kind::kFailure, exit.toJson()}});
+    WorkerFailure failure = exit;
+    if (!config_.python.empty())
+      failure.python = config_.python + " (" + config_.pythonSource + ")";
+    out.push_back(PublishEvent{JobEvent{Kind::kFailure, failure.toJson()}});
   }  // else: stopped on purpose, or the job failed already
   return endRoundIfOver(std::move(out));
 }
@@ -120,13 +131,17 @@ Actions Supervisor::signalReceived(int signal, TimePoint now) {
   if (phase_ == Phase::kJoining) {
     if (!isTerminal(signal)) return {};
     phase_ = Phase::kEnded;
-    return {InterruptRendezvous{}, Exit{128 + signal}};
+    return {Print{fmt::format("distrun: node {}: interrupted by {} during the rendezvous: no "
+                              "worker was started\n",
+                              config_.layout.nodeRank, signalName(signal))},
+            InterruptRendezvous{}, Exit{128 + signal}};
   }
   if (!inRound()) return {};
   Actions out;
-  if (isTerminal(signal)) {
-    if (state_.signal != 0) out.push_back(KillWorkers{});  // a second one: no grace
-    append(out, takeSignal(signal, now));
+  if (isTerminal(signal) && state_.signal != 0) {  // a second one: no grace
+    out = killRunning(fmt::format("a second signal ({})", signalName(signal)));
+  } else if (isTerminal(signal)) {
+    out = takeSignal(signal, now);
   }
   // Every node forwards it when it comes back from the store.
   out.push_back(PublishEvent{JobEvent{Kind::kSignal, std::to_string(signal)}});
@@ -136,7 +151,26 @@ Actions Supervisor::signalReceived(int signal, TimePoint now) {
 Actions Supervisor::deadlinePassed(TimePoint now) {
   if (!inRound() || !state_.killAt || now < *state_.killAt) return {};
   state_.killAt.reset();
-  return {KillWorkers{}};
+  return killRunning(fmt::format("still running {} s after {} (--term-timeout)",
+                                 seconds(config_.termTimeout), signalName(state_.stopSignal)));
+}
+
+// SIGKILL for the workers still running, after a line naming them.
+Actions Supervisor::killRunning(const std::string& why) {
+  if (state_.running.empty()) return {KillWorkers{}};
+  return {Print{fmt::format("distrun: node {}: killing {} with SIGKILL: {}\n",
+                            config_.layout.nodeRank, runningWorkers(), why)},
+          KillWorkers{}};
+}
+
+// "rank 1 (pid 4711), rank 2 (pid 4712)"
+std::string Supervisor::runningWorkers() const {
+  std::vector<std::string> workers;
+  for (int local : state_.running) {
+    workers.push_back(fmt::format("rank {} (pid {})", state_.firstRank + local,
+                                  state_.pids.count(local) ? state_.pids.at(local) : 0));
+  }
+  return distrun::join(workers, ", ");
 }
 
 Actions Supervisor::storeLost(const std::string& why, TimePoint now) {
@@ -200,15 +234,30 @@ Actions Supervisor::stopWorkers(TimePoint now) {
   if (phase_ != Phase::kRunning) return {};
   phase_ = Phase::kStopping;
   state_.killAt = now + config_.termTimeout;
+  state_.stopSignal = SIGTERM;
   return {SignalWorkers{SIGTERM}, WakeAt{*state_.killAt}};
 }
 
+// The first terminal signal, from this agent or a peer: one line says so,
+// then the workers get it.
 Actions Supervisor::takeSignal(int signal, TimePoint now) {
   if (state_.signal != 0) return {};
   state_.signal = signal;
   phase_ = Phase::kStopping;
   state_.killAt = now + config_.termTimeout;
-  return {SignalWorkers{signal}, WakeAt{*state_.killAt}};
+  state_.stopSignal = signal;
+  return {Print{interruptLine(signal)}, SignalWorkers{signal}, WakeAt{*state_.killAt}};
+}
+
+std::string Supervisor::interruptLine(int signal) const {
+  if (state_.running.empty()) {
+    return fmt::format("distrun: node {}: job interrupted by {}\n", config_.layout.nodeRank,
+                       signalName(signal));
+  }
+  return fmt::format(
+      "distrun: node {}: job interrupted by {}: stopping the workers (SIGKILL "
+      "after {} s)\n",
+      config_.layout.nodeRank, signalName(signal), seconds(config_.termTimeout));
 }
 
 Actions Supervisor::endRoundIfOver(Actions actions) {

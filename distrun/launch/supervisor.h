@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,7 +24,7 @@ struct JoinRendezvous {
 // Abandon the join under way.
 struct InterruptRendezvous {};
 // Start this node's workers in `world`; world.round is the restart count.
-// Answer with workerStarted for each.
+// Answer with workerStarted (local rank and pid) for each.
 struct StartWorkers {
   rdzv::World world;
 };
@@ -93,6 +94,9 @@ std::string describe(const Action& action);
 //   at once; the agent exits 128+N. During a rendezvous the join is
 //   abandoned and the agent exits 128+N at once. USR1/USR2 are published
 //   and forwarded when they come back from the store; the job goes on;
+// - what the user sees: one line when the job is interrupted (the signal,
+//   and the grace before SIGKILL), and one line naming the workers (ranks
+//   and pids) that SIGKILL ends, and why;
 // - the store lost mid-round stops the workers and ends with a
 //   RendezvousError, unless the job's end was already known.
 class Supervisor {
@@ -111,7 +115,9 @@ class Supervisor {
 
   Actions start(TimePoint now);
   Actions rendezvousCompleted(const rdzv::World& world, TimePoint now);
-  Actions workerStarted(int localRank, TimePoint now);
+  // `pid` is the worker's process (and process group), for the line that
+  // names the workers SIGKILL ends.
+  Actions workerStarted(int localRank, int pid, TimePoint now);
   // `exit` is the worker's record: exit code or signal, pid, host, time and
   // stderr tail; exitCode 0 and signal 0 for a clean exit.
   Actions workerExited(const WorkerFailure& exit, TimePoint now);
@@ -134,7 +140,10 @@ class Supervisor {
   // What is known about the round under way.
   struct RoundState {
     int started = 0;
-    std::set<int> running;  // local ranks
+    int firstRank = 0;        // this node's local rank 0 in the world
+    std::set<int> running;    // local ranks
+    std::map<int, int> pids;  // local rank -> pid
+    int stopSignal = 0;       // what the workers were sent to stop them
     std::optional<WorkerFailure> rootCause;
     int signal = 0;  // the first terminal signal, from here or a peer
     bool complete = false;
@@ -148,6 +157,9 @@ class Supervisor {
   Actions join(int round);
   Actions stopWorkers(TimePoint now);
   Actions takeSignal(int signal, TimePoint now);
+  Actions killRunning(const std::string& why);
+  std::string runningWorkers() const;
+  std::string interruptLine(int signal) const;
   Actions workerSucceeded();
   Actions endRoundIfOver(Actions actions);
   Actions endRound();

@@ -62,13 +62,16 @@ std::string printed(const Actions& actions) {
   return text;
 }
 
+// The pid the tests give the worker of `rank`.
+int pidOf(int rank) { return 1000 + rank; }
+
 WorkerFailure exitOf(int rank, int localRank, int code, int signal = 0, int nodeRank = 0) {
   WorkerFailure f;
   f.rank = rank;
   f.localRank = localRank;
   f.nodeRank = nodeRank;
   f.host = "node" + std::to_string(nodeRank);
-  f.pid = 1000 + rank;
+  f.pid = pidOf(rank);
   f.exitCode = code;
   f.signal = signal;
   f.time = "2026-01-02T03:04:05Z";
@@ -86,7 +89,7 @@ class SupervisorTest : public ::testing::Test {
     EXPECT_THAT(names(s.rendezvousCompleted(world, now())),
                 ElementsAre("start round " + std::to_string(round)));
     for (int local = 0; local < workers_; ++local) {
-      EXPECT_THAT(s.workerStarted(local, now()), IsEmpty());
+      EXPECT_THAT(s.workerStarted(local, pidOf(firstRank + local), now()), IsEmpty());
     }
     EXPECT_EQ(s.phase(), Phase::kRunning);
   }
@@ -171,8 +174,12 @@ TEST_F(SupervisorTest, TerminalSignalDuringTheRestartRendezvousEndsTheAgent) {
   startJob(s);
   EXPECT_THAT(names(failRound(s, now())), ::testing::Contains("join round 1"));
   EXPECT_THAT(s.signalReceived(SIGUSR1, now()), IsEmpty()) << "no workers to tell";
-  EXPECT_THAT(names(s.signalReceived(SIGINT, now())),
-              ElementsAre("interrupt rendezvous", "exit 130"));
+  Actions interrupted = s.signalReceived(SIGINT, now());
+  EXPECT_THAT(names(interrupted),
+              ElementsAre(StartsWith("print "), "interrupt rendezvous", "exit 130"));
+  EXPECT_EQ(printed(interrupted),
+            "distrun: node 0: interrupted by SIGINT during the rendezvous: no worker was "
+            "started\n");
   EXPECT_EQ(s.phase(), Phase::kEnded);
   EXPECT_THAT(s.signalReceived(SIGTERM, now()), IsEmpty());
 }
@@ -181,10 +188,18 @@ TEST_F(SupervisorTest, SecondSignalDuringTheGraceKillsAtOnce) {
   Supervisor s(config(2), kPort);
   startJob(s);
   Actions first = s.signalReceived(SIGINT, now());
-  EXPECT_THAT(names(first), ElementsAre("signal 2", "wake at 25000 ms", "publish signal 2"));
+  EXPECT_THAT(names(first), ElementsAre(StartsWith("print "), "signal 2", "wake at 25000 ms",
+                                        "publish signal 2"));
+  EXPECT_EQ(printed(first),
+            "distrun: node 0: job interrupted by SIGINT: stopping the workers (SIGKILL after 25 "
+            "s)\n");
   EXPECT_THAT(s.storeEvent(published(first), now()), IsEmpty()) << "already taken";
   clock_.advance(1s);
-  EXPECT_THAT(names(s.signalReceived(SIGTERM, now())), ElementsAre("kill", "publish signal 15"));
+  Actions second = s.signalReceived(SIGTERM, now());
+  EXPECT_THAT(names(second), ElementsAre(StartsWith("print "), "kill", "publish signal 15"));
+  EXPECT_EQ(printed(second),
+            "distrun: node 0: killing rank 0 (pid 1000), rank 1 (pid 1001) with SIGKILL: a "
+            "second signal (SIGTERM)\n");
   s.workerExited(exitOf(0, 0, 0, SIGKILL), now());
   EXPECT_THAT(names(s.workerExited(exitOf(1, 1, 0, SIGKILL), now())),
               ElementsAre("end round", "leave job", "exit 130"));
@@ -195,17 +210,74 @@ TEST_F(SupervisorTest, WorkerIgnoringTermIsKilledWhenTheGraceEnds) {
   startJob(s);
   clock_.advance(5s);
   Actions forwarded = s.signalReceived(SIGTERM, now());
-  EXPECT_THAT(names(forwarded), ElementsAre("signal 15", "wake at 30000 ms", "publish signal 15"));
+  EXPECT_THAT(names(forwarded), ElementsAre(StartsWith("print "), "signal 15", "wake at 30000 ms",
+                                            "publish signal 15"));
   EXPECT_THAT(s.signalPublished(SIGTERM, now()), IsEmpty());
   EXPECT_THAT(s.workerExited(exitOf(0, 0, 0, SIGTERM), now()), IsEmpty());
   clock_.advance(25s - 1ms);
   EXPECT_THAT(s.deadlinePassed(now()), IsEmpty()) << "the grace is not over";
   clock_.advance(1ms);
-  EXPECT_THAT(names(s.deadlinePassed(now())), ElementsAre("kill"));
+  Actions killed = s.deadlinePassed(now());
+  EXPECT_THAT(names(killed), ElementsAre(StartsWith("print "), "kill"));
+  EXPECT_EQ(printed(killed),
+            "distrun: node 0: killing rank 1 (pid 1001) with SIGKILL: still running 25 s after "
+            "SIGTERM (--term-timeout)\n");
   EXPECT_THAT(s.deadlinePassed(now()), IsEmpty()) << "killed once";
   EXPECT_THAT(names(s.workerExited(exitOf(1, 1, 0, SIGKILL), now())),
               ElementsAre("end round", "leave job", "exit 143"))
       << "the agent's signal decides the code, not the SIGKILL";
+}
+
+TEST_F(SupervisorTest, WorkersOutlivingTheGraceAfterAFailureAreNamedWhenKilled) {
+  AgentConfig c = config(3);
+  c.termTimeout = 1500ms;
+  Supervisor s(c, kPort);
+  workers_ = 3;
+  startJob(s, 4, 6);
+  Actions failed = s.workerExited(exitOf(4, 0, 1), now());
+  EXPECT_EQ(printed(failed), "") << "a failure says nothing until the report";
+  clock_.advance(1500ms);
+  Actions killed = s.deadlinePassed(now());
+  EXPECT_THAT(names(killed), ElementsAre(StartsWith("print "), "kill"));
+  EXPECT_EQ(printed(killed),
+            "distrun: node 0: killing rank 5 (pid 1005), rank 6 (pid 1006) with SIGKILL: still "
+            "running 1.5 s after SIGTERM (--term-timeout)\n");
+}
+
+// A Python worker that cannot import torch: the report says which Python
+// ran, where it came from, and (last) how to choose another.
+TEST_F(SupervisorTest, APythonFailureNamesItsInterpreterAndAMissingModule) {
+  AgentConfig c = config(1);
+  c.python = "/usr/bin/python3";
+  c.pythonSource = "the first python3 on PATH";
+  Supervisor s(c, kPort);
+  workers_ = 1;
+  startJob(s, 0, 1);
+  WorkerFailure failed = exitOf(0, 0, 1);
+  failed.stderrTail = {"Traceback (most recent call last):", "    import torch",
+                       "ModuleNotFoundError: No module named 'torch'"};
+  JobEvent event = published(s.workerExited(failed, now()));
+  EXPECT_EQ(WorkerFailure::fromJson(event.payload).python,
+            "/usr/bin/python3 (the first python3 on PATH)");
+  std::string report = printed(s.storeEvent(event, now()));
+  EXPECT_THAT(report,
+              HasSubstr("\ndistrun: rank 0 ran Python /usr/bin/python3 (the first python3 on "
+                        "PATH)\ndistrun: last lines of rank 0's stderr:\n"));
+  EXPECT_THAT(report, ::testing::EndsWith(
+                          "  | ModuleNotFoundError: No module named 'torch'\n"
+                          "distrun: Python /usr/bin/python3 (the first python3 on PATH) cannot "
+                          "import 'torch': install it for that Python, or choose another with "
+                          "--python PATH or DISTRUN_PYTHON=PATH\n"));
+}
+
+TEST_F(SupervisorTest, AnotherFailureSaysNothingOfPython) {
+  Supervisor s(config(1), kPort);
+  workers_ = 1;
+  startJob(s, 0, 1);
+  WorkerFailure failed = exitOf(0, 0, 1);
+  failed.stderrTail = {"ModuleNotFoundError: No module named 'torch'"};
+  std::string report = printed(s.storeEvent(published(s.workerExited(failed, now())), now()));
+  EXPECT_THAT(report, ::testing::Not(HasSubstr("Python"))) << "not a Python program";
 }
 
 TEST_F(SupervisorTest, UserSignalsAreForwardedAndTheJobGoesOn) {
@@ -225,8 +297,11 @@ TEST_F(SupervisorTest, SignalFromAPeerStopsThisNodeWithItsCode) {
   Supervisor s(nodeOfTwo(1, 1), kPort);
   workers_ = 1;
   startJob(s, 1, 2);
-  EXPECT_THAT(names(s.storeEvent(JobEvent{JobEvent::Kind::kSignal, "15"}, now())),
-              ElementsAre("signal 15", "wake at 25000 ms"));
+  Actions fromPeer = s.storeEvent(JobEvent{JobEvent::Kind::kSignal, "15"}, now());
+  EXPECT_THAT(names(fromPeer), ElementsAre(StartsWith("print "), "signal 15", "wake at 25000 ms"));
+  EXPECT_EQ(printed(fromPeer),
+            "distrun: node 1: job interrupted by SIGTERM: stopping the workers (SIGKILL after 25 "
+            "s)\n");
   EXPECT_THAT(names(s.workerExited(exitOf(1, 0, 0, SIGTERM, 1), now())),
               ElementsAre("end round", "leave job", "exit 143"));
 }
@@ -305,9 +380,11 @@ TEST_F(SupervisorTest, SignalAfterThisNodeFinishedEndsTheJobWithIt) {
   s.workerExited(exitOf(0, 0, 0), now());
   s.workerExited(exitOf(1, 1, 0), now());
   EXPECT_THAT(s.nodesDone(1, now()), IsEmpty());
-  EXPECT_THAT(names(s.signalReceived(SIGHUP, now())),
-              ElementsAre("signal 1", "wake at 25000 ms", "publish signal 1", "end round",
-                          "leave job", "exit 129"));
+  Actions hup = s.signalReceived(SIGHUP, now());
+  EXPECT_THAT(names(hup), ElementsAre(StartsWith("print "), "signal 1", "wake at 25000 ms",
+                                      "publish signal 1", "end round", "leave job", "exit 129"));
+  EXPECT_EQ(printed(hup), "distrun: node 0: job interrupted by SIGHUP\n")
+      << "no worker is left to stop";
 }
 
 TEST_F(SupervisorTest, EventsOfARoundThatIsOverAreIgnored) {

@@ -17,10 +17,11 @@ WorkerGroup::~WorkerGroup() {
   }
 }
 
-void WorkerGroup::add(int rank, int localRank, const WorkerSpec& spec,
-                      std::unique_ptr<WorkerOutput> output) {
+int WorkerGroup::add(int rank, int localRank, const WorkerSpec& spec,
+                     std::unique_ptr<WorkerOutput> output) {
   Member m{rank, localRank, launcher_.start(spec), std::move(output)};
   members_.push_back(std::move(m));
+  return members_.back().process.pid;
 }
 
 void WorkerGroup::addPollFds(std::vector<pollfd>& fds) const {

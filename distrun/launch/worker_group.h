@@ -26,8 +26,9 @@ class WorkerGroup {
   WorkerGroup& operator=(const WorkerGroup&) = delete;
   ~WorkerGroup();
 
-  // Starts a worker; throws SystemError when it cannot be started.
-  void add(int rank, int localRank, const WorkerSpec& spec, std::unique_ptr<WorkerOutput> output);
+  // Starts a worker and returns its pid; throws SystemError when it cannot
+  // be started.
+  int add(int rank, int localRank, const WorkerSpec& spec, std::unique_ptr<WorkerOutput> output);
 
   // Poll entries for every open output pipe, appended to `fds`.
   void addPollFds(std::vector<pollfd>& fds) const;

@@ -37,6 +37,25 @@ cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config, const rdz
   return o;
 }
 
+cluster::RankEnvironment workerRankEnvironment(const AgentConfig& config, const rdzv::World& world,
+                                               int storePort, int localRank,
+                                               const Environment& env) {
+  int cpus = std::max(static_cast<int>(cpuShare(config, localRank).size()), 1);
+  cluster::JobLayout layout = workerLayout(config.layout, world, localRank, cpus);
+  return cluster::buildRankEnvironment(layout, env,
+                                       rankOptions(config, world, storePort, localRank));
+}
+
+// `env` overlaid with `rank`'s variables, as "NAME=value".
+std::vector<std::string> environmentStrings(const cluster::RankEnvironment& rank,
+                                            const Environment& env) {
+  std::map<std::string, std::string> vars = env.all();
+  for (const cluster::RankVariable& v : rank.variables) vars[v.name] = v.value;
+  std::vector<std::string> out;
+  for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus, int workers) {
@@ -74,22 +93,16 @@ cluster::JobLayout workerLayout(const cluster::JobLayout& node, const rdzv::Worl
 
 std::vector<std::string> workerEnvironment(const AgentConfig& config, const rdzv::World& world,
                                            int storePort, int localRank, const Environment& env) {
-  int cpus = std::max(static_cast<int>(cpuShare(config, localRank).size()), 1);
-  cluster::JobLayout layout = workerLayout(config.layout, world, localRank, cpus);
-  cluster::RankEnvironment rank =
-      cluster::buildRankEnvironment(layout, env, rankOptions(config, world, storePort, localRank));
-  std::map<std::string, std::string> vars = env.all();
-  for (const cluster::RankVariable& v : rank.variables) vars[v.name] = v.value;
-  std::vector<std::string> out;
-  for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
-  return out;
+  return environmentStrings(workerRankEnvironment(config, world, storePort, localRank, env), env);
 }
 
 WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world, int storePort,
                       int localRank, const Environment& env) {
+  const cluster::RankEnvironment rank =
+      workerRankEnvironment(config, world, storePort, localRank, env);
+  cluster::makeNodeDirs(rank);
   std::vector<int> cpus = config.bindCpus ? cpuShare(config, localRank) : std::vector<int>{};
-  return WorkerSpec{config.program, workerEnvironment(config, world, storePort, localRank, env),
-                    std::move(cpus)};
+  return WorkerSpec{config.program, environmentStrings(rank, env), std::move(cpus)};
 }
 
 std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round, int rank,

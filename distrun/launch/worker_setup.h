@@ -43,6 +43,8 @@ std::vector<std::string> workerEnvironment(const AgentConfig& config, const rdzv
                                            int storePort, int localRank, const Environment& env);
 
 // The program, environment and CPU share (when binding) of a worker.
+// Creates the site profile's node folders its environment names
+// (cluster::makeNodeDirs), as `distrun exec` does: IoError otherwise.
 WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world, int storePort,
                       int localRank, const Environment& env);
 

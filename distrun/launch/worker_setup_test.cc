@@ -1,6 +1,10 @@
 #include "distrun/launch/worker_setup.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -62,6 +66,25 @@ TEST(WorkerLayoutTest, TheNodesLayoutWithTheWorkersPlaceInTheWorld) {
   EXPECT_EQ(worker.scheduler, cluster::Scheduler::kSlurm);
   EXPECT_THAT(worker.visibleDevices, ElementsAre("0", "1", "2"));
   EXPECT_EQ(workerRank(worldOfSix(), 0), 3);
+}
+
+// `distrun run` creates the site profile's node folders for its workers as
+// `distrun exec` does for its task (cluster::makeNodeDirs), LUMI's
+// MIOPEN_USER_DB_PATH among them, with ${USER} and ${SLURM_NODEID}
+// standing for the user and node even where they are unset.
+TEST(WorkerSpecTest, CreatesTheSiteProfilesNodeFolders) {
+  const std::string root = ::testing::TempDir() + "/worker_node_dirs_" + std::to_string(::getpid());
+  AgentConfig c = nodeOne();
+  c.site = cluster::parseSiteProfile("set MIOPEN_USER_DB_PATH = " + root +
+                                         "/${USER}-miopen-${SLURM_JOB_ID}-${SLURM_NODEID}\n"
+                                         "node-dir MIOPEN_USER_DB_PATH\n",
+                                     "lumi", "lumi.site");
+  const WorkerSpec spec =
+      workerSpec(c, worldOfSix(), 29400, 0, MapEnvironment({{"SLURM_JOB_ID", "77"}}));
+  const std::string dir = root + "/" + cluster::loginName() + "-miopen-77-1";
+  EXPECT_EQ(valueIn(spec.environment, "MIOPEN_USER_DB_PATH"), dir);
+  EXPECT_TRUE(std::filesystem::is_directory(dir));
+  std::filesystem::remove_all(root);
 }
 
 TEST(WorkerEnvironmentTest, TheRankContractOverTheAgentsEnvironment) {

@@ -97,11 +97,21 @@ TEST(CommProcessTest, BenchPiIsTheFirstThingToRun) {
   EXPECT_THAT(r.out, HasSubstr("(1000000 intervals on 3 ranks, gloo,"));
 }
 
+// Issue 32 item 3: after the README's eval "$(distrun env)" (RANK=0,
+// WORLD_SIZE=1 in the shell) a bare bench still starts its own world.
+TEST(CommProcessTest, BenchPiAfterEvalOfDistrunEnvStartsItsOwnWorld) {
+  CommandResult r = runCommand("eval \"$(" + distrun() + " env)\" && timeout 120 " + distrun() +
+                               " bench pi --intervals 1000000 --nproc-per-node 3");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("(1000000 intervals on 3 ranks, gloo,"));
+  EXPECT_EQ(r.err, "");
+}
+
 TEST(CommProcessTest, BenchFlagErrorsAreOneLine) {
   CommandResult r = runCommand(distrun() + " bench all_reduce -e 1T");
   EXPECT_EQ(r.exitCode, 64);
   EXPECT_EQ(r.err,
-            "distrun bench: error: -e '1T' is not a size (expected a number with an "
+            "distrun: error: -e '1T' is not a size (expected a number with an "
             "optional K, M or G suffix)\n");
   r = runCommand(distrun() + " bench hypercube");
   EXPECT_EQ(r.exitCode, 64);
@@ -111,7 +121,7 @@ TEST(CommProcessTest, BenchFlagErrorsAreOneLine) {
   EXPECT_THAT(r.err, HasSubstr("--backend mpi needs an MPI launcher: mpirun -np 2"));
   r = runCommand("timeout 60 " + distrun() + " bench broadcast -r 5");
   EXPECT_EQ(r.exitCode, 64);
-  EXPECT_THAT(r.err, HasSubstr("distrun bench: error: -r 5 is not a rank of this 2-rank job"));
+  EXPECT_THAT(r.err, HasSubstr("distrun: error: -r 5 is not a rank of this 2-rank job"));
 }
 
 }  // namespace

@@ -117,8 +117,43 @@ TEST_F(LauncherTest, AgentSigtermStopsEveryWorkerAndOrphan) {
   ::kill(agent, SIGTERM);
   EXPECT_EQ(waitCommand(agent), 128 + SIGTERM);
   EXPECT_THAT(log("agent.log"), HasSubstr("got TERM"));
+  EXPECT_THAT(log("agent.log"), HasSubstr("distrun: node 0: job interrupted by SIGTERM: stopping "
+                                          "the workers (SIGKILL after 30 s)\n"));
   expectAllGone("pids");
   expectAllGone("orphans");
+}
+
+// Ctrl-C, and workers that ignore it: one line says the job is interrupted,
+// one names the workers SIGKILL ends when the grace is over.
+TEST_F(LauncherTest, StubbornWorkersAreNamedWhenTheGraceEnds) {
+  int agent = startCommand(distrun() + " run --nproc-per-node 2 --term-timeout 0.5 " +
+                               worker("trap '' INT TERM; while :; do sleep 0.1; done"),
+                           path("agent.log"));
+  ASSERT_TRUE(waitForLines(path("pids"), 2, 60));
+  ::kill(agent, SIGINT);
+  EXPECT_EQ(waitCommand(agent), 128 + SIGINT);
+  std::vector<int> pids = readInts(path("pids"));
+  std::sort(pids.begin(), pids.end());
+  const std::string agentLog = log("agent.log");
+  EXPECT_THAT(agentLog, HasSubstr("distrun: node 0: job interrupted by SIGINT: stopping the "
+                                  "workers (SIGKILL after 0.5 s)\n"));
+  for (int pid : pids) EXPECT_THAT(agentLog, HasSubstr("(pid " + std::to_string(pid) + ")"));
+  EXPECT_THAT(agentLog, HasSubstr("with SIGKILL: still running 0.5 s after SIGINT "
+                                  "(--term-timeout)\n"));
+  expectAllGone("pids");
+}
+
+// torchrun's one-node c10d recipe: no --node-rank, no DISTRUN_TOKEN.
+TEST_F(LauncherTest, TorchrunOneNodeRecipeRuns) {
+  const std::string endpoint = "localhost:" + std::to_string(freePort());
+  CommandResult r = runCommand(
+      "env -u DISTRUN_TOKEN timeout 120 " + distrun() +
+      " run --nnodes=1 --rdzv_backend=c10d --rdzv_endpoint=" + endpoint +
+      " --rdzv_id=myjob --nproc-per-node 2 sh -c 'echo run $TORCHELASTIC_RUN_ID rank $RANK of "
+      "$WORLD_SIZE'");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("run myjob rank 0 of 2"));
+  EXPECT_THAT(r.out, HasSubstr("run myjob rank 1 of 2"));
 }
 
 TEST_F(LauncherTest, AgentSigkillTakesWorkersDownThroughPdeathsig) {

@@ -87,6 +87,32 @@ TEST(MpiTest, DistrunTrainUnderMpirunTrainsAsOneWorld) {
   }
 }
 
+// Each rank's "RANK OMP_NUM_THREADS" under `mpirun -np 2 distrun exec`,
+// run after `setup` in the same shell, sorted by rank.
+std::vector<std::string> ranksThreads(const std::string& setup) {
+  const std::string distrun = quote(binaryPath("distrun"));
+  CommandResult r =
+      runCommand(setup + mpirun(2) + distrun +
+                 " exec -- sh -c 'echo \"$RANK $OMP_NUM_THREADS $DISTRUN_ENV_SET\"' | sort");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  return lines(r.out);
+}
+
+// Issue 32 item 3: after eval "$(distrun env)" (a world of one with all of
+// this host's CPUs) the ranks derive their threads as in a clean shell; a
+// count the user exported since is kept.
+TEST(MpiTest, ExecAfterEvalOfDistrunEnvDerivesThreadsPerRank) {
+  if (runCommand("command -v mpirun").exitCode != 0) {
+    GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
+  }
+  const std::string eval = "eval \"$(" + quote(binaryPath("distrun")) + " env)\" && ";
+  const std::vector<std::string> clean = ranksThreads("");
+  ASSERT_EQ(clean.size(), 2u);
+  EXPECT_EQ(ranksThreads(eval), clean);
+  EXPECT_EQ(ranksThreads(eval + "export OMP_NUM_THREADS=3 && "),
+            (std::vector<std::string>{"0 3 ", "1 3 "}));
+}
+
 // The Communicator contract for the MPI backend, ranks as processes.
 TEST(MpiTest, MpiBackendKeepsTheCommunicatorContract) {
   if (runCommand("command -v mpirun").exitCode != 0) {

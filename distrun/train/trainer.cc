@@ -17,6 +17,7 @@
 
 #include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
+#include "distrun/common/writable_file.h"
 #include "distrun/train/sampler.h"
 #include "distrun/train/snapshot_file.h"
 #include "distrun/train/tensor_comm.h"
@@ -76,6 +77,31 @@ struct Broadcast {
   std::string text;
 };
 
+// Collective: rank 0 runs `decide` and every rank gets its outcome. An
+// Error there is thrown on every rank with its exit code (elsewhere as
+// "rank 0: MESSAGE"), so that no rank waits for a peer that gave up.
+template <class Decide>
+Broadcast decideOnRankZero(comm::Communicator& comm, Decide decide) {
+  Broadcast b;
+  if (comm.rank() == 0) {
+    try {
+      b = decide();
+    } catch (const Error& e) {
+      b = {-static_cast<int64_t>(toInt(e.exitCode())), e.what()};
+    }
+  }
+  b.status = broadcastValue(comm, b.status, 0);
+  if (b.status == 0) return b;
+  b.text = broadcastString(comm, b.text, 0);
+  if (b.status < 0) {
+    throw Error(static_cast<ExitCode>(-b.status), comm.rank() == 0 ? b.text : "rank 0: " + b.text);
+  }
+  return b;
+}
+
+// Free space a --metrics file, or a snapshot beyond its model, must find.
+constexpr uint64_t kOutputFileSlack = uint64_t{1} << 20;
+
 }  // namespace
 
 Trainer::Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions options,
@@ -91,7 +117,12 @@ Trainer::Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions opt
 }
 
 std::vector<EpochMetrics> Trainer::run() {
+  checkOutputFiles();
   resume();
+  if (position_.epoch >= options_.epochs) {  // a finished snapshot: nothing to train
+    checkReplicasEqual();
+    return {};
+  }
   DistributedDataParallel ddp(task_.model, comm_, options_.ddp);  // averages through hooks
   DistributedSampler sampler = samplerOf(comm_.rank());
   if (options_.balanceLoad && comm_.size() > 1) startBalancing();
@@ -408,29 +439,43 @@ void Trainer::restoreRandomState(torch::serialize::InputArchive& archive, int64_
 // every rank restores from the same bytes.
 void Trainer::resume() {
   if (options_.snapshotPath.empty()) return;
-  Broadcast found;
   std::string path;
-  if (comm_.rank() == 0) {
-    try {
-      if (auto snapshot = findLatestSnapshot(options_.snapshotPath, err_)) {
-        found = {1, std::move(snapshot->payload)};
-        path = snapshot->path;
-      }
-    } catch (const Error& e) {
-      found = {-static_cast<int64_t>(toInt(e.exitCode())), e.what()};
-    }
-  }
-  found.status = broadcastValue(comm_, found.status, 0);
+  Broadcast found = decideOnRankZero(comm_, [&] {
+    std::optional<FoundSnapshot> snapshot = findLatestSnapshot(options_.snapshotPath, err_);
+    if (!snapshot) return Broadcast{};
+    path = snapshot->path;
+    return Broadcast{1, std::move(snapshot->payload)};
+  });
   if (found.status == 0) return;
-  found.text = broadcastString(comm_, found.text, 0);
-  if (found.status < 0) {
-    throw Error(static_cast<ExitCode>(-found.status),
-                comm_.rank() == 0 ? found.text : "rank 0: " + found.text);
-  }
   path = broadcastString(comm_, path, 0);
   decodeState(found.text, path);
   resumedFrom_ = path;
   resumedAt_ = position_;
+}
+
+// Collective: rank 0, which writes both files, checks before the first
+// step that it can; every rank stops with its error otherwise.
+void Trainer::checkOutputFiles() {
+  if (options_.snapshotPath.empty() && options_.metricsPath.empty()) return;
+  decideOnRankZero(comm_, [this] {
+    if (!options_.snapshotPath.empty()) {
+      checkFileWritable(options_.snapshotPath, "--snapshot", snapshotBytesNeeded());
+    }
+    if (!options_.metricsPath.empty()) {
+      checkFileWritable(options_.metricsPath, "--metrics", kOutputFileSlack);
+    }
+    return Broadcast{};
+  });
+}
+
+// The model's parameters and buffers three times over (the model, and up
+// to two running averages per parameter in the optimizer's state, as
+// Adam keeps), plus kOutputFileSlack for the rest.
+uint64_t Trainer::snapshotBytesNeeded() const {
+  uint64_t model = 0;
+  for (const torch::Tensor& t : task_.model.parameters()) model += t.nbytes();
+  for (const torch::Tensor& t : task_.model.buffers()) model += t.nbytes();
+  return 3 * model + kOutputFileSlack;
 }
 
 }  // namespace distrun::train

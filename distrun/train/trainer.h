@@ -83,8 +83,13 @@ class Trainer {
   Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions options, std::ostream& out,
           std::ostream& err);
 
-  // Collective. Returns the metrics of the epochs this call ran (epochs
-  // resumed past are not repeated; the metrics file has them all).
+  // Collective. First, rank 0 checks that it can write the snapshot and
+  // metrics files (checkFileWritable: the folder exists and takes a new
+  // file, and holds snapshotBytesNeeded() or 1 MiB free); every rank
+  // throws its IoError (exit 74) otherwise, before the first step.
+  // Returns the metrics of the epochs this call ran (epochs resumed past
+  // are not repeated; the metrics file has them all): none when the
+  // resumed snapshot had already finished options.epochs.
   std::vector<EpochMetrics> run();
   const std::vector<EpochMetrics>& history() const { return history_; }
   // CRC-32 of the trained parameters and buffers, the same on every rank
@@ -94,6 +99,11 @@ class Trainer {
   // Where run() began: 0 and 0, or the resumed snapshot's epoch and step.
   int64_t startEpoch() const { return resumedAt_.epoch; }
   int64_t startStep() const { return resumedAt_.step; }
+  // The snapshot file run() resumed from, if any.
+  const std::optional<std::string>& resumedFrom() const { return resumedFrom_; }
+  // The free space a snapshot needs: three times the model's parameters
+  // and buffers (model, and optimizer state as large as Adam's) + 1 MiB.
+  uint64_t snapshotBytesNeeded() const;
 
  private:
   struct Position {
@@ -104,6 +114,7 @@ class Trainer {
     double samples = 0;
   };
 
+  void checkOutputFiles();
   void resume();
   void saveSnapshot();
   std::string encodeState(const std::vector<std::string>& rngStates);

@@ -43,6 +43,8 @@ class TrainerTest : public ::testing::Test {
     int64_t startEpoch = 0, startStep = 0;
     std::string progress;  // rank 0's
     std::string error;
+    std::vector<std::string> errors;  // every rank's
+    std::optional<std::string> resumedFrom;
   };
 
   // Trains the linear workload (fresh model from `seed`) as a world of one.
@@ -69,8 +71,10 @@ class TrainerTest : public ::testing::Test {
       outcome.startEpoch = trainer.startEpoch();
       outcome.startStep = trainer.startStep();
       outcome.progress = out.str();
+      outcome.resumedFrom = trainer.resumedFrom();
     });
     outcome.error = errors[0];
+    outcome.errors = errors;
     return outcome;
   }
 
@@ -205,6 +209,69 @@ TEST_F(TrainerTest, SnapshotWithoutAGeneratorStatePerRankIsADataError) {
             "snapshot " + dir_ +
                 "/linear.snap does not hold one generator state per rank of "
                 "its 2-rank run");
+}
+
+// A snapshot that finished every epoch asked for: nothing runs, nothing
+// is reported as run, and the caller learns where it resumed from.
+TEST_F(TrainerTest, AFinishedSnapshotLeavesNothingToTrain) {
+  ASSERT_EQ(train(options(2)).error, "");
+  TrainerOptions o = options(2);
+  o.progress = ProgressStyle::kEpochs;
+  for (int64_t epochs : {2, 1}) {
+    o.epochs = epochs;
+    const Outcome again = trainRanks(2, o, "linear", /*seed=*/5);
+    ASSERT_EQ(again.error, "");
+    EXPECT_TRUE(again.ran.empty());
+    EXPECT_EQ(again.startEpoch, 2);
+    EXPECT_EQ(again.resumedFrom, dir_ + "/linear.snap");
+    EXPECT_EQ(again.progress, "");  // no "resumed from", no epoch lines
+  }
+}
+
+// Rank 0 writes the snapshot and the metrics: it checks both before the
+// first step, and every rank stops with its error (IoError, exit 74), the
+// others naming rank 0; nothing is written.
+TEST_F(TrainerTest, AnUnwritableOutputFileStopsEveryRankBeforeTheFirstStep) {
+  std::ofstream(dir_ + "/file") << "x";
+  TrainerOptions o = options(1);
+  o.snapshotPath = dir_ + "/missing/linear.snap";
+  const std::string snapshot = "--snapshot " + dir_ + "/missing/linear.snap: the folder " + dir_ +
+                               "/missing does not exist: create it, or choose another path";
+  EXPECT_EQ(trainRanks(2, o).errors, (std::vector<std::string>{snapshot, "rank 0: " + snapshot}));
+  o = options(1);
+  o.metricsPath = dir_ + "/file/m.json";
+  const std::string metrics = "--metrics " + dir_ + "/file/m.json: " + dir_ +
+                              "/file is not a folder: choose a path in a folder";
+  EXPECT_EQ(trainRanks(2, o).errors, (std::vector<std::string>{metrics, "rank 0: " + metrics}));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/linear.snap"));
+
+  std::vector<ExitCode> codes(2, ExitCode::kSuccess);
+  runGlooThreads(2, [&](Communicator& comm) {
+    Workload w = buildWorkload("linear", {});
+    std::ostringstream out, err;
+    Trainer trainer(w.task(), comm, o, out, err);
+    try {
+      trainer.run();
+    } catch (const Error& e) {
+      codes[static_cast<size_t>(comm.rank())] = e.exitCode();
+    }
+  });
+  EXPECT_EQ(codes, (std::vector<ExitCode>{ExitCode::kIo, ExitCode::kIo}));
+}
+
+// The free space a snapshot must find: the model three times over (model,
+// optimizer state as large as Adam's) and 1 MiB.
+TEST_F(TrainerTest, ASnapshotNeedsThreeTimesTheModelAndAMebibyte) {
+  runGlooThreads(1, [&](Communicator& comm) {
+    Workload w = buildWorkload("linear", {});
+    TrainingTask task = w.task();
+    uint64_t model = 0;
+    for (const torch::Tensor& t : task.model.parameters()) model += t.nbytes();
+    for (const torch::Tensor& t : task.model.buffers()) model += t.nbytes();
+    std::ostringstream out, err;
+    Trainer trainer(task, comm, options(1), out, err);
+    EXPECT_EQ(trainer.snapshotBytesNeeded(), 3 * model + (1u << 20));
+  });
 }
 
 // The library's words: the TrainerOptions field, not distrun-train's flag

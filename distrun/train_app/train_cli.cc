@@ -8,6 +8,7 @@
 #include <torch/utils.h>
 #include <CLI/CLI.hpp>
 
+#include "distrun/cluster/leftovers.h"
 #include "distrun/cluster/this_task.h"
 #include "distrun/comm/connect.h"
 #include "distrun/common/command_line.h"
@@ -62,19 +63,31 @@ WorkloadOptions workloadOptions(const TrainFlags& a, const Environment& env) {
           .seed = a.seed};
 }
 
+// A resumed snapshot that had finished every epoch asked for.
+void reportNothingLeft(const Trainer& trainer, int64_t epochs, std::ostream& out) {
+  out << fmt::format(
+             "distrun-train: nothing left to train: the snapshot {} finished epoch {} and "
+             "--epochs is {}: raise --epochs to train more",
+             trainer.resumedFrom().value_or("?"), trainer.startEpoch(), epochs)
+      << std::endl;
+}
+
 int train(const TrainFlags& a, TrainCliContext& ctx) {
   checkTrainFlags(a);
-  if (!a.returnFreedMemory) keepFreedMemoryForReuse(ctx.env);
+  // What an earlier eval "$(distrun env)" left is not this rank's identity.
+  const MapEnvironment env = cluster::withoutLeftovers(ctx.env);
+  if (!a.returnFreedMemory) keepFreedMemoryForReuse(env);
   configureTorch(a);
   const ProgressStyle progress = parseProgressStyle(a.progress);
-  Workload workload = buildWorkload(a.workload, workloadOptions(a, ctx.env));
+  Workload workload = buildWorkload(a.workload, workloadOptions(a, env));
   std::optional<DerivedRankEnvironment> derived;
   // --backend mpi needs none: MPI itself says who is who.
-  if (a.backend != "mpi" && !ctx.env.has("RANK") && !ctx.env.has("DISTRUN_STORE")) {
-    derived.emplace(ctx.env);
+  if (a.backend != "mpi" && !env.has("RANK") && !env.has("DISTRUN_STORE")) {
+    derived.emplace(env);
   }
-  std::unique_ptr<comm::Communicator> comm = comm::connect(
-      derived ? derived->env : ctx.env, {.backend = a.backend, .timeout = {}, .name = "train"});
+  const Environment& rankEnv = derived ? static_cast<const Environment&>(derived->env) : env;
+  std::unique_ptr<comm::Communicator> comm =
+      comm::connect(rankEnv, {.backend = a.backend, .timeout = {}, .name = "train"});
   TrainerOptions options{
       .epochs = a.epochs.value_or(workload.defaultEpochs),
       .batchSize = a.batchSize.value_or(workload.defaultBatchSize),
@@ -95,7 +108,10 @@ int train(const TrainFlags& a, TrainCliContext& ctx) {
   if (comm->rank() == 0) warnOfSlowBlas(ctx.err);
   const auto start = std::chrono::steady_clock::now();
   Trainer trainer(workload.task(), *comm, options, ctx.out, ctx.err);
-  trainer.run();
+  if (trainer.run().empty()) {
+    if (comm->rank() == 0) reportNothingLeft(trainer, options.epochs, ctx.out);
+    return 0;
+  }
   if (comm->rank() == 0 && progress != ProgressStyle::kNone && !trainer.history().empty()) {
     const EpochMetrics& last = trainer.history().back();
     ctx.out << fmt::format(
@@ -121,7 +137,8 @@ int runTrainCli(const std::vector<std::string>& args, TrainCliContext& ctx) {
                "distrun-train");
   TrainFlags a;
   addTrainFlags(app, a);
-  return parseAndRun(app, args, "distrun-train", ctx.out, ctx.err, [&] { return train(a, ctx); });
+  return parseAndRun(app, args, "distrun", "distrun-train", ctx.out, ctx.err,
+                     [&] { return train(a, ctx); });
 }
 
 }  // namespace distrun::train

@@ -21,13 +21,13 @@ struct TrainCliRun {
 TEST(TrainCliTest, BadFlagsAreNamedAsTyped) {
   TrainCliRun batch;
   EXPECT_EQ(batch({"linear", "--batch-size", "0"}), 64);
-  EXPECT_EQ(batch.err.str(), "distrun-train: error: --batch-size 0: expected at least 1\n");
+  EXPECT_EQ(batch.err.str(), "distrun: error: --batch-size 0: expected at least 1\n");
   TrainCliRun epochs;
   EXPECT_EQ(epochs({"linear", "--epochs", "0"}), 64);
-  EXPECT_EQ(epochs.err.str(), "distrun-train: error: --epochs 0: expected at least 1\n");
+  EXPECT_EQ(epochs.err.str(), "distrun: error: --epochs 0: expected at least 1\n");
   TrainCliRun bucket;
   EXPECT_EQ(bucket({"linear", "--bucket-cap-mb", "-1"}), 64);
-  EXPECT_EQ(bucket.err.str(), "distrun-train: error: --bucket-cap-mb -1: expected more than 0\n");
+  EXPECT_EQ(bucket.err.str(), "distrun: error: --bucket-cap-mb -1: expected more than 0\n");
   EXPECT_EQ(bucket.out.str(), "");
 }
 
@@ -35,7 +35,7 @@ TEST(TrainCliTest, MnistNotFoundSaysToPassData) {
   TrainCliRun run;
   EXPECT_EQ(run({"mnist", "--data", "/nonexistent/mnist", "--progress", "none"}), 74);
   EXPECT_EQ(run.err.str(),
-            "distrun-train: error: MNIST folder '/nonexistent/mnist' does not "
+            "distrun: error: MNIST folder '/nonexistent/mnist' does not "
             "exist: run scripts/prepare-mnist, or give the folder of a "
             "torchvision MNIST download with --data DIR\n");
 }
