@@ -18,7 +18,8 @@ constexpr const char* kGpuForms =
 
 // "0xfe" (or "fe") -> {1,...,7}; nullopt when it is not hex or names no CPU.
 std::optional<CpuList> parseHexMask(std::string_view text) {
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) text.remove_prefix(2);
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
+    text.remove_prefix(2);
   if (text.empty()) return std::nullopt;
   CpuList cpus;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -65,11 +66,16 @@ std::vector<RankBinding> evenPlan(const NodeTopology& node, const BindRequest& r
 }
 
 std::vector<RankBinding> sitePlan(const BindRequest& r) {
+  if (r.site == nullptr && r.siteName.empty()) {
+    throw UsageError(
+        "--cpu-bind site: no site profile applies here: choose one with --site NAME (its "
+        "`node` lines describe the node)");
+  }
   if (r.site == nullptr) {
     throw UsageError(fmt::format(
         "--cpu-bind site: the site profile {} has no `node` lines describing its nodes: add "
         "them (docs/sites.md) or use --cpu-bind cores",
-        r.siteName.empty() ? "(none selected)" : r.siteName));
+        r.siteName));
   }
   std::vector<RankBinding> plan = planBinding(*r.site, PlanRequest{r.ranks, 0, -1});
   for (const RankBinding& b : plan) {
@@ -127,10 +133,10 @@ void applyGpuMode(std::vector<RankBinding>& plan, const NodeTopology& node, cons
   for (RankBinding& b : plan) {
     int gpu = r.gpu->map[static_cast<size_t>(b.localRank)];
     if (gpu >= static_cast<int>(node.gpus.size())) {
-      throw UsageError(fmt::format("--gpu-bind map:...: GPU {} for local rank {}, but the node has "
-                                   "{} (0-{}, from {})",
-                                   gpu, b.localRank, node.gpus.size(), node.gpus.size() - 1,
-                                   node.source));
+      throw UsageError(
+          fmt::format("--gpu-bind map:...: GPU {} for local rank {}, but the node has "
+                      "{} (0-{}, from {})",
+                      gpu, b.localRank, node.gpus.size(), node.gpus.size() - 1, node.source));
     }
     b.gpus = {gpu};
   }
@@ -148,9 +154,10 @@ CpuBind parseCpuBind(const std::string& value) {
     for (const std::string& mask : listAfter(value, "mask:")) {
       std::optional<CpuList> cpus = parseHexMask(trim(mask));
       if (!cpus) {
-        throw UsageError(fmt::format("--cpu-bind {}: '{}' is not a hexadecimal CPU mask naming a "
-                                     "CPU (0x1 is CPU 0, 0x6 CPUs 1-2)",
-                                     value, mask));
+        throw UsageError(
+            fmt::format("--cpu-bind {}: '{}' is not a hexadecimal CPU mask naming a "
+                        "CPU (0x1 is CPU 0, 0x6 CPUs 1-2)",
+                        value, mask));
       }
       bind.masks.push_back(*cpus);
     }
@@ -168,8 +175,8 @@ GpuBind parseGpuBind(const std::string& value) {
       try {
         bind.map.push_back(static_cast<int>(parseCount(std::string(trim(index)), "--gpu-bind")));
       } catch (const ConfigError&) {
-        throw UsageError(fmt::format("--gpu-bind {}: '{}' is not a GPU index (0, 1, ...)", value,
-                                     index));
+        throw UsageError(
+            fmt::format("--gpu-bind {}: '{}' is not a GPU index (0, 1, ...)", value, index));
       }
     }
     if (!bind.map.empty()) return bind;
@@ -180,9 +187,10 @@ GpuBind parseGpuBind(const std::string& value) {
 void checkCpuBind(const CpuBind& bind, int ranks, const CpuList& allowed) {
   if (bind.mode != CpuBind::Mode::kMask) return;
   if (static_cast<int>(bind.masks.size()) != ranks) {
-    throw UsageError(fmt::format("--cpu-bind mask:...: {} mask{} for --nproc-per-node {}: give "
-                                 "one mask per local rank",
-                                 bind.masks.size(), bind.masks.size() == 1 ? "" : "s", ranks));
+    throw UsageError(
+        fmt::format("--cpu-bind mask:...: {} mask{} for --nproc-per-node {}: give "
+                    "one mask per local rank",
+                    bind.masks.size(), bind.masks.size() == 1 ? "" : "s", ranks));
   }
   for (size_t rank = 0; rank < bind.masks.size(); ++rank) {
     CpuList outside = without(bind.masks[rank], allowed);
@@ -197,9 +205,10 @@ void checkCpuBind(const CpuBind& bind, int ranks, const CpuList& allowed) {
 
 void checkGpuBindCount(const GpuBind& bind, int ranks) {
   if (bind.mode != GpuBind::Mode::kMap || static_cast<int>(bind.map.size()) == ranks) return;
-  throw UsageError(fmt::format("--gpu-bind map:...: {} GPU index{} for --nproc-per-node {}: give "
-                               "one per local rank",
-                               bind.map.size(), bind.map.size() == 1 ? "" : "es", ranks));
+  throw UsageError(
+      fmt::format("--gpu-bind map:...: {} GPU index{} for --nproc-per-node {}: give "
+                  "one per local rank",
+                  bind.map.size(), bind.map.size() == 1 ? "" : "es", ranks));
 }
 
 NodeTopology restrictTo(const NodeTopology& node, const CpuList& allowed) {

@@ -45,11 +45,11 @@ void checkGpuBindCount(const GpuBind& bind, int ranks);
 // gpus empty means no visibility variable set.
 struct BindRequest {
   int ranks = 1;
-  CpuList allowed;                   // the agent's affinity (usableCpus())
+  CpuList allowed;  // the agent's affinity (usableCpus())
   CpuBind cpu;
-  std::optional<GpuBind> gpu;        // nullopt: closest where the node has GPUs
+  std::optional<GpuBind> gpu;          // nullopt: closest where the node has GPUs
   const NodeTopology* site = nullptr;  // the site profile's node, when it has one
-  std::string siteName;              // for the error when `site` mode has none
+  std::string siteName;                // for the error when `site` mode has none
 };
 
 // The plan applied (docs/launcher.md, "Binding"). `node` is this node's

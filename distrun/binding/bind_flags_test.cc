@@ -48,8 +48,8 @@ TEST(ParseCpuBindTest, ModesAndHexMasks) {
   EXPECT_EQ(parseCpuBind("site").mode, CpuBind::Mode::kSite);
   CpuBind mask = parseCpuBind("mask:0x1,0x6,fe00");
   EXPECT_EQ(mask.mode, CpuBind::Mode::kMask);
-  EXPECT_THAT(mask.masks, ElementsAre(CpuList{0}, (CpuList{1, 2}), (CpuList{9, 10, 11, 12, 13,
-                                                                           14, 15})));
+  EXPECT_THAT(mask.masks,
+              ElementsAre(CpuList{0}, (CpuList{1, 2}), (CpuList{9, 10, 11, 12, 13, 14, 15})));
 }
 
 TEST(ParseCpuBindTest, RefusalsNameTheFlag) {
@@ -80,9 +80,13 @@ TEST(ParseGpuBindTest, ModesAndMaps) {
 TEST(CheckCpuBindTest, OneMaskPerRankWithinTheAgentsCpus) {
   checkCpuBind(parseCpuBind("mask:0x1,0x2"), 2, {0, 1});
   checkCpuBind(parseCpuBind("cores"), 5, {0});
-  EXPECT_EQ(usageError([] { checkCpuBind(parseCpuBind("mask:0x1"), 2, {0, 1}); }),
+  EXPECT_EQ(usageError([] {
+              checkCpuBind(parseCpuBind("mask:0x1"), 2, {0, 1});
+            }),
             "--cpu-bind mask:...: 1 mask for --nproc-per-node 2: give one mask per local rank");
-  EXPECT_EQ(usageError([] { checkCpuBind(parseCpuBind("mask:0x1,0xc"), 2, {0, 1, 2}); }),
+  EXPECT_EQ(usageError([] {
+              checkCpuBind(parseCpuBind("mask:0x1,0xc"), 2, {0, 1, 2});
+            }),
             "--cpu-bind mask:...: the mask 0xc of local rank 1 names CPU 3 this agent may not "
             "use (it may use 0-2)");
   EXPECT_EQ(usageError([] { checkGpuBindCount(parseGpuBind("map:0"), 2); }),
@@ -179,8 +183,9 @@ TEST(RankGpusTest, TheGpuEachRankSeesWhateverItsCores) {
 }
 
 TEST(NodeTopologyVariableTest, ReadsTheXmlItNames) {
-  MapEnvironment env({{"DISTRUN_NODE_TOPOLOGY", std::string(DISTRUN_SOURCE_DIR) +
-                                                    "/distrun/binding/testdata/two_cpus_two_gpus.xml"}});
+  MapEnvironment env(
+      {{"DISTRUN_NODE_TOPOLOGY",
+        std::string(DISTRUN_SOURCE_DIR) + "/distrun/binding/testdata/two_cpus_two_gpus.xml"}});
   NodeTopology node = readNodeTopology(env, "here");
   EXPECT_EQ(node.gpus.size(), 2u);
   EXPECT_EQ(node.cpus, (CpuList{0, 1}));
