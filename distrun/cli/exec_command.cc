@@ -41,6 +41,16 @@ void checkMasterPort(const cluster::ThisTask& s) {
 
 using Variables = std::vector<std::pair<std::string, std::string>>;
 
+void setVariable(Variables& variables, const std::string& name, const std::string& value) {
+  for (auto& [n, v] : variables) {
+    if (n == name) {
+      v = value;
+      return;
+    }
+  }
+  variables.emplace_back(name, value);
+}
+
 std::vector<int> taskGpus(const binding::GpuBind& bind, const binding::NodeTopology& node,
                           const cluster::JobLayout& layout) {
   if (bind.mode == binding::GpuBind::Mode::kClosest) {
@@ -71,8 +81,8 @@ void addVisibleGpus(const ExecOptions& o, CliContext& ctx, const Environment& en
   if (gpus.empty()) return;
   std::string variable =
       site && !site->gpuVisibility.empty() ? site->gpuVisibility : "CUDA_VISIBLE_DEVICES";
-  variables.emplace_back(variable, fmt::format("{}", fmt::join(gpus, ",")));
-  variables.emplace_back("DISTRUN_LOCAL_DEVICE", "0");
+  setVariable(variables, variable, fmt::format("{}", fmt::join(gpus, ",")));
+  setVariable(variables, "DISTRUN_LOCAL_DEVICE", "0");  // the first it sees
 }
 
 void runExec(const ExecOptions& o, CliContext& ctx) {

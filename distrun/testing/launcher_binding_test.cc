@@ -31,9 +31,10 @@ class LauncherBindingTest : public ::testing::Test {
   // Runs two workers with `flags`; each writes its affinity and
   // CUDA_VISIBLE_DEVICES to <dir>/<local rank>.
   CommandResult runTwo(const std::string& flags, const std::string& env = "") {
-    std::string body = "{ grep Cpus_allowed_list /proc/self/status | cut -f2; "
-                       "echo \"${CUDA_VISIBLE_DEVICES-unset}\"; } > " +
-                       dir_ + "/$LOCAL_RANK";
+    std::string body =
+        "{ grep Cpus_allowed_list /proc/self/status | cut -f2; "
+        "echo \"${CUDA_VISIBLE_DEVICES-unset}\"; } > " +
+        dir_ + "/$LOCAL_RANK";
     return runCommand(env + " timeout 120 " + quote(binaryPath("distrun")) +
                       " run --nproc-per-node 2 " + flags + " sh -c " + quote(body));
   }
