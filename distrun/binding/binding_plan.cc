@@ -28,17 +28,27 @@ void checkRanksShareGpus(int ranks, int gpus) {
       gpus, gpus));
 }
 
+// The positions in `gpus` of local rank `rank`'s GPUs: an even share of
+// them, or one shared with ranks / gpus other ranks.
+std::vector<size_t> gpuShare(size_t gpus, int rank, int ranks) {
+  int gpusEach = std::max(1, static_cast<int>(gpus) / ranks);
+  int ranksEach = std::max(1, ranks / static_cast<int>(gpus));
+  std::vector<size_t> share;
+  for (int g = rank / ranksEach * gpusEach; static_cast<int>(share.size()) < gpusEach; ++g) {
+    share.push_back(static_cast<size_t>(g));
+  }
+  return share;
+}
+
 RankBinding bindingOnGpus(const NodeTopology& node, const std::vector<NodeTopology::Gpu>& gpus,
                           int rank, int ranks) {
-  int gpusEach = std::max(1, static_cast<int>(gpus.size()) / ranks);
   int ranksEach = std::max(1, ranks / static_cast<int>(gpus.size()));
   RankBinding b;
   b.localRank = rank;
   CpuList closest;
-  for (int g = rank / ranksEach * gpusEach; static_cast<int>(b.gpus.size()) < gpusEach; ++g) {
-    b.gpus.push_back(gpus[static_cast<size_t>(g)].index);
-    closest.insert(closest.end(), gpus[static_cast<size_t>(g)].cpus.begin(),
-                   gpus[static_cast<size_t>(g)].cpus.end());
+  for (size_t g : gpuShare(gpus.size(), rank, ranks)) {
+    b.gpus.push_back(gpus[g].index);
+    closest.insert(closest.end(), gpus[g].cpus.begin(), gpus[g].cpus.end());
   }
   std::sort(closest.begin(), closest.end());
   std::vector<CpuList> shares = splitEvenly(without(closest, node.reserved), ranksEach);
@@ -74,6 +84,14 @@ std::vector<CpuList> splitEvenly(const CpuList& cpus, int parts) {
     next += count;
   }
   return shares;
+}
+
+std::vector<int> rankGpus(const NodeTopology& node, int rank, int ranks) {
+  std::vector<int> indices;
+  if (node.gpus.empty()) return indices;
+  checkRanksShareGpus(ranks, static_cast<int>(node.gpus.size()));
+  for (size_t g : gpuShare(node.gpus.size(), rank, ranks)) indices.push_back(node.gpus[g].index);
+  return indices;
 }
 
 std::vector<RankBinding> planBinding(const NodeTopology& node, const PlanRequest& request) {

@@ -32,6 +32,12 @@ struct PlanRequest {
 // UsageError naming the flag when the node cannot hold the request.
 std::vector<RankBinding> planBinding(const NodeTopology& node, const PlanRequest& request);
 
+// The GPUs of local rank `rank` of `ranks` as planBinding gives them with
+// every GPU of the node, whatever cores this process may use: what
+// `distrun exec --gpu-bind closest` sets. Empty on a GPU-less node;
+// UsageError when the ranks cannot share the GPUs evenly.
+std::vector<int> rankGpus(const NodeTopology& node, int rank, int ranks);
+
 // `cpus` split into `parts` contiguous shares, the first ones one core
 // larger when they do not divide evenly. Empty when parts exceed cpus.
 std::vector<CpuList> splitEvenly(const CpuList& cpus, int parts);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "distrun/common/environment.h"
 #include "distrun/common/error.h"
 
 namespace distrun::binding {
@@ -97,6 +98,12 @@ NodeTopology readSyntheticTopology(const std::string& description) {
     return hwloc_topology_set_synthetic(t, description.c_str());
   };
   return read({configure, "hwloc_topology_set_synthetic", "hwloc synthetic '" + description + "'"});
+}
+
+NodeTopology readNodeTopology(const Environment& env, const std::string& host) {
+  std::optional<std::string> xml = env.get(kNodeTopologyVariable);
+  if (xml && !xml->empty()) return readTopologyXml(*xml);
+  return readLocalTopology(host);
 }
 
 }  // namespace distrun::binding

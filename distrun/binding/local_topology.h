@@ -3,6 +3,7 @@
 #include <string>
 
 #include "distrun/binding/node_topology.h"
+#include "distrun/common/environment.h"
 
 namespace distrun::binding {
 
@@ -19,5 +20,13 @@ NodeTopology readLocalTopology(const std::string& host);
 // type is described without running on it, and how tests fake one.
 NodeTopology readTopologyXml(const std::string& path);
 NodeTopology readSyntheticTopology(const std::string& description);
+
+// The variable naming an hwloc XML export read instead of this node
+// (docs/environment.md): how a test, or a user, describes a node.
+inline constexpr const char* kNodeTopologyVariable = "DISTRUN_NODE_TOPOLOGY";
+
+// This node as distrun run and exec plan it: $DISTRUN_NODE_TOPOLOGY's XML
+// when set, else readLocalTopology(host). What those throw.
+NodeTopology readNodeTopology(const Environment& env, const std::string& host);
 
 }  // namespace distrun::binding

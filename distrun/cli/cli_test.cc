@@ -184,6 +184,27 @@ TEST(ExecCommandTest, ThreadsFromTheHostsCpusAndTheDetectedSite) {
   EXPECT_EQ(noSite.value("DISTRUN_SITE"), "<unset>");
 }
 
+// --gpu-bind: the task's GPUs from the plan in the site's variable; by
+// default nothing is set.
+TEST(ExecCommandTest, GpuBindSetsTheVisibilityVariableOfTheLocalRank) {
+  auto vars = slurmTask();
+  vars["DISTRUN_NODE_TOPOLOGY"] =
+      std::string(DISTRUN_SOURCE_DIR) + "/distrun/binding/testdata/two_cpus_two_gpus.xml";
+  CliRun plain(vars);
+  EXPECT_EQ(plain({"exec", "--site", "none", "--", "true"}), ExitCode::kSuccess);
+  EXPECT_EQ(plain.value("CUDA_VISIBLE_DEVICES"), "<unset>");
+  CliRun closest(vars);
+  EXPECT_EQ(closest({"exec", "--site", "none", "--gpu-bind", "closest", "--", "true"}),
+            ExitCode::kSuccess);
+  EXPECT_EQ(closest.value("CUDA_VISIBLE_DEVICES"), "0,1") << "one task on the node: both GPUs";
+  EXPECT_EQ(closest.value("DISTRUN_LOCAL_DEVICE"), "0");
+  CliRun lumi(vars);
+  EXPECT_EQ(lumi({"exec", "--site", "lumi", "--gpu-bind", "map:5", "--", "true"}),
+            ExitCode::kSuccess);
+  EXPECT_EQ(lumi.value("ROCR_VISIBLE_DEVICES"), "5") << "LUMI's node description, its variable";
+  EXPECT_EQ(lumi.value("CUDA_VISIBLE_DEVICES"), "<unset>");
+}
+
 TEST(ExecCommandTest, ProgramWithoutDashDash) {
   CliRun run;
   EXPECT_EQ(run({"exec", "env", "-0"}), ExitCode::kSuccess);

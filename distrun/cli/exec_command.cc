@@ -4,6 +4,10 @@
 #include <ostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "distrun/binding/bind_flags.h"
+#include "distrun/binding/local_topology.h"
 
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
@@ -17,6 +21,7 @@ namespace {
 
 struct ExecOptions {
   std::optional<std::string> site;
+  std::optional<std::string> gpuBind;
   bool verbose = false;
   std::vector<std::string> program;
 };
@@ -34,6 +39,52 @@ void checkMasterPort(const cluster::ThisTask& s) {
                   port->value, s.layout.jobId, s.layout.stepId));
 }
 
+using Variables = std::vector<std::pair<std::string, std::string>>;
+
+void setVariable(Variables& variables, const std::string& name, const std::string& value) {
+  for (auto& [n, v] : variables) {
+    if (n == name) {
+      v = value;
+      return;
+    }
+  }
+  variables.emplace_back(name, value);
+}
+
+std::vector<int> taskGpus(const binding::GpuBind& bind, const binding::NodeTopology& node,
+                          const cluster::JobLayout& layout) {
+  if (bind.mode == binding::GpuBind::Mode::kClosest) {
+    return binding::rankGpus(node, layout.localRank, layout.localWorldSize);
+  }
+  binding::checkGpuBindCount(bind, layout.localWorldSize);
+  if (node.gpus.empty()) {
+    throw UsageError(
+        fmt::format("--gpu-bind map:...: this node has no GPU (from {}): leave "
+                    "--gpu-bind out",
+                    node.source));
+  }
+  return {bind.map.at(static_cast<size_t>(layout.localRank))};
+}
+
+// --gpu-bind: this task's GPUs from the plan (the site profile's node
+// description, else this node's), in the site's visibility variable.
+void addVisibleGpus(const ExecOptions& o, CliContext& ctx, const Environment& env,
+                    const cluster::ThisTask& task, Variables& variables) {
+  if (!o.gpuBind) return;
+  binding::GpuBind bind = binding::parseGpuBind(*o.gpuBind);
+  if (bind.mode == binding::GpuBind::Mode::kNone) return;
+  std::optional<cluster::SiteProfile> site =
+      cluster::selectSiteProfile(o.site, env, cluster::siteSearchPath(env, ctx.builtinSiteDir));
+  binding::NodeTopology node =
+      site && site->node ? *site->node : binding::readNodeTopology(env, ctx.hostFacts().hostname);
+  std::vector<int> gpus = taskGpus(bind, node, task.layout);
+  if (gpus.empty()) return;
+  std::string variable =
+      site && !site->gpuVisibility.empty() ? site->gpuVisibility : "CUDA_VISIBLE_DEVICES";
+  setVariable(variables, variable, fmt::format("{}", fmt::join(gpus, ",")));
+  setVariable(variables, "DISTRUN_LOCAL_DEVICE", "0");  // the first it sees
+}
+
 void runExec(const ExecOptions& o, CliContext& ctx) {
   if (o.program.empty()) {
     throw UsageError("exec: no PROGRAM given: distrun exec [OPTIONS] -- PROGRAM [ARGS...]");
@@ -45,10 +96,11 @@ void runExec(const ExecOptions& o, CliContext& ctx) {
   if (o.verbose && !user.leftovers.empty()) {
     ctx.err << "distrun exec: note: " << cluster::leftoversNote(user.leftovers) << "\n";
   }
-  std::vector<std::pair<std::string, std::string>> variables;
-  for (const auto& v : setup.environment.variables) {
-    variables.emplace_back(v.name, v.value);
-    if (o.verbose) ctx.err << "distrun exec: " << v.name << "=" << v.value << "\n";
+  Variables variables;
+  for (const auto& v : setup.environment.variables) variables.emplace_back(v.name, v.value);
+  addVisibleGpus(o, ctx, user.env, setup, variables);
+  for (const auto& [name, value] : variables) {
+    if (o.verbose) ctx.err << "distrun exec: " << name << "=" << value << "\n";
   }
   // The values above replace what the marker lists; the program gets an
   // empty marker, so none of them reads as left over to a distrun it runs.
@@ -66,6 +118,8 @@ Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::str
                          "distrun with PROGRAM (one task per rank: srun/mpirun ... distrun exec "
                          "-- PROGRAM)");
   cmd->add_option("--site", options->site, "site profile NAME, or 'none' (default: detected)");
+  cmd->add_option("--gpu-bind", options->gpuBind,
+                  "closest (this rank's GPUs from the plan), map:0,1,... or none (default)");
   cmd->add_flag("-v,--verbose", options->verbose, "print every variable set to stderr first");
   // PROGRAM and everything after it are left unparsed for the program.
   cmd->prefix_command();

@@ -117,6 +117,52 @@ const Mistake kRunMistakes[] = {
 };
 INSTANTIATE_TEST_SUITE_P(Run, DistrunMistakeTest, ::testing::ValuesIn(kRunMistakes));
 
+// --cpu-bind and --gpu-bind (docs/launcher.md, "Binding"): refused before
+// the agent starts, naming the flag. The node is described by an hwloc XML
+// export (DISTRUN_NODE_TOPOLOGY) where the refusal depends on its GPUs.
+const std::string kNoGpuNode =
+    std::string(DISTRUN_SOURCE_DIR) + "/distrun/binding/testdata/two_cpus_no_gpu.xml";
+const Mistake kBindMistakes[] = {
+    {{"run", "--cpu-bind", "sockets", "ddp.py"},
+     "--cpu-bind sockets: expected none, cores, numa, site or mask:LIST (hex masks, one per "
+     "local rank: mask:0x1,0x2)"},
+    {{"run", "--nproc-per-node", "2", "--cpu-bind", "mask:0x1,0xq", "ddp.py"},
+     "--cpu-bind mask:0x1,0xq: '0xq' is not a hexadecimal CPU mask naming a CPU (0x1 is CPU 0, "
+     "0x6 CPUs 1-2)"},
+    {{"run", "--nproc-per-node", "2", "--cpu-bind", "mask:0x1", "ddp.py"},
+     "--cpu-bind mask:...: 1 mask for --nproc-per-node 2: give one mask per local rank"},
+    {{"run", "--cpu-bind", "mask:0x1000000000000000000000000000000000000000", "ddp.py"},
+     "--cpu-bind mask:...: the mask 0x1000000000000000000000000000000000000000 of local rank 0 "
+     "names CPU 156 this agent may not use",
+     true},
+    {{"train", "--cpu-bind", "site", "--site", "generic", "linear"},
+     "--cpu-bind site: the site profile generic has no `node` lines describing its nodes: add "
+     "them (docs/sites.md) or use --cpu-bind cores"},
+    {{"run", "--cpu-bind", "site", "--site", "none", "ddp.py"},
+     "--cpu-bind site: no site profile applies here: choose one with --site NAME (its `node` "
+     "lines describe the node)"},
+    {{"run", "--gpu-bind", "nearest", "ddp.py"},
+     "--gpu-bind nearest: expected closest, none or map:LIST (a GPU index per local rank: "
+     "map:0,1)"},
+    {{"run", "--nproc-per-node", "2", "--gpu-bind", "map:0", "ddp.py"},
+     "--gpu-bind map:...: 1 GPU index for --nproc-per-node 2: give one per local rank"},
+    {{"run", "--gpu-bind", "map:0", "ddp.py"},
+     "--gpu-bind map:0: this node has no GPU (from hwloc XML " + kNoGpuNode +
+         "): leave --gpu-bind out",
+     false,
+     {{"DISTRUN_NODE_TOPOLOGY", kNoGpuNode}}},
+    {{"exec", "--gpu-bind", "map:x", "--", "true"},
+     "--gpu-bind map:x: 'x' is not a GPU index (0, 1, ...)"},
+    {{"exec", "--gpu-bind", "map:0,1", "--", "true"},
+     "--gpu-bind map:...: 2 GPU indexes for --nproc-per-node 1: give one per local rank"},
+    {{"exec", "--gpu-bind", "map:0", "--", "true"},
+     "--gpu-bind map:...: this node has no GPU (from hwloc XML " + kNoGpuNode +
+         "): leave --gpu-bind out",
+     false,
+     {{"DISTRUN_NODE_TOPOLOGY", kNoGpuNode}}},
+};
+INSTANTIATE_TEST_SUITE_P(Bind, DistrunMistakeTest, ::testing::ValuesIn(kBindMistakes));
+
 const Mistake kExecMistakes[] = {
     {{"exec", "--verbos", "--", "true"}, "exec: unknown flag --verbos: did you mean --verbose?"},
     {{"exec", "--verbos", "true"}, "exec: unknown flag --verbos: did you mean --verbose?"},

@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include "distrun/binding/binding_plan.h"
+#include "distrun/binding/local_topology.h"
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cluster/job_layout.h"
@@ -81,7 +83,11 @@ void addDistrunFlags(CLI::App* cmd, RunOptions& o) {
   cmd->add_option(
       "--log-prefix", o.logPrefix,
       "console prefix: {node} {rank} {local_rank} {role} {host} (default '[{node}:{rank}] ')");
-  cmd->add_option("--cpu-bind", o.cpuBind, "cores (default: an even share each) or none");
+  cmd->add_option("--cpu-bind", o.cpuBind,
+                  "cores (default: the plan's cores), numa, site, mask:0x1,0x2,... or none");
+  cmd->add_option("--gpu-bind", o.gpuBind,
+                  "closest (default where the node has GPUs), map:0,1,... or none");
+  cmd->add_flag("--explain", o.explain, "print each worker's cores and GPU, start nothing");
   cmd->add_option("--site", o.site, "site profile NAME, or 'none'");
   cmd->add_flag("-v,--verbose", o.verbose,
                 "print the workers' command (and which Python runs a .py program) first");
@@ -109,17 +115,34 @@ void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored
   addDistrunFlags(cmd, o);
 }
 
+namespace {
+
+launch::RunContext runContext(const Environment& env, CliContext& ctx) {
+  HostFacts host = ctx.hostFacts();
+  return launch::RunContext{env,
+                            host,
+                            usableCpus(),
+                            ctx.builtinSiteDir,
+                            visibleGpus(env),
+                            binding::readNodeTopology(env, host.hostname)};
+}
+
+}  // namespace
+
 void checkLauncherFlags(const launch::RunOptions& o, CliContext& ctx) {
   const cluster::UserEnvironment user(ctx.env);
   launch::checkRunOptions(o, cluster::detectJobLayout(user.env, ctx.hostFacts()));
+  launch::checkBindOptions(o, runContext(user.env, ctx));
 }
 
 int runLauncher(launch::RunOptions& o, CliContext& ctx) {
   // What an earlier eval "$(distrun env)" left is neither read nor passed on.
   const cluster::UserEnvironment user(ctx.env);
-  launch::RunContext run{user.env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir,
-                         visibleGpus(user.env)};
-  launch::AgentConfig config = launch::resolveAgentConfig(o, run);
+  launch::AgentConfig config = launch::resolveAgentConfig(o, runContext(user.env, ctx));
+  if (o.explain) {
+    ctx.out << binding::formatPlanTable(config.plan, {ctx.hostFacts().hostname});
+    return 0;
+  }
   launch::locateProgram(config, user.env.get("PATH"), ".");
   if (o.verbose) ctx.err << launch::describeProgram(config);
   return launch::Agent(std::move(config), user.env, ctx.err).run();

@@ -68,6 +68,12 @@ void parseLine(std::string_view text, const ProfileLine& line, SiteProfile& prof
     auto [key, value] = assignment(rest, line);
     checkSubmitKey(key, line);
     profile.submitDefaults[key] = value;
+  } else if (keyword == "gpu-visibility") {
+    if (rest.empty() || rest[0] != '=' || trim(rest.substr(1)).empty()) {
+      line.fail(
+          "expected 'gpu-visibility = VARIABLE' (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES)");
+    }
+    profile.gpuVisibility = std::string(trim(rest.substr(1)));
   } else if (keyword == "node") {
     if (!profile.node) profile.node = binding::NodeTopology{};
     binding::addTopologyLine(*profile.node, rest,
@@ -76,8 +82,9 @@ void parseLine(std::string_view text, const ProfileLine& line, SiteProfile& prof
     if (rest.empty()) line.fail("expected 'node-dir VARIABLE'");
     profile.nodeDirs.emplace_back(rest);
   } else {
-    line.fail(fmt::format("expected description, match, set, node-dir, node or submit, found '{}'",
-                          keyword));
+    line.fail(fmt::format(
+        "expected description, match, set, node-dir, node, submit or gpu-visibility, found '{}'",
+        keyword));
   }
 }
 

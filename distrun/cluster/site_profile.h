@@ -23,6 +23,7 @@ namespace distrun::cluster {
 //   node-dir MIOPEN_USER_DB_PATH           a directory made on each node
 //   node gpu 0 numa 3 cpus 48-55           the node type (binding/node_topology.h)
 //   submit partition = standard-g          a `distrun submit` default
+//   gpu-visibility = ROCR_VISIBLE_DEVICES  what --gpu-bind sets
 struct SiteProfile {
   struct Match {
     std::string variable;
@@ -44,6 +45,9 @@ struct SiteProfile {
   // `distrun submit`'s defaults for the site's GPU nodes: partition,
   // account, qos, time, gpus-per-node (what the user leaves out).
   std::map<std::string, std::string> submitDefaults;
+  // `gpu-visibility = VARIABLE`: the variable that tells a rank which GPUs
+  // it sees (ROCR_VISIBLE_DEVICES on LUMI); empty: CUDA_VISIBLE_DEVICES.
+  std::string gpuVisibility;
 
   // True when the profile has match lines and all of them hold in `env`.
   bool appliesTo(const Environment& env) const;

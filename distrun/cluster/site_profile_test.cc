@@ -57,8 +57,11 @@ TEST(SiteProfileTest, ErrorsNameFileAndLine) {
   };
   EXPECT_EQ(error("set A\n"), "site profile x.site:1: expected 'NAME = value'");
   EXPECT_EQ(error("\nexport A=1\n"),
-            "site profile x.site:2: expected description, match, set, node-dir, node "
-            "or submit, found 'export'");
+            "site profile x.site:2: expected description, match, set, node-dir, node, "
+            "submit or gpu-visibility, found 'export'");
+  EXPECT_EQ(error("gpu-visibility ROCR_VISIBLE_DEVICES\n"),
+            "site profile x.site:1: expected 'gpu-visibility = VARIABLE' (CUDA_VISIBLE_DEVICES, "
+            "ROCR_VISIBLE_DEVICES)");
   EXPECT_EQ(error("submit partiton = gpu\n"),
             "site profile x.site:1: 'submit partiton': expected one of partition, account, qos, "
             "time, gpus-per-node (did you mean partition?)");
@@ -146,6 +149,9 @@ TEST(ShippedProfilesTest, EveryShippedProfileParses) {
   for (const std::string& name : names) loadSiteProfile(name, path);
   MapEnvironment lumi({{"SLURM_CLUSTER_NAME", "lumi"}});
   EXPECT_EQ(selectSiteProfile(std::nullopt, lumi, path)->name, "lumi");
+  EXPECT_EQ(loadSiteProfile("lumi", path).gpuVisibility, "ROCR_VISIBLE_DEVICES");
+  EXPECT_EQ(loadSiteProfile("marenostrum5", path).gpuVisibility, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(loadSiteProfile("generic", path).gpuVisibility, "") << "CUDA_VISIBLE_DEVICES then";
 }
 
 }  // namespace

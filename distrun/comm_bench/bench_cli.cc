@@ -160,7 +160,8 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, cons
   run.cpuBind = "none";
   run.program.push_back(ctx.executable);
   run.program.insert(run.program.end(), args.begin(), args.end());
-  launch::RunContext context{env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir, 0};
+  launch::RunContext context{env, ctx.hostFacts(), usableCpus(), ctx.builtinSiteDir,
+                             0,   std::nullopt};
   return launch::Agent(launch::resolveAgentConfig(run, context), env, ctx.err).run();
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "distrun/binding/binding_plan.h"
 #include "distrun/cluster/job_layout.h"
 #include "distrun/cluster/site_profile.h"
 
@@ -47,8 +48,12 @@ struct AgentConfig {
   std::map<int, int> redirects;  // parseStreamSpec
   std::map<int, int> tee;
   std::optional<std::set<int>> consoleRanks;  // --local-ranks-filter
-  bool bindCpus = true;
-  std::vector<int> cpus;  // this node's usable CPUs
+  std::vector<int> cpus;                      // this node's usable CPUs (the agent's affinity)
+  // Each local rank's cores (empty: no affinity) and GPUs (empty: no
+  // visibility variable set), from --cpu-bind/--gpu-bind (bindRanks). A
+  // worker missing from it gets an even share of `cpus`.
+  std::vector<binding::RankBinding> plan;
+  std::string gpuVisibilityVariable = "CUDA_VISIBLE_DEVICES";
   std::optional<cluster::SiteProfile> site;
 };
 

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "distrun/binding/bind_flags.h"
 #include "distrun/cluster/master_port.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
@@ -321,6 +322,60 @@ std::vector<std::string> workerCommand(const RunOptions& o, const Environment& e
   return argv;
 }
 
+namespace {
+
+std::optional<cluster::SiteProfile> selectSite(const RunOptions& o, const RunContext& ctx) {
+  return cluster::selectSiteProfile(o.site, ctx.env,
+                                    cluster::siteSearchPath(ctx.env, ctx.builtinSiteDir));
+}
+
+binding::NodeTopology nodeOf(const RunContext& ctx) {
+  if (ctx.topology) return *ctx.topology;
+  binding::NodeTopology node;
+  node.source = "this node's usable CPUs";
+  node.cpus = ctx.cpus;
+  return node;
+}
+
+binding::BindRequest bindRequest(const RunOptions& o, const RunContext& ctx,
+                                 const std::optional<cluster::SiteProfile>& site, int nproc) {
+  binding::BindRequest r;
+  r.ranks = nproc;
+  r.allowed = ctx.cpus;
+  r.cpu = binding::parseCpuBind(o.cpuBind);
+  if (o.gpuBind) r.gpu = binding::parseGpuBind(*o.gpuBind);
+  if (site && site->node) r.site = &*site->node;
+  r.siteName = site ? site->name : "";
+  return r;
+}
+
+}  // namespace
+
+void checkBindOptions(const RunOptions& o, const RunContext& ctx) {
+  binding::BindRequest r = bindRequest(o, ctx, std::nullopt, 1);
+  int64_t nproc = 0;
+  try {
+    nproc = parseCount(o.nprocPerNode, "--nproc-per-node", 4096);
+  } catch (const ConfigError&) {
+  }
+  if (nproc > 0) {
+    binding::checkCpuBind(r.cpu, static_cast<int>(nproc), ctx.cpus);
+    if (r.gpu) binding::checkGpuBindCount(*r.gpu, static_cast<int>(nproc));
+  }
+  if (r.gpu && r.gpu->mode == binding::GpuBind::Mode::kMap && nodeOf(ctx).gpus.empty()) {
+    throw UsageError(
+        fmt::format("--gpu-bind {}: this node has no GPU (from {}): leave "
+                    "--gpu-bind out",
+                    *o.gpuBind, nodeOf(ctx).source));
+  }
+  if (r.cpu.mode != binding::CpuBind::Mode::kSite) return;
+  std::optional<cluster::SiteProfile> site = selectSite(o, ctx);
+  if (!site || !site->node) {
+    binding::BindRequest none = bindRequest(o, ctx, site, 1);
+    binding::bindRanks(nodeOf(ctx), none);  // throws naming the profile
+  }
+}
+
 AgentConfig resolveAgentConfig(const RunOptions& o, const RunContext& ctx) {
   AgentConfig c;
   c.layout = cluster::detectJobLayout(ctx.env, ctx.host);
@@ -342,13 +397,10 @@ AgentConfig resolveAgentConfig(const RunOptions& o, const RunContext& ctx) {
   c.logPrefix = o.logPrefix;
   expandPrefix(c.logPrefix, 0, 0, 0, c.role, c.host);  // checks the template
   placeLogs(o, c);
-  if (o.cpuBind != "cores" && o.cpuBind != "none") {
-    throw UsageError(fmt::format("--cpu-bind {}: expected cores or none", o.cpuBind));
-  }
-  c.bindCpus = o.cpuBind == "cores";
   c.cpus = ctx.cpus;
-  c.site = cluster::selectSiteProfile(o.site, ctx.env,
-                                      cluster::siteSearchPath(ctx.env, ctx.builtinSiteDir));
+  c.site = selectSite(o, ctx);
+  if (c.site && !c.site->gpuVisibility.empty()) c.gpuVisibilityVariable = c.site->gpuVisibility;
+  c.plan = binding::bindRanks(nodeOf(ctx), bindRequest(o, ctx, c.site, nproc));
   return c;
 }
 

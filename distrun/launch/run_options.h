@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "distrun/binding/node_topology.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/system.h"
 #include "distrun/launch/agent.h"
@@ -37,7 +38,9 @@ struct RunOptions {
   double termTimeout = 25;
   std::optional<double> joinTimeout;
   std::string logPrefix = "[{node}:{rank}] ";
-  std::string cpuBind = "cores";  // cores | none
+  std::string cpuBind = "cores";       // none | cores | numa | site | mask:LIST
+  std::optional<std::string> gpuBind;  // closest | none | map:LIST; unset: closest
+  bool explain = false;                // print the binding plan, start nothing
   std::optional<std::string> site;
   bool verbose = false;              // -v: the workers' command first
   std::vector<std::string> program;  // PROGRAM [ARGS...]
@@ -50,7 +53,17 @@ struct RunContext {
   std::vector<int> cpus;
   std::string builtinSiteDir;
   int gpus = 0;  // devices on this node, for --nproc-per-node gpu/auto
+  // This node's topology for --cpu-bind/--gpu-bind (readNodeTopology);
+  // unset: a GPU-less node of `cpus`.
+  std::optional<binding::NodeTopology> topology;
 };
+
+// The --cpu-bind and --gpu-bind checks made before anything starts: the
+// values parse, a mask:LIST or map:LIST has one entry per worker (when
+// --nproc-per-node is a number) and its masks name only ctx.cpus, a map
+// has GPUs to name, and `site` has a profile with `node` lines. UsageError
+// naming the flag.
+void checkBindOptions(const RunOptions& options, const RunContext& ctx);
 
 // The checks that need neither the host nor the filesystem, made before
 // anything starts (`distrun run` makes them before the agent, and

@@ -14,11 +14,9 @@ using Vars = std::map<std::string, std::string>;
 
 AgentConfig resolve(const RunOptions& o, const Vars& vars = {}, int gpus = 0) {
   MapEnvironment env(vars);
-  RunContext ctx{env,
-                 HostFacts{"nodeA", 4},
-                 {0, 1, 2, 3},
-                 std::string(DISTRUN_SOURCE_DIR) + "/share/sites",
-                 gpus};
+  RunContext ctx{env,          HostFacts{"nodeA", 4},
+                 {0, 1, 2, 3}, std::string(DISTRUN_SOURCE_DIR) + "/share/sites",
+                 gpus,         std::nullopt};
   return resolveAgentConfig(o, ctx);
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "distrun/cluster/rank_env.h"
 
@@ -11,8 +12,25 @@ namespace distrun::launch {
 
 namespace {
 
-std::vector<int> cpuShare(const AgentConfig& config, int localRank) {
-  return splitCpus(config.cpus, config.layout.localWorldSize).at(static_cast<size_t>(localRank));
+// An even share of the agent's CPUs: empty when the workers outnumber them.
+binding::CpuList evenShare(const AgentConfig& config, int localRank) {
+  std::vector<binding::CpuList> shares =
+      binding::splitEvenly(config.cpus, config.layout.localWorldSize);
+  return shares.empty() ? binding::CpuList{} : shares.at(static_cast<size_t>(localRank));
+}
+
+binding::RankBinding rankBinding(const AgentConfig& config, int localRank) {
+  if (static_cast<size_t>(localRank) < config.plan.size()) {
+    return config.plan[static_cast<size_t>(localRank)];
+  }
+  return binding::RankBinding{localRank, evenShare(config, localRank), {}, {}};
+}
+
+// The threads a worker may run: its bound cores, else its even share.
+int workerCpus(const AgentConfig& config, int localRank) {
+  binding::CpuList bound = rankBinding(config, localRank).cpus;
+  size_t count = bound.empty() ? evenShare(config, localRank).size() : bound.size();
+  return std::max(static_cast<int>(count), 1);
 }
 
 cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config, const rdzv::World& world,
@@ -37,13 +55,38 @@ cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config, const rdz
   return o;
 }
 
+void setVariable(cluster::RankEnvironment& rank, const std::string& name,
+                 const std::string& value) {
+  for (cluster::RankVariable& v : rank.variables) {
+    if (v.name == name) {
+      v.value = value;
+      return;
+    }
+  }
+  cluster::RankVariable added;
+  added.name = name;
+  added.value = value;
+  rank.variables.push_back(added);
+}
+
+// The worker's GPUs (--gpu-bind) in the site's visibility variable; the
+// worker's device is then the first it sees.
+void addVisibleGpus(const AgentConfig& config, int localRank, cluster::RankEnvironment& rank) {
+  std::vector<int> gpus = rankBinding(config, localRank).gpus;
+  if (gpus.empty()) return;
+  setVariable(rank, config.gpuVisibilityVariable, fmt::format("{}", fmt::join(gpus, ",")));
+  setVariable(rank, "DISTRUN_LOCAL_DEVICE", "0");
+}
+
 cluster::RankEnvironment workerRankEnvironment(const AgentConfig& config, const rdzv::World& world,
                                                int storePort, int localRank,
                                                const Environment& env) {
-  int cpus = std::max(static_cast<int>(cpuShare(config, localRank).size()), 1);
-  cluster::JobLayout layout = workerLayout(config.layout, world, localRank, cpus);
-  return cluster::buildRankEnvironment(layout, env,
-                                       rankOptions(config, world, storePort, localRank));
+  cluster::JobLayout layout =
+      workerLayout(config.layout, world, localRank, workerCpus(config, localRank));
+  cluster::RankEnvironment rank =
+      cluster::buildRankEnvironment(layout, env, rankOptions(config, world, storePort, localRank));
+  addVisibleGpus(config, localRank, rank);
+  return rank;
 }
 
 // `env` overlaid with `rank`'s variables, as "NAME=value".
@@ -57,21 +100,6 @@ std::vector<std::string> environmentStrings(const cluster::RankEnvironment& rank
 }
 
 }  // namespace
-
-std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus, int workers) {
-  std::vector<std::vector<int>> shares(static_cast<size_t>(std::max(workers, 0)));
-  if (workers <= 0 || static_cast<int>(cpus.size()) < workers) return shares;
-  size_t each = cpus.size() / static_cast<size_t>(workers);
-  size_t extra = cpus.size() % static_cast<size_t>(workers);
-  size_t next = 0;
-  for (size_t w = 0; w < shares.size(); ++w) {
-    size_t count = each + (w < extra ? 1 : 0);
-    shares[w].assign(cpus.begin() + static_cast<long>(next),
-                     cpus.begin() + static_cast<long>(next + count));
-    next += count;
-  }
-  return shares;
-}
 
 std::string workerLogFolder(const AgentConfig& config, int round, int localRank) {
   return fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId, round, localRank);
@@ -101,8 +129,8 @@ WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world, int s
   const cluster::RankEnvironment rank =
       workerRankEnvironment(config, world, storePort, localRank, env);
   cluster::makeNodeDirs(rank);
-  std::vector<int> cpus = config.bindCpus ? cpuShare(config, localRank) : std::vector<int>{};
-  return WorkerSpec{config.program, environmentStrings(rank, env), std::move(cpus)};
+  return WorkerSpec{config.program, environmentStrings(rank, env),
+                    rankBinding(config, localRank).cpus};
 }
 
 std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round, int rank,

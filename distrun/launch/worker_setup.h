@@ -18,11 +18,6 @@ namespace distrun::launch {
 // read through `env` only). They throw what buildRankEnvironment and
 // WorkerOutput throw (ConfigError, IoError).
 
-// Splits `cpus` evenly over `workers`: worker i gets a contiguous share (the
-// first ones one more when it does not divide). Empty shares when there are
-// fewer CPUs than workers (no binding then).
-std::vector<std::vector<int>> splitCpus(const std::vector<int>& cpus, int workers);
-
 // The global rank of the worker with `localRank` on this node: ranks are
 // contiguous on a node, from the first one the rendezvous gave it.
 int workerRank(const rdzv::World& world, int localRank);
@@ -42,7 +37,9 @@ cluster::JobLayout workerLayout(const cluster::JobLayout& node, const rdzv::Worl
 std::vector<std::string> workerEnvironment(const AgentConfig& config, const rdzv::World& world,
                                            int storePort, int localRank, const Environment& env);
 
-// The program, environment and CPU share (when binding) of a worker.
+// The program, environment and cores of a worker: its entry of config.plan
+// (--cpu-bind/--gpu-bind; its GPUs in config.gpuVisibilityVariable, and
+// DISTRUN_LOCAL_DEVICE 0), else an even share of config.cpus.
 // Creates the site profile's node folders its environment names
 // (cluster::makeNodeDirs), as `distrun exec` does: IoError otherwise.
 WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world, int storePort,

@@ -9,6 +9,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "distrun/binding/bind_flags.h"
+#include "distrun/binding/local_topology.h"
+
 namespace distrun::launch {
 namespace {
 
@@ -38,18 +41,24 @@ AgentConfig nodeOne() {
 
 rdzv::World worldOfSix(int round = 0) { return rdzv::World{round, 2, 6, 3, "gpu01", 29555}; }
 
+binding::BindRequest bindRequest(const AgentConfig& c, const std::string& cpuBind) {
+  binding::BindRequest r;
+  r.ranks = c.layout.localWorldSize;
+  r.allowed = c.cpus;
+  r.cpu = binding::parseCpuBind(cpuBind);
+  return r;
+}
+
+binding::NodeTopology twoGpus() {
+  return binding::readTopologyXml(std::string(DISTRUN_SOURCE_DIR) +
+                                  "/distrun/binding/testdata/two_cpus_two_gpus.xml");
+}
+
 std::string valueIn(const std::vector<std::string>& environment, const std::string& name) {
   for (const std::string& entry : environment) {
     if (entry.rfind(name + "=", 0) == 0) return entry.substr(name.size() + 1);
   }
   return "<unset>";
-}
-
-TEST(SplitCpusTest, EvenContiguousShares) {
-  auto shares = splitCpus({0, 1, 2, 3, 4, 5, 6}, 3);
-  EXPECT_THAT(shares, ElementsAre(ElementsAre(0, 1, 2), ElementsAre(3, 4), ElementsAre(5, 6)));
-  auto none = splitCpus({0, 1}, 3);
-  EXPECT_THAT(none, ElementsAre(::testing::IsEmpty(), ::testing::IsEmpty(), ::testing::IsEmpty()));
 }
 
 TEST(WorkerLayoutTest, TheNodesLayoutWithTheWorkersPlaceInTheWorld) {
@@ -135,11 +144,62 @@ TEST(WorkerSpecTest, ProgramAndCpuShareWhenBinding) {
   EXPECT_THAT(first.argv, ElementsAre("train", "--lr", "1"));
   EXPECT_THAT(first.cpus, ElementsAre(0, 1, 2));
   EXPECT_THAT(workerSpec(c, worldOfSix(), 29400, 2, env).cpus, ElementsAre(5, 6));
-  c.bindCpus = false;
+  c.plan =
+      binding::bindRanks(binding::readSyntheticTopology("core:7 pu:1"), bindRequest(c, "none"));
   WorkerSpec unbound = workerSpec(c, worldOfSix(), 29400, 0, env);
   EXPECT_THAT(unbound.cpus, IsEmpty());
   EXPECT_EQ(valueIn(unbound.environment, "OMP_NUM_THREADS"), "3") << "its share still";
   EXPECT_EQ(valueIn(unbound.environment, "TORCHELASTIC_ERROR_FILE"), "<unset>") << "no --log-dir";
+}
+
+// --cpu-bind and --gpu-bind per mode on described nodes: each worker's
+// cores (its affinity) and the GPU visibility variable it is given.
+TEST(WorkerSpecTest, CoresModeGivesEachWorkerItsPlansCores) {
+  AgentConfig c = nodeOne();
+  c.plan = binding::bindRanks(binding::readSyntheticTopology("pack:2 core:4 pu:1"),
+                              bindRequest(c, "cores"));
+  MapEnvironment env;
+  EXPECT_THAT(workerSpec(c, worldOfSix(), 29400, 0, env).cpus, ElementsAre(0, 1, 2));
+  WorkerSpec last = workerSpec(c, worldOfSix(), 29400, 2, env);
+  EXPECT_THAT(last.cpus, ElementsAre(5, 6));
+  EXPECT_EQ(valueIn(last.environment, "CUDA_VISIBLE_DEVICES"), "<unset>") << "no GPU";
+}
+
+TEST(WorkerSpecTest, NumaModeGivesEveryAllowedCoreOfTheDomain) {
+  AgentConfig c = nodeOne();
+  c.layout.localWorldSize = 2;
+  c.cpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  binding::BindRequest r = bindRequest(c, "numa");
+  r.gpu = binding::parseGpuBind("none");
+  c.plan = binding::bindRanks(binding::readSyntheticTopology("pack:2 numa:1 core:4 pu:1"), r);
+  EXPECT_THAT(workerSpec(c, worldOfSix(), 29400, 1, MapEnvironment()).cpus,
+              ElementsAre(4, 5, 6, 7));
+}
+
+TEST(WorkerSpecTest, MaskModeGivesEachWorkerItsMask) {
+  AgentConfig c = nodeOne();
+  c.plan = binding::bindRanks(binding::readSyntheticTopology("core:7 pu:1"),
+                              bindRequest(c, "mask:0x1,0x6,0x40"));
+  EXPECT_THAT(workerSpec(c, worldOfSix(), 29400, 1, MapEnvironment()).cpus, ElementsAre(1, 2));
+  EXPECT_THAT(workerSpec(c, worldOfSix(), 29400, 2, MapEnvironment()).cpus, ElementsAre(6));
+}
+
+TEST(WorkerSpecTest, ClosestGpuInTheSitesVisibilityVariable) {
+  AgentConfig c = nodeOne();
+  c.layout.localWorldSize = 2;
+  c.cpus = {0, 1};
+  c.plan = binding::bindRanks(twoGpus(), bindRequest(c, "cores"));
+  WorkerSpec second = workerSpec(c, worldOfSix(), 29400, 1, MapEnvironment());
+  EXPECT_THAT(second.cpus, ElementsAre(1));
+  EXPECT_EQ(valueIn(second.environment, "CUDA_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(valueIn(second.environment, "DISTRUN_LOCAL_DEVICE"), "0");
+  c.gpuVisibilityVariable = "ROCR_VISIBLE_DEVICES";
+  binding::BindRequest map = bindRequest(c, "cores");
+  map.gpu = binding::parseGpuBind("map:1,0");
+  c.plan = binding::bindRanks(twoGpus(), map);
+  WorkerSpec first = workerSpec(c, worldOfSix(), 29400, 0, MapEnvironment());
+  EXPECT_EQ(valueIn(first.environment, "ROCR_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(valueIn(first.environment, "CUDA_VISIBLE_DEVICES"), "<unset>");
 }
 
 TEST(WorkerSpecTest, FewerCpusThanWorkersGiveOneThreadEach) {

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distrun/binding/binding_plan.h"
+
+namespace distrun::binding {
+
+// `--cpu-bind`: where each local rank's threads may run (docs/launcher.md).
+//   none      no affinity: the agent's whole set
+//   cores     the plan's cores (planBinding on this node), the default
+//   numa      every allowed core of the plan's NUMA domain(s)
+//   site      the plan from the site profile's `node` lines
+//   mask:LIST Slurm-style hex masks, one per local rank ("mask:0x1,0x2")
+struct CpuBind {
+  enum class Mode { kNone, kCores, kNuma, kSite, kMask };
+  Mode mode = Mode::kCores;
+  std::vector<CpuList> masks;  // kMask: one per local rank
+};
+
+// `--gpu-bind`: which GPUs each local rank sees.
+//   closest   the plan's GPUs (the default where the node has GPUs)
+//   none      nothing set: every rank sees what the agent sees
+//   map:LIST  the GPU index of each local rank ("map:0,1,2,3")
+struct GpuBind {
+  enum class Mode { kNone, kClosest, kMap };
+  Mode mode = Mode::kClosest;
+  std::vector<int> map;  // kMap: one per local rank
+};
+
+// The flags' values parsed. UsageError naming the flag, the value and the
+// forms expected (bad hex, an empty list, an unknown mode).
+CpuBind parseCpuBind(const std::string& value);
+GpuBind parseGpuBind(const std::string& value);
+
+// Checks a mask:LIST or map:LIST against the node: one entry per local rank
+// (`ranks`), masks within `allowed` (the CPUs the agent may use). UsageError
+// naming the flag otherwise. Nothing to check for the other modes.
+void checkCpuBind(const CpuBind& bind, int ranks, const CpuList& allowed);
+void checkGpuBindCount(const GpuBind& bind, int ranks);
+
+// What a node's ranks get, local rank order: cpus empty means no affinity,
+// gpus empty means no visibility variable set.
+struct BindRequest {
+  int ranks = 1;
+  CpuList allowed;  // the agent's affinity (usableCpus())
+  CpuBind cpu;
+  std::optional<GpuBind> gpu;          // nullopt: closest where the node has GPUs
+  const NodeTopology* site = nullptr;  // the site profile's node, when it has one
+  std::string siteName;                // for the error when `site` mode has none
+};
+
+// The plan applied (docs/launcher.md, "Binding"). `node` is this node's
+// topology (hwloc, or DISTRUN_NODE_TOPOLOGY). Without GPUs in use, the
+// cores plan is splitEvenly(allowed), and no affinity when the ranks
+// outnumber the allowed CPUs. UsageError naming the flag when the request
+// cannot be met (site without `node` lines, map on a GPU-less node, a GPU
+// index the node lacks, ranks that cannot share the GPUs evenly).
+std::vector<RankBinding> bindRanks(const NodeTopology& node, const BindRequest& request);
+
+// `node` with only the CPUs in `allowed`: its cores, NUMA domains and GPUs'
+// closest cores narrowed to them.
+NodeTopology restrictTo(const NodeTopology& node, const CpuList& allowed);
+
+}  // namespace distrun::binding
