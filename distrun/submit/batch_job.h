@@ -14,7 +14,8 @@ namespace distrun::submit {
 struct BatchJob {
   std::string jobName;
   int nodes = 1;
-  int tasksPerNode = 1;  // 1 for run/train/bench (one distrun per node), ranks for exec
+  int tasksPerNode = 1;             // 1 for run/train/bench (one distrun per node), ranks for exec
+  std::optional<int> ranksPerNode;  // nullopt: the command's "gpu"/"auto", decided on the node
   std::optional<int> cpusPerTask;
   std::optional<int> gpusPerNode;
   std::optional<std::string> time;  // as sbatch takes it, D-HH:MM:SS
