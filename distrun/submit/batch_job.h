@@ -23,6 +23,9 @@ struct BatchJob {
   std::optional<std::string> account;
   std::optional<std::string> qos;
   std::optional<std::string> output;
+  // Whole nodes: the binding masks name every core of the node, which a
+  // shared allocation may not hold.
+  bool exclusive = false;
   std::vector<std::string> sbatchArgs;  // passed through, one #SBATCH line each
   int signalGrace = 120;                // seconds of warning before the end
   int maxRequeues = 3;

@@ -87,6 +87,7 @@ void bindTasks(BatchJob& job, const SubmitRequest& r, const cluster::SiteProfile
   std::vector<binding::RankBinding> plan = binding::planBinding(
       *site->node, {job.tasksPerNode, r.cpusPerTask.value_or(0), job.gpusPerNode.value_or(0)});
   job.cpuBind = binding::srunCpuBind(plan);
+  job.exclusive = true;
   if (!job.cpusPerTask) job.cpusPerTask = static_cast<int>(plan.front().cpus.size());
 }
 
