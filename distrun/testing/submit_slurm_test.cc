@@ -1,5 +1,7 @@
 // `distrun submit` against the local Slurm cluster: real sbatch, the batch
 // script on real nodes, --wait following it with squeue and scontrol.
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -82,6 +84,25 @@ TEST_F(SubmitTest, ExecTasksKeepOffTheSitesReservedCores) {
       " DISTRUN_SITE_PATH=" + quote(dir_.string()));
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("\nbound to 1\n"));
+}
+
+// Without a terminal, Ctrl-C stops following and leaves the job in the queue.
+TEST_F(SubmitTest, CtrlCWithoutATerminalLeavesTheJobRunning) {
+  std::string log = (dir_ / "submit.log").string();
+  int pid = startCommand("sh -c " + quote("cd " + quote(dir_.string()) + " && exec env " +
+                                          cluster_->env() + distrun() +
+                                          " submit --wait --job-name ctrlc -- exec -- sleep 300 "
+                                          "</dev/null"),
+                         log);
+  ASSERT_TRUE(waitForLines(log, 2, 60)) << "the job did not start";  // submitted, RUNNING
+  ::kill(pid, SIGINT);
+  EXPECT_EQ(waitCommand(pid), 130);
+  CommandResult queue = slurm("squeue -h -n ctrlc -o %T");
+  EXPECT_THAT(queue.out, ::testing::AnyOf(HasSubstr("PENDING"), HasSubstr("RUNNING")));
+  slurm("scancel -n ctrlc");
+  std::string text = runCommand("cat " + quote(log)).out;
+  EXPECT_THAT(text, HasSubstr("stopped following job"));
+  EXPECT_THAT(text, HasSubstr("it keeps running (scancel "));
 }
 
 }  // namespace
