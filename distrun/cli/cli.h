@@ -9,10 +9,15 @@
 #include "distrun/common/environment.h"
 #include "distrun/common/exit_code.h"
 #include "distrun/common/system.h"
+#include "distrun/common/tool_process.h"
 
 namespace distrun::launch {
 struct RunOptions;
 }  // namespace distrun::launch
+
+namespace distrun::submit {
+struct WatchRequest;
+}  // namespace distrun::submit
 
 namespace distrun::cli {
 
@@ -39,6 +44,14 @@ struct CliContext {
   // parsed flags and returns the job's status; tests record the flags
   // instead. Empty: the real agent.
   std::function<int(launch::RunOptions&)> runAgent = {};
+  // Runs a Slurm client command (sbatch, squeue, scontrol, scancel) with its
+  // standard input: `distrun submit`.
+  std::function<ToolResult(const std::vector<std::string>&, const std::string&)> runTool =
+      distrun::runTool;
+  // Follows a submitted job (`submit --wait`) and returns its exit code;
+  // tests record the request instead. Empty: the real follower (squeue,
+  // the output file, Ctrl-C).
+  std::function<int(const submit::WatchRequest&)> watchJob = {};
 };
 
 // Runs `distrun ARGS...` (args excludes the program name) and returns the

@@ -23,6 +23,8 @@ Action addEnvCommand(CLI::App& app, CliContext& ctx);
 // when empty, PROGRAM is the first argument that is not an option.
 Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program);
 Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program);
+// `program` is the distrun command after `--` (splitProgram).
+Action addSubmitCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program);
 // `distrun bench ...`: execs distrun-bench from ctx.toolDir with the
 // arguments unchanged.
 Action addBenchCommand(CLI::App& app, CliContext& ctx);

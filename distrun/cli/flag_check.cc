@@ -45,7 +45,7 @@ std::vector<std::string> argumentsWithoutFlags(const CLI::App& cmd) {
 }
 
 std::vector<std::string> splitProgram(std::vector<std::string>& args, const CLI::App& app) {
-  if (args.empty() || (args[0] != "exec" && args[0] != "run")) return {};
+  if (args.empty() || (args[0] != "exec" && args[0] != "run" && args[0] != "submit")) return {};
   const FlagSet flags = flagsOf(*app.get_subcommand(args[0]));
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];

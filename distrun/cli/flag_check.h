@@ -34,7 +34,7 @@ std::vector<std::string> programArguments(const CLI::App& cmd);
 // starts with '-'.
 std::vector<std::string> argumentsWithoutFlags(const CLI::App& cmd);
 
-// For `exec|run [OPTIONS] -- PROGRAM [ARGS...]`: removes `-- PROGRAM
+// For `exec|run|submit [OPTIONS] -- PROGRAM [ARGS...]`: removes `-- PROGRAM
 // [ARGS...]` from `args` and returns PROGRAM [ARGS...]; `app` declares the
 // commands, whose flags say which arguments are values. The parser would
 // otherwise take what follows `--` as its own positionals. Empty for any

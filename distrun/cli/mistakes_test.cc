@@ -48,6 +48,11 @@ struct Recorder {
                        [this](launch::RunOptions&) {
                          started = "agent";
                          return 0;
+                       },
+                   .runTool =
+                       [this](const std::vector<std::string>& argv, const std::string&) {
+                         started = argv.front();
+                         return ToolResult{0, "1\n", ""};
                        }};
     return static_cast<ExitCode>(runCli(args, ctx));
   }
@@ -80,11 +85,13 @@ TEST_P(DistrunMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
 }
 
 const Mistake kCommandMistakes[] = {
-    {{}, "expected a command: hostnames, env, exec, run, bench, train (see 'distrun --help')"},
+    {{},
+     "expected a command: hostnames, env, exec, run, bench, train, submit (see 'distrun --help')"},
     {{"rnu"}, "unknown command 'rnu' (did you mean 'run'?)"},
     {{"exce", "--", "true"}, "unknown command 'exce' (did you mean 'exec'?)"},
     {{"frobnicate"},
-     "unknown command 'frobnicate': expected one of hostnames, env, exec, run, bench, train"},
+     "unknown command 'frobnicate': expected one of hostnames, env, exec, run, bench, train, "
+     "submit"},
     {{"--verison"}, "unknown flag --verison: did you mean --version?"},
     {{"--nproc-per-node", "2", "run", "ddp.py"},
      "unknown flag --nproc-per-node before the command: flags follow it (distrun COMMAND "
@@ -516,6 +523,46 @@ const Mistake kNoProgramMistakes[] = {
      "run: no PROGRAM given: distrun run [OPTIONS] PROGRAM [ARGS...]"},
 };
 INSTANTIATE_TEST_SUITE_P(NoProgram, DistrunMistakeTest, ::testing::ValuesIn(kNoProgramMistakes));
+
+// distrun submit: refused before sbatch runs.
+const Mistake kSubmitMistakes[] = {
+    {{"submit", "--nodes", "2", "train", "mnist"},
+     "submit: put the distrun command after --: distrun submit [OPTIONS] -- train mnist"},
+    {{"submit", "--nodes", "2"},
+     "submit: expected a distrun command after -- (run, train, bench or exec)"},
+    {{"submit", "--", "trian", "mnist"},
+     "submit: 'trian' is not a distrun command a batch job runs: expected run, train, bench or "
+     "exec (did you mean train?)"},
+    {{"submit", "--", "hostnames"},
+     "submit: 'hostnames' is not a distrun command a batch job runs: expected run, train, bench "
+     "or exec"},
+    {{"submit", "--time", "1h", "--", "train", "mnist"},
+     "--time '1h': expected Slurm's MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, "
+     "DAYS-HOURS, DAYS-HOURS:MINUTES or DAYS-HOURS:MINUTES:SECONDS (e.g. 90, 1:30:00, 2-00)"},
+    {{"submit", "--time", "1", "--", "train", "mnist"},
+     "submit: --signal-grace 120 s leaves no time to train within --time 1: shorten the grace "
+     "or lengthen the limit"},
+    {{"submit", "--nproc-per-node", "4", "--", "train", "--nproc-per-node", "2", "mnist"},
+     "submit: --nproc-per-node 4 contradicts the command's --nproc-per-node 2: give it once"},
+    {{"submit", "--site", "lumi", "--gpus-per-node", "9", "--", "exec", "--", "prog"},
+     "--gpus-per-node 9: the node has 8 GPUs (from the site profile",
+     true},
+    {{"submit", "--site", "lumi", "--nproc-per-node", "3", "--", "exec", "--", "prog"},
+     "--nproc-per-node 3 cannot share 8 GPUs evenly: use a divisor or a multiple of 8"},
+    {{"submit", "--site", "lumi", "--cpus-per-task", "8", "--", "exec", "--", "prog"},
+     "--cpus-per-task 8: local rank 0 has 7 usable cores (49-55) of the node's 56",
+     true},
+    {{"submit", "--site", "lumx", "--", "train", "mnist"},
+     "site profile 'lumx' not found in",
+     true,
+     {},
+     ExitCode::kConfig},
+    {{"submit", "--nodes", "0", "--", "train", "mnist"}, "--nodes: Value 0 not in range", true},
+    {{"submit", "--format", "yaml", "--", "train", "mnist"}, "--format: yaml not in", true},
+    {{"submit", "--dryrun", "--", "train", "mnist"},
+     "submit: unknown flag --dryrun: did you mean --dry-run?"},
+};
+INSTANTIATE_TEST_SUITE_P(Submit, DistrunMistakeTest, ::testing::ValuesIn(kSubmitMistakes));
 
 // distrun-bench (what `distrun bench` execs): any rank it would start, or
 // join, first asks for the host's facts.

@@ -14,7 +14,8 @@ namespace distrun::submit {
 struct BatchJob {
   std::string jobName;
   int nodes = 1;
-  int tasksPerNode = 1;  // 1 for run/train/bench (one distrun per node), ranks for exec
+  int tasksPerNode = 1;             // 1 for run/train/bench (one distrun per node), ranks for exec
+  std::optional<int> ranksPerNode;  // nullopt: the command's "gpu"/"auto", decided on the node
   std::optional<int> cpusPerTask;
   std::optional<int> gpusPerNode;
   std::optional<std::string> time;  // as sbatch takes it, D-HH:MM:SS
@@ -22,6 +23,9 @@ struct BatchJob {
   std::optional<std::string> account;
   std::optional<std::string> qos;
   std::optional<std::string> output;
+  // Whole nodes: the binding masks name every core of the node, which a
+  // shared allocation may not hold.
+  bool exclusive = false;
   std::vector<std::string> sbatchArgs;  // passed through, one #SBATCH line each
   int signalGrace = 120;                // seconds of warning before the end
   int maxRequeues = 3;

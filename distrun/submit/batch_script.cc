@@ -28,6 +28,7 @@ std::string sbatchLines(const BatchJob& job) {
   sbatchLine(out, "account", job.account);
   sbatchLine(out, "qos", job.qos);
   sbatchLine(out, "output", job.output);
+  if (job.exclusive) out += "#SBATCH --exclusive\n";
   out += fmt::format("#SBATCH --signal=B:USR1@{}\n", job.signalGrace);
   out += "#SBATCH --requeue\n#SBATCH --open-mode=append\n";
   for (const std::string& arg : job.sbatchArgs) out += fmt::format("#SBATCH {}\n", arg);

@@ -87,6 +87,7 @@ void bindTasks(BatchJob& job, const SubmitRequest& r, const cluster::SiteProfile
   std::vector<binding::RankBinding> plan = binding::planBinding(
       *site->node, {job.tasksPerNode, r.cpusPerTask.value_or(0), job.gpusPerNode.value_or(0)});
   job.cpuBind = binding::srunCpuBind(plan);
+  job.exclusive = true;
   if (!job.cpusPerTask) job.cpusPerTask = static_cast<int>(plan.front().cpus.size());
 }
 
@@ -102,6 +103,25 @@ void agentPerNode(BatchJob& job, const SubmitRequest& r, std::optional<int> rank
 }  // namespace
 
 bool runsOneTaskPerRank(const std::string& command) { return command == "exec"; }
+
+std::string explainBinding(const BatchJob& job, const cluster::SiteProfile* site) {
+  if (site == nullptr || !site->node) {
+    return fmt::format(
+        "the site profile {} does not describe its nodes: each node plans its "
+        "ranks' binding when the job runs ('distrun run --explain' there shows it)\n",
+        site == nullptr ? "(none)" : site->name);
+  }
+  if (!job.ranksPerNode) {
+    return "the ranks per node are decided on each node ('gpu' or 'auto'): 'distrun run "
+           "--explain' there shows the binding\n";
+  }
+  int cpusPerRank = job.cpusPerTask ? *job.cpusPerTask * job.tasksPerNode / *job.ranksPerNode : 0;
+  std::vector<binding::RankBinding> plan = binding::planBinding(
+      *site->node, {*job.ranksPerNode, cpusPerRank, job.gpusPerNode.value_or(0)});
+  std::vector<std::string> hosts;
+  for (int n = 0; n < job.nodes; ++n) hosts.push_back(fmt::format("(node {})", n));
+  return binding::formatPlanTable(plan, hosts);
+}
 
 BatchJob planBatchJob(const SubmitRequest& r, const cluster::SiteProfile* site) {
   checkCommand(r.command);
@@ -121,6 +141,7 @@ BatchJob planBatchJob(const SubmitRequest& r, const cluster::SiteProfile* site) 
   job.step.insert(job.step.end(), r.command.begin(), r.command.end());
   if (site != nullptr) job.environment.emplace_back("DISTRUN_SITE", site->name);
   std::optional<int> ranks = ranksPerNode(r, job.gpusPerNode);
+  job.ranksPerNode = ranks;
   if (runsOneTaskPerRank(r.command[0])) {
     job.tasksPerNode = ranks.value_or(1);
     bindTasks(job, r, site);

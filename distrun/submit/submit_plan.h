@@ -41,4 +41,9 @@ bool runsOneTaskPerRank(const std::string& command);
 // contradicts itself or the node.
 BatchJob planBatchJob(const SubmitRequest& request, const cluster::SiteProfile* site);
 
+// What `--explain` prints: the binding plan of every rank on every node as
+// a table (the site's node description; nodes are "(node 0)"... until the
+// job has them), or one line saying why it is planned on the nodes instead.
+std::string explainBinding(const BatchJob& job, const cluster::SiteProfile* site);
+
 }  // namespace distrun::submit

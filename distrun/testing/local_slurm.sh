@@ -32,6 +32,10 @@ check() {
 
 write_config() {
   local dir=$1 nodes=$2
+  # Every node has this machine's cores, so that task/affinity binds tasks
+  # to CPUs that exist (all nodes share them).
+  local cpus
+  cpus=$(nproc)
   local last=$((nodes))
   cat >"$dir/slurm.conf" <<EOF
 ClusterName=distrun-test
@@ -49,7 +53,7 @@ SlurmdPidFile=$dir/slurmd.%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.%n.log
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=task/affinity
 LaunchParameters=use_interactive_step
 MpiDefault=none
 SwitchType=switch/none
@@ -62,14 +66,18 @@ JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 InactiveLimit=0
 KillWait=5
-MinJobAge=2
+MinJobAge=300
 SlurmctldTimeout=30
 SlurmdTimeout=30
 EOF
   for ((k = 1; k <= last; k++)); do
-    echo "NodeName=node$k NodeHostname=localhost NodeAddr=127.0.0.$((10 + k)) Port=$((kBasePort + k)) CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN" >>"$dir/slurm.conf"
+    echo "NodeName=node$k NodeHostname=localhost NodeAddr=127.0.0.$((10 + k)) Port=$((kBasePort + k)) CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN" >>"$dir/slurm.conf"
   done
   echo "PartitionName=test Nodes=node[1-$last] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" >>"$dir/slurm.conf"
+  # One more node whose core 0 Slurm keeps from jobs (CpuSpecList), as LUMI
+  # keeps the first core of each CCD: partition "reserved".
+  echo "NodeName=spec1 NodeHostname=localhost NodeAddr=127.0.0.9 Port=$((kBasePort + 9)) CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=1000 CpuSpecList=0 State=UNKNOWN" >>"$dir/slurm.conf"
+  echo "PartitionName=reserved Nodes=spec1 MaxTime=INFINITE State=UP" >>"$dir/slurm.conf"
   # Each node also gets ::1: nss_wrapper answers an IPv6-only lookup of an
   # IPv4-only name with EAI_FAMILY, which PyTorch's c10d retries until its
   # timeout instead of falling back to IPv4 as it does for glibc's answer.
@@ -78,6 +86,8 @@ EOF
     echo "127.0.0.$((10 + k)) node$k" >>"$dir/hosts"
     echo "::1 node$k" >>"$dir/hosts"
   done
+  echo "127.0.0.9 spec1" >>"$dir/hosts"
+  echo "::1 spec1" >>"$dir/hosts"
   echo "127.0.0.1 localhost" >>"$dir/hosts"
 }
 
@@ -123,7 +133,9 @@ start() {
     mkdir -p "$dir/spool/node$k"
     slurmd -f "$dir/slurm.conf" -N "node$k"
   done
-  wait_idle "$dir" "$nodes"
+  mkdir -p "$dir/spool/spec1"
+  slurmd -f "$dir/slurm.conf" -N spec1
+  wait_idle "$dir" "$((nodes + 1))"
   env_lines "$dir"
 }
 

@@ -1,0 +1,111 @@
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/cli/cli.h"
+#include "distrun/submit/job_watch.h"
+
+namespace distrun::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// `distrun submit ...` with sbatch answering `sbatchAnswer` and --wait's
+// follower recorded.
+struct Submit {
+  int operator()(std::vector<std::string> args) {
+    args.insert(args.begin(), "submit");
+    CliContext ctx{.env = env,
+                   .out = out,
+                   .err = err,
+                   .builtinSiteDir = std::string(DISTRUN_SOURCE_DIR) + "/share/sites",
+                   .exec = [](const auto&, const auto&) {},
+                   .toolDir = "/opt/distrun/bin",
+                   .runTool =
+                       [this](const std::vector<std::string>& argv, const std::string& input) {
+                         calls.push_back(argv.front());
+                         script = input;
+                         return sbatchAnswer;
+                       },
+                   .watchJob =
+                       [this](const submit::WatchRequest& r) {
+                         watched = r;
+                         return 3;
+                       }};
+    return runCli(args, ctx);
+  }
+  MapEnvironment env{{{"USER", "ana"}}};
+  std::ostringstream out, err;
+  ToolResult sbatchAnswer{0, "4242\n", ""};
+  std::vector<std::string> calls;
+  std::string script;
+  std::optional<submit::WatchRequest> watched;
+};
+
+TEST(SubmitCommandTest, DryRunPrintsTheScriptAndSubmitsNothing) {
+  Submit submit;
+  EXPECT_EQ(submit({"--dry-run", "--site", "generic", "--nodes", "2", "--", "train",
+                    "--nproc-per-node", "2", "linear"}),
+            0)
+      << submit.err.str();
+  EXPECT_THAT(submit.out.str(), StartsWith("#!/bin/bash\n"));
+  EXPECT_THAT(submit.out.str(), HasSubstr("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n"));
+  EXPECT_THAT(submit.out.str(),
+              HasSubstr("/opt/distrun/bin/distrun train --nproc-per-node 2 linear &\n"));
+  EXPECT_TRUE(submit.calls.empty());
+}
+
+TEST(SubmitCommandTest, SubmitsWithSbatchAndPrintsTheJobIdAsSbatchDoes) {
+  Submit submit;
+  EXPECT_EQ(submit({"--site", "generic", "--", "exec", "--", "python3", "x.py"}), 0);
+  EXPECT_EQ(submit.calls, (std::vector<std::string>{"sbatch"}));
+  EXPECT_THAT(submit.script, HasSubstr("distrun exec -- python3 x.py &\n"));
+  EXPECT_EQ(submit.out.str(), "Submitted batch job 4242\n");
+  EXPECT_FALSE(submit.watched);
+}
+
+TEST(SubmitCommandTest, JsonForScripts) {
+  Submit submit;
+  EXPECT_EQ(submit({"--format", "json", "--", "train", "mnist"}), 0);
+  EXPECT_EQ(submit.out.str(), "{\n  \"job_id\": \"4242\",\n  \"cluster\": null\n}\n");
+  Submit dry;
+  EXPECT_EQ(dry({"--format", "json", "--dry-run", "--", "train", "mnist"}), 0);
+  EXPECT_THAT(dry.out.str(), StartsWith("{\n  \"job_id\": null,\n  \"script\": \"#!/bin/bash\\n"));
+}
+
+TEST(SubmitCommandTest, WaitFollowsTheJobsOutputFileAndExitsWithItsCode) {
+  Submit submit;
+  EXPECT_EQ(submit({"--wait", "--output", "logs/%x-%j.out", "-J", "mnist", "--", "train", "mnist"}),
+            3);
+  ASSERT_TRUE(submit.watched);
+  EXPECT_EQ(submit.watched->jobId, "4242");
+  EXPECT_EQ(submit.watched->outputPath, "logs/mnist-4242.out");
+  Submit plain;
+  plain({"--wait", "--", "train", "mnist"});
+  EXPECT_EQ(plain.watched->outputPath, "slurm-4242.out");
+}
+
+TEST(SubmitCommandTest, AnSbatchRefusalIsRelayedInOneLine) {
+  Submit submit;
+  submit.sbatchAnswer = {1, "", "sbatch: error: invalid partition specified: gpu\n"};
+  EXPECT_EQ(submit({"-p", "gpu", "--", "train", "mnist"}), 78);
+  EXPECT_EQ(submit.err.str(),
+            "distrun: error: submit: sbatch refused the job: invalid partition specified: gpu\n");
+}
+
+TEST(SubmitCommandTest, ExplainPrintsThePlanFromTheSitesNodeDescription) {
+  Submit submit;
+  EXPECT_EQ(submit({"--explain", "--dry-run", "--site", "marenostrum5", "--", "exec", "--",
+                    "python", "train.py"}),
+            0);
+  EXPECT_THAT(submit.out.str(), HasSubstr("\n3      (node 0)     60-79            "));
+  Submit generic;
+  generic({"--explain", "--dry-run", "--site", "generic", "--", "train", "mnist"});
+  EXPECT_THAT(generic.out.str(),
+              StartsWith("the site profile generic does not describe its nodes"));
+}
+
+}  // namespace
+}  // namespace distrun::cli
