@@ -145,6 +145,9 @@ BatchJob planBatchJob(const SubmitRequest& r, const cluster::SiteProfile* site) 
   if (runsOneTaskPerRank(r.command[0])) {
     job.tasksPerNode = ranks.value_or(1);
     bindTasks(job, r, site);
+    // Each task sees the GPU(s) of its local rank's plan.
+    if (job.gpusPerNode.value_or(0) > 0)
+      job.step.insert(job.step.begin() + 2, {"--gpu-bind", "closest"});
   } else {
     agentPerNode(job, r, ranks);
   }

@@ -59,6 +59,9 @@ TEST(SubmitPlanTest, RanksPerNodeComeFromTheCommandOrTheSitesGpus) {
   EXPECT_EQ(exec.gpusPerNode, 8);
   EXPECT_EQ(exec.partition, "standard-g");
   EXPECT_THAT(exec.cpuBind, ::testing::StartsWith("mask_cpu:0xfe000000000000,"));
+  EXPECT_EQ(exec.step,
+            (std::vector<std::string>{"distrun", "exec", "--gpu-bind", "closest", "--", "prog"}));
+  EXPECT_TRUE(exec.exclusive);
   SubmitRequest agent = request({"train", "--nproc-per-node", "gpu", "mnist"});
   EXPECT_EQ(planBatchJob(agent, &lumi).step.size(), 5u) << "gpu stays for the agent to decide";
 }
