@@ -34,7 +34,7 @@ struct BatchJob {
 
 // The exit status by which a worker (distrun-train, or any program joining
 // the protocol) says "I wrote a snapshot on the warning signal: requeue me".
-// docs/submit.md documents it; ExitCode stays for distrun's own errors.
+// docs/submit.md documents it; its one home is ExitCode::kCheckpointed.
 constexpr int kCheckpointedExitCode = toInt(ExitCode::kCheckpointed);
 
 // The batch script: readable, byte-stable for the same job, and usable by
