@@ -89,7 +89,6 @@ def main():
     if rank == 0:
         print("preemptible_ddp: training", flush=True)
 
-    data = torch.Generator().manual_seed(1000 + rank)
     for step in range(start, args.steps):
         if agreed_to_stop():
             if rank == 0:
@@ -99,7 +98,8 @@ def main():
                       f"exit {CHECKPOINTED}", flush=True)
             dist.barrier()  # the checkpoint is complete before any rank leaves
             sys.exit(CHECKPOINTED)
-        x = torch.randn(16, 8, generator=data)
+        # Each step's batch depends on the step alone: a resumed run sees the same data.
+        x = torch.randn(16, 8, generator=torch.Generator().manual_seed(step * 1000 + rank))
         loss = model(x).pow(2).mean()
         opt.zero_grad()
         loss.backward()
