@@ -21,6 +21,8 @@ const char* kindName(JobEvent::Kind kind) {
       return "signal";
     case JobEvent::Kind::kComplete:
       return "complete";
+    case JobEvent::Kind::kCheckpoint:
+      return "checkpoint";
     case JobEvent::Kind::kStoreLost:
       return "lost";
   }
@@ -31,7 +33,8 @@ JobEvent decode(const std::string& text) {
   size_t nl = text.find('\n');
   std::string kind = text.substr(0, nl);
   std::string payload = nl == std::string::npos ? "" : text.substr(nl + 1);
-  for (auto k : {JobEvent::Kind::kFailure, JobEvent::Kind::kSignal, JobEvent::Kind::kComplete}) {
+  for (auto k : {JobEvent::Kind::kFailure, JobEvent::Kind::kSignal, JobEvent::Kind::kComplete,
+                 JobEvent::Kind::kCheckpoint}) {
     if (kind == kindName(k)) return JobEvent{k, payload};
   }
   return JobEvent{JobEvent::Kind::kStoreLost, fmt::format("unknown event '{}' in the store", kind)};

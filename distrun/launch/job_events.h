@@ -16,10 +16,11 @@ namespace distrun::launch {
 // failure in it is the job's root cause.
 struct JobEvent {
   enum class Kind {
-    kFailure,    // payload: WorkerFailure JSON
-    kSignal,     // payload: the signal number
-    kComplete,   // every node's workers exited 0
-    kStoreLost,  // (local) the watcher lost the store; payload: why
+    kFailure,     // payload: WorkerFailure JSON
+    kSignal,      // payload: the signal number
+    kComplete,    // every node's workers exited 0 (or 79, checkpointed)
+    kCheckpoint,  // a worker exited 79 (checkpointed); payload: its rank
+    kStoreLost,   // (local) the watcher lost the store; payload: why
   };
   Kind kind;
   std::string payload;

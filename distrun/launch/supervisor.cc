@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "distrun/common/enforce.h"
+#include "distrun/common/exit_code.h"
 #include "distrun/common/strings.h"
 #include "distrun/launch/worker_setup.h"
 
@@ -36,6 +37,8 @@ std::string describeEvent(const JobEvent& e) {
       return "signal " + e.payload;
     case Kind::kComplete:
       return "complete";
+    case Kind::kCheckpoint:
+      return "checkpoint of rank " + e.payload;
     case Kind::kStoreLost:
       return "store lost: " + e.payload;
   }
@@ -108,6 +111,8 @@ Actions Supervisor::workerExited(const WorkerFailure& exit, TimePoint now) {
   Actions out;
   if (exit.exitCode == 0 && exit.signal == 0) {
     out = workerSucceeded();
+  } else if (exit.exitCode == toInt(ExitCode::kCheckpointed) && exit.signal == 0) {
+    out = workerCheckpointed(exit.rank);
   } else if (phase_ == Phase::kRunning) {
     // Fail fast here; the published event stops the other nodes and, in
     // the store's order, decides the root cause.
@@ -124,6 +129,20 @@ Actions Supervisor::workerSucceeded() {
   if (phase_ != Phase::kRunning || !allExited() || state_.doneMarked) return {};
   state_.doneMarked = true;
   return {MarkNodeDone{}};
+}
+
+// A checkpointed worker is done like one that succeeded; the first one here
+// is published so that every agent ends the job with 79.
+Actions Supervisor::workerCheckpointed(int rank) {
+  if (phase_ != Phase::kRunning) return {};  // stopped on purpose, or the job failed already
+  Actions out;
+  if (!state_.checkpointPublished) {
+    state_.checkpointPublished = true;
+    out.push_back(PublishEvent{JobEvent{Kind::kCheckpoint, std::to_string(rank)}});
+  }
+  if (!state_.checkpointedRank) state_.checkpointedRank = rank;
+  append(out, workerSucceeded());
+  return out;
 }
 
 Actions Supervisor::signalReceived(int signal, TimePoint now) {
@@ -193,6 +212,8 @@ Actions Supervisor::storeEvent(const JobEvent& event, TimePoint now) {
       return signalPublished(std::stoi(event.payload), now);
     case Kind::kComplete:
       return jobCompleted(now);
+    case Kind::kCheckpoint:
+      return checkpointPublished(std::stoi(event.payload), now);
     case Kind::kStoreLost:
       return storeLost(event.payload, now);
   }
@@ -207,8 +228,15 @@ Actions Supervisor::failurePublished(const WorkerFailure& failure, TimePoint now
 
 Actions Supervisor::signalPublished(int signal, TimePoint now) {
   if (!inRound()) return {};
+  if (signal == SIGUSR1) state_.usr1 = true;
   if (!isTerminal(signal)) return {SignalWorkers{signal}};
   return endRoundIfOver(takeSignal(signal, now));
+}
+
+Actions Supervisor::checkpointPublished(int rank, TimePoint) {
+  if (!inRound()) return {};
+  if (!state_.checkpointedRank) state_.checkpointedRank = rank;
+  return {};
 }
 
 Actions Supervisor::jobCompleted(TimePoint) {
@@ -284,6 +312,7 @@ Actions Supervisor::endJob() {
   phase_ = Phase::kEnded;
   if (state_.rootCause) return endWithFailure(*state_.rootCause);
   if (state_.signal != 0) return {LeaveJob{}, Exit{128 + state_.signal}};
+  if (state_.complete && state_.checkpointedRank) return endCheckpointed();
   if (state_.complete) return {LeaveJob{}, Exit{0}};
   return {EndWithError{
       fmt::format("node {} lost the rendezvous store at {}:{} (did node 0's agent die?): "
@@ -302,6 +331,17 @@ Actions Supervisor::endWithFailure(const WorkerFailure& failure) {
   }
   out.push_back(Exit{failure.agentExitCode()});
   return out;
+}
+
+Actions Supervisor::endCheckpointed() {
+  int code = toInt(ExitCode::kCheckpointed);
+  std::string cause = state_.usr1 ? " on SIGUSR1" : "";
+  std::string how = state_.usr1 ? "" : ", without a SIGUSR1 from distrun";
+  return {
+      Print{fmt::format("distrun: node {}: job checkpointed{}: the workers exited {} (rank {} "
+                        "first{}); exit {} asks the batch script to requeue it\n",
+                        config_.layout.nodeRank, cause, code, *state_.checkpointedRank, how, code)},
+      LeaveJob{}, Exit{code}};
 }
 
 std::string Supervisor::restartLine(const WorkerFailure& f) const {

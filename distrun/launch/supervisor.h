@@ -94,6 +94,11 @@ std::string describe(const Action& action);
 //   at once; the agent exits 128+N. During a rendezvous the join is
 //   abandoned and the agent exits 128+N at once. USR1/USR2 are published
 //   and forwarded when they come back from the store; the job goes on;
+// - preemption (docs/launcher.md, "Preemption"): a worker exiting 79
+//   (ExitCode::kCheckpointed) wrote a snapshot and asks to be requeued,
+//   after a forwarded USR1 or not. It is no failure and counts no restart:
+//   it is published, so that every agent knows; once every node's workers
+//   have exited (0 or 79) every agent exits 79 after one line;
 // - what the user sees: one line when the job is interrupted (the signal,
 //   and the grace before SIGKILL), and one line naming the workers (ranks
 //   and pids) that SIGKILL ends, and why;
@@ -131,6 +136,7 @@ class Supervisor {
   Actions storeEvent(const JobEvent& event, TimePoint now);
   Actions failurePublished(const WorkerFailure& failure, TimePoint now);
   Actions signalPublished(int signal, TimePoint now);
+  Actions checkpointPublished(int rank, TimePoint now);
   Actions jobCompleted(TimePoint now);
 
   Phase phase() const { return phase_; }
@@ -147,6 +153,9 @@ class Supervisor {
     std::optional<WorkerFailure> rootCause;
     int signal = 0;  // the first terminal signal, from here or a peer
     bool complete = false;
+    bool usr1 = false;                    // SIGUSR1 was forwarded to the workers
+    std::optional<int> checkpointedRank;  // the first rank that exited 79, anywhere
+    bool checkpointPublished = false;
     bool doneMarked = false;
     std::string lost;  // why the store was lost
     std::optional<TimePoint> killAt;
@@ -161,10 +170,12 @@ class Supervisor {
   std::string runningWorkers() const;
   std::string interruptLine(int signal) const;
   Actions workerSucceeded();
+  Actions workerCheckpointed(int rank);
   Actions endRoundIfOver(Actions actions);
   Actions endRound();
   Actions endJob();
   Actions endWithFailure(const WorkerFailure& failure);
+  Actions endCheckpointed();
   std::string restartLine(const WorkerFailure& failure) const;
   std::string failureText(const WorkerFailure& failure) const;
 

@@ -398,5 +398,115 @@ TEST_F(SupervisorTest, EventsOfARoundThatIsOverAreIgnored) {
   EXPECT_THROW(s.workerExited(exitOf(0, 0, 1), now()), EnforceError);
 }
 
+// The preemption protocol (docs/launcher.md, "Preemption"): 79 is
+// "checkpointed, requeue me", never a failure.
+constexpr int kCheckpointed = 79;
+
+// Every worker of `s` (ranks first.. first+workers-1) exits `code`; the
+// actions of the last exit.
+Actions allExit(Supervisor& s, int first, int workers, int code, TimePoint now, int node = 0) {
+  Actions last;
+  for (int local = 0; local < workers; ++local) {
+    last = s.workerExited(exitOf(first + local, local, code, 0, node), now);
+  }
+  return last;
+}
+
+TEST_F(SupervisorTest, UsrOneThenEveryWorkerExiting79EndsTheJobWith79AndNoRestart) {
+  Supervisor s(config(2, 3), kPort);
+  startJob(s);
+  Actions received = s.signalReceived(SIGUSR1, now());
+  EXPECT_THAT(names(received), ElementsAre("publish signal 10"));
+  EXPECT_THAT(names(s.storeEvent(published(received), now())), ElementsAre("signal 10"));
+  EXPECT_EQ(s.phase(), Phase::kRunning) << "USR1 is no interrupt";
+  Actions first = s.workerExited(exitOf(0, 0, kCheckpointed), now());
+  EXPECT_THAT(names(first), ElementsAre("publish checkpoint of rank 0"));
+  EXPECT_THAT(s.storeEvent(published(first), now()), IsEmpty());
+  EXPECT_THAT(names(s.workerExited(exitOf(1, 1, kCheckpointed), now())),
+              ElementsAre("mark node done"));
+  Actions done = s.nodesDone(1, now());
+  Actions end = s.storeEvent(published(done), now());
+  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "), "leave job", "exit 79"));
+  EXPECT_EQ(printed(end),
+            "distrun: node 0: job checkpointed on SIGUSR1: the workers exited 79 (rank 0 first); "
+            "exit 79 asks the batch script to requeue it\n");
+  EXPECT_EQ(s.round(), 0) << "no restart";
+}
+
+TEST_F(SupervisorTest, AWorkerExiting79WithoutAForwardedUsrOneIsCheckpointedToo) {
+  Supervisor s(config(2, 3), kPort);
+  startJob(s);
+  EXPECT_THAT(names(s.workerExited(exitOf(1, 1, kCheckpointed), now())),
+              ElementsAre("publish checkpoint of rank 1"));
+  EXPECT_THAT(names(s.workerExited(exitOf(0, 0, 0), now())), ElementsAre("mark node done"));
+  Actions end = s.jobCompleted(now());
+  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "), "leave job", "exit 79"));
+  EXPECT_EQ(printed(end),
+            "distrun: node 0: job checkpointed: the workers exited 79 (rank 1 first, without a "
+            "SIGUSR1 from distrun); exit 79 asks the batch script to requeue it\n");
+}
+
+TEST_F(SupervisorTest, AWorkerFailingAfterUsrOneIsAFailureAsAlways) {
+  Supervisor s(config(2, 1), kPort);
+  startJob(s);
+  s.signalPublished(SIGUSR1, now());
+  EXPECT_THAT(names(s.workerExited(exitOf(0, 0, kCheckpointed), now())),
+              ElementsAre("publish checkpoint of rank 0"));
+  Actions failed = s.workerExited(exitOf(1, 1, 5), now());
+  EXPECT_THAT(names(failed),
+              ElementsAre("signal 15", "wake at 25000 ms", "publish failure of rank 1"));
+  Actions restart = s.storeEvent(published(failed), now());
+  EXPECT_THAT(names(restart), ElementsAre("end round", StartsWith("print "), "join round 1"));
+  EXPECT_THAT(printed(restart), HasSubstr("rank 1 failed (exit code 5); restarting all workers"));
+}
+
+TEST_F(SupervisorTest, AWorkerKilledByUsrOneIsAFailure) {
+  Supervisor s(config(1), kPort);
+  workers_ = 1;
+  startJob(s, 0, 1);
+  s.signalPublished(SIGUSR1, now());
+  Actions killed = s.workerExited(exitOf(0, 0, 0, SIGUSR1), now());
+  EXPECT_THAT(names(killed),
+              ElementsAre("signal 15", "wake at 25000 ms", "publish failure of rank 0"));
+  EXPECT_THAT(names(s.storeEvent(published(killed), now())),
+              ElementsAre("end round", StartsWith("print "), "leave job", "exit 138"));
+}
+
+TEST_F(SupervisorTest, OnTwoNodesEveryAgentEndsWith79AndNoneReportsAFailure) {
+  Supervisor node0(nodeOfTwo(0, 2), kPort);
+  Supervisor node1(nodeOfTwo(1, 2), kPort);
+  startJob(node0, 0, 4);
+  startJob(node1, 2, 4);
+  // srun signals both agents; each publishes, every agent forwards each.
+  for (Supervisor* s : {&node0, &node1}) {
+    Actions received = s->signalReceived(SIGUSR1, now());
+    for (Supervisor* t : {&node0, &node1}) {
+      EXPECT_THAT(names(t->storeEvent(published(received), now())), ElementsAre("signal 10"));
+    }
+  }
+  Actions last1 = allExit(node1, 2, 2, kCheckpointed, now(), 1);
+  EXPECT_THAT(names(last1), ElementsAre("mark node done"));
+  Actions last0 = allExit(node0, 0, 2, kCheckpointed, now());
+  EXPECT_THAT(names(last0), ElementsAre("mark node done"));
+  EXPECT_THAT(node1.nodesDone(1, now()), IsEmpty());
+  Actions done = node0.nodesDone(2, now());
+  EXPECT_THAT(names(done), ElementsAre("publish complete"));
+  for (Supervisor* s : {&node0, &node1}) {
+    Actions end = s->storeEvent(published(done), now());
+    EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "), "leave job", "exit 79"));
+    EXPECT_THAT(printed(end), HasSubstr("job checkpointed on SIGUSR1"));
+  }
+}
+
+TEST_F(SupervisorTest, ANodeWhoseWorkersFinishedEndsWith79WhenAPeerCheckpointed) {
+  Supervisor s(nodeOfTwo(1, 2), kPort);
+  startJob(s, 2, 4);
+  EXPECT_THAT(s.storeEvent(JobEvent{JobEvent::Kind::kCheckpoint, "0"}, now()), IsEmpty());
+  allExit(s, 2, 2, 0, now(), 1);
+  Actions end = s.jobCompleted(now());
+  EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "), "leave job", "exit 79"));
+  EXPECT_THAT(printed(end), HasSubstr("(rank 0 first, without a SIGUSR1 from distrun)"));
+}
+
 }  // namespace
 }  // namespace distrun::launch

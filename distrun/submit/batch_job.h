@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "distrun/common/exit_code.h"
+
 namespace distrun::submit {
 
 // Everything a `distrun submit` batch script says, decided: Slurm's request
@@ -36,8 +38,8 @@ struct BatchJob {
 
 // The exit status by which a worker (distrun-train, or any program joining
 // the protocol) says "I wrote a snapshot on the warning signal: requeue me".
-// docs/submit.md documents it; ExitCode stays for distrun's own errors.
-constexpr int kCheckpointedExitCode = 79;
+// docs/submit.md documents it; its one home is ExitCode::kCheckpointed.
+constexpr int kCheckpointedExitCode = toInt(ExitCode::kCheckpointed);
 
 // The batch script: readable, byte-stable for the same job, and usable by
 // hand (`sbatch job.sh`). Arguments are shell-quoted.

@@ -288,5 +288,98 @@ TEST(TrainProcessTest, KilledWorkerResumesFromTheSnapshotToTheSameParameters) {
   EXPECT_EQ(checksumIn(log), want) << log;
 }
 
+// The preemption protocol (docs/training.md, "Preemption").
+
+// The first child of `pid` (what `timeout` runs: the agent); 0 when none.
+int childOf(int pid) {
+  std::vector<std::string> children = lines(runCommand("pgrep -P " + std::to_string(pid)).out);
+  return children.empty() ? 0 : std::stoi(children.front());
+}
+
+// Waits until `log` has a line containing `text` (or 240 s passed).
+bool waitForText(const std::string& log, const std::string& text) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (runCommand("grep -qF " + quote(text) + " " + quote(log)).exitCode == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// SIGUSR1 to the agent mid-run: both ranks agree at a step boundary, rank 0
+// writes the snapshot, every process exits 79. Resumed, the run ends with
+// the parameters of an uninterrupted --deterministic run.
+TEST(TrainProcessTest, UsrOneSnapshotsExits79AndTheResumeEndsLikeAnUninterruptedRun) {
+  const std::string dir = freshDir("preempt");
+  const std::string flags =
+      " train --nproc-per-node 2 linear --epochs 1000 --deterministic --save-every 0"
+      " --progress epochs --snapshot ";
+  CommandResult reference =
+      runCommand("timeout 300 " + distrun() + flags + quote(dir + "/reference.snap"));
+  ASSERT_EQ(reference.exitCode, 0) << reference.err;
+  const std::string want = checksumIn(reference.out);
+  ASSERT_NE(want, "") << reference.out;
+
+  const std::string snapshot = dir + "/s.snap";
+  const std::string log = dir + "/log";
+  const int timeout = startCommand("timeout 300 " + distrun() + flags + quote(snapshot), log);
+  ASSERT_TRUE(waitForText(log, "epoch 1/1000")) << runCommand("cat " + quote(log)).out;
+  ASSERT_EQ(::kill(childOf(timeout), SIGUSR1), 0);
+  EXPECT_EQ(waitCommand(timeout), 79);
+  const std::string first = runCommand("cat " + quote(log)).out;
+  const std::regex wrote("distrun-train: SIGUSR1: wrote the snapshot " + snapshot +
+                         " at epoch \\d+ step \\d+; exit 79 \\(requeue to resume\\)");
+  EXPECT_TRUE(std::regex_search(first, wrote)) << first;
+  EXPECT_THAT(first, HasSubstr("distrun: node 0: job checkpointed on SIGUSR1: the workers exited "
+                               "79 (rank "));
+  EXPECT_THAT(first, HasSubstr("exit 79 asks the batch script to requeue it\n"));
+  EXPECT_THAT(first, ::testing::Not(HasSubstr("failed"))) << first;
+  EXPECT_TRUE(std::filesystem::exists(snapshot));
+
+  CommandResult resumed = runCommand("timeout 300 " + distrun() + flags + quote(snapshot));
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("resumed from " + snapshot + ": epoch "));
+  EXPECT_EQ(checksumIn(resumed.out), want) << resumed.out;
+}
+
+// Without --snapshot nothing can be saved: rank 0 says so and the job
+// trains to its end (exit 0), not requeued.
+TEST(TrainProcessTest, UsrOneWithoutASnapshotSaysSoAndTrainsOn) {
+  const std::string dir = freshDir("preempt_nosnap");
+  const std::string log = dir + "/log";
+  const int timeout =
+      startCommand("timeout 300 " + distrun() +
+                       " train --nproc-per-node 2 linear --epochs 1000 --progress epochs",
+                   log);
+  ASSERT_TRUE(waitForText(log, "epoch 1/1000")) << runCommand("cat " + quote(log)).out;
+  ASSERT_EQ(::kill(childOf(timeout), SIGUSR1), 0);
+  EXPECT_EQ(waitCommand(timeout), 0);
+  const std::string out = runCommand("cat " + quote(log)).out;
+  EXPECT_THAT(out, HasSubstr("distrun-train: SIGUSR1: no --snapshot, so nothing can be saved: "
+                             "training goes on (the job will end at its time limit and not be "
+                             "requeued)"));
+  EXPECT_THAT(out, HasSubstr("epoch 1000/1000"));
+}
+
+// A worker that crashes is a failure as always: its code, not 79.
+TEST(TrainProcessTest, ACrashedWorkerIsAFailureNotACheckpoint) {
+  const std::string dir = freshDir("preempt_crash");
+  const std::string snapshot = dir + "/crash.snap";
+  const std::string log = dir + "/log";
+  const int timeout = startCommand("timeout 300 " + distrun() +
+                                       " train --nproc-per-node 2 linear --epochs 1000 "
+                                       "--progress epochs --snapshot " +
+                                       quote(snapshot),
+                                   log);
+  ASSERT_TRUE(waitForText(log, "epoch 1/1000")) << runCommand("cat " + quote(log)).out;
+  const int victim = workerPid(snapshot, 1);
+  ASSERT_NE(victim, 0);
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  EXPECT_EQ(waitCommand(timeout), 128 + SIGKILL);
+  const std::string out = runCommand("cat " + quote(log)).out;
+  EXPECT_THAT(out, HasSubstr("rank 1")) << out;
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("checkpointed"))) << out;
+}
+
 }  // namespace
 }  // namespace distrun::testing

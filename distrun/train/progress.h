@@ -23,10 +23,10 @@ class ProgressReporter {
   void step(int64_t epoch, int64_t step, double runningLoss);  // 0-based epoch, 1-based step
   void epochDone(const EpochMetrics& metrics);
   void message(const std::string& line);
-
- private:
+  // Erases the bar, if shown, so that the next line starts clean.
   void clearBar();
 
+ private:
   std::ostream& out_;
   ProgressStyle style_;
   int64_t epochs_;

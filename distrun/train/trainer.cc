@@ -111,6 +111,7 @@ Trainer::Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions opt
   checkAtLeast("batchSize", options_.batchSize, 1, "at least 1");
   checkAtLeast("saveEveryEpochs", options_.saveEveryEpochs, 0, "0 (never) or more");
   checkAtLeast("saveEverySteps", options_.saveEverySteps, 0, "0 (never) or more");
+  checkAtLeast("checkpointCheckEvery", options_.checkpointCheckEvery, 1, "at least 1");
   if (task_.train.size() == 0) {
     throw DataError(fmt::format("{}: the training set is empty", task_.name));
   }
@@ -141,7 +142,9 @@ std::vector<EpochMetrics> Trainer::run() {
   }
   std::vector<EpochMetrics> ran;
   while (position_.epoch < options_.epochs) {
-    ran.push_back(runEpoch(sampler, stepsPerEpoch, ddp));
+    std::optional<EpochMetrics> m = runEpoch(sampler, stepsPerEpoch, ddp);
+    if (!m) return ran;  // checkpointed on request
+    ran.push_back(*m);
   }
   checkReplicasEqual();
   return ran;
@@ -161,8 +164,8 @@ void Trainer::checkReplicasEqual() {
   }
 }
 
-EpochMetrics Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
-                               const DistributedDataParallel& ddp) {
+std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
+                                              const DistributedDataParallel& ddp) {
   sampler.setEpoch(position_.epoch);
   const std::vector<std::vector<int64_t>> shards = epochShards(sampler);
   task_.model.train();
@@ -171,6 +174,10 @@ EpochMetrics Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoc
   const Clock::time_point start = Clock::now();
   int64_t samples = 0;
   for (int64_t s = position_.step; s < stepsPerEpoch; ++s) {
+    if (checkpointAgreed()) {
+      writeCheckpoint();
+      return std::nullopt;
+    }
     double lossScale = 1;
     const std::vector<int64_t> batch = stepSamples(shards, s, &lossScale);
     const double untilGradients = trainStep(batch, lossScale);
@@ -328,9 +335,41 @@ RunDescription Trainer::description() const {
 // Collective: every rank's random generator state goes into rank 0's file.
 void Trainer::saveSnapshot() {
   if (options_.snapshotPath.empty()) return;
+  lastSaved_ = CheckpointStop{position_.epoch, position_.step};
   const std::vector<std::string> rng = allgatherString(comm_, rngStateBytes());
   if (comm_.rank() != 0) return;
   writeSnapshotFile(options_.snapshotPath, encodeState(rng));
+}
+
+// Collective when it reads the flag: every rank takes the same decision at
+// the same step, whichever ranks the signal reached (and when).
+bool Trainer::checkpointAgreed() {
+  if (options_.checkpointRequest == nullptr) return false;
+  if (options_.snapshotPath.empty()) {
+    if (!toldNothingToSave_ && options_.checkpointRequest->load() && comm_.rank() == 0) {
+      toldNothingToSave_ = true;
+      if (progress_) progress_->clearBar();
+      err_ << "distrun-train: SIGUSR1: no --snapshot, so nothing can be saved: training goes on "
+              "(the job will end at its time limit and not be requeued)"
+           << std::endl;
+    }
+    return false;
+  }
+  if (position_.globalStep % options_.checkpointCheckEvery != 0) return false;
+  int32_t asked = options_.checkpointRequest->load() ? 1 : 0;
+  comm_.allreduce(&asked, &asked, 1, comm::DataType::kInt32, comm::ReduceOp::kMax);
+  return asked != 0;
+}
+
+// The snapshot of where the ranks agreed to stop, unless the scheduled one
+// was just written there.
+void Trainer::writeCheckpoint() {
+  const CheckpointStop here{position_.epoch, position_.step};
+  if (!lastSaved_ || lastSaved_->epoch != here.epoch || lastSaved_->step != here.step) {
+    saveSnapshot();
+  }
+  checkpointedAt_ = here;
+  if (progress_) progress_->clearBar();
 }
 
 std::string Trainer::encodeState(const std::vector<std::string>& rng) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,6 +64,22 @@ struct TrainerOptions {
   // order of floating-point sums differ run to run).
   bool balanceLoad = false;
   DdpOptions ddp;
+  // Preemption (docs/training.md, "Preemption"). When set, the flag a
+  // SIGUSR1 handler raises: every checkpointCheckEvery steps, at a step's
+  // start, the ranks agree on it (a one-int allreduce, max), so that all
+  // take the same decision; once any rank saw it set, rank 0 writes the
+  // snapshot there and run() returns (checkpointedAt() says where). Without
+  // a snapshotPath nothing can be saved: rank 0 says so once on `err` and
+  // training goes on, with no collective added.
+  const std::atomic<bool>* checkpointRequest = nullptr;
+  int64_t checkpointCheckEvery = 1;
+};
+
+// Where run() stopped on a checkpoint request: the snapshot's position,
+// 0-based epoch and the steps of it done.
+struct CheckpointStop {
+  int64_t epoch = 0;
+  int64_t step = 0;
 };
 
 // Trains a task data-parallel over `comm`: DistributedSampler shards (seed +
@@ -96,6 +113,10 @@ class Trainer {
   // (run() checks: EnforceError otherwise). Set by run().
   uint32_t parameterChecksum() const { return checksum_; }
 
+  // Set when run() returned early on a checkpoint request, after the
+  // snapshot was written (the epochs after it did not run).
+  const std::optional<CheckpointStop>& checkpointedAt() const { return checkpointedAt_; }
+
   // Where run() began: 0 and 0, or the resumed snapshot's epoch and step.
   int64_t startEpoch() const { return resumedAt_.epoch; }
   int64_t startStep() const { return resumedAt_.step; }
@@ -122,8 +143,10 @@ class Trainer {
   int64_t checkResumable(torch::serialize::InputArchive& archive, const std::string& path) const;
   void restoreRandomState(torch::serialize::InputArchive& archive, int64_t world,
                           const std::string& path);
-  EpochMetrics runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
-                        const DistributedDataParallel& ddp);
+  std::optional<EpochMetrics> runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
+                                       const DistributedDataParallel& ddp);
+  bool checkpointAgreed();
+  void writeCheckpoint();
   DistributedSampler samplerOf(int rank) const;
   std::vector<std::vector<int64_t>> epochShards(const DistributedSampler& mine) const;
   std::vector<int64_t> stepSamples(const std::vector<std::vector<int64_t>>& shards, int64_t step,
@@ -146,6 +169,9 @@ class Trainer {
   std::optional<std::string> resumedFrom_;  // the snapshot file resumed
   int64_t snapshotWorldSize_ = 0;           // the ranks of the run that wrote it
   uint32_t checksum_ = 0;
+  std::optional<CheckpointStop> checkpointedAt_;
+  std::optional<CheckpointStop> lastSaved_;  // the position of the last snapshot written
+  bool toldNothingToSave_ = false;
   std::optional<ProgressReporter> progress_;
   std::optional<StepBalancer> balancer_;  // with options_.balanceLoad
   std::shared_ptr<double> speeds_;        // one per rank, in reducible memory

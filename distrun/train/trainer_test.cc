@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -45,6 +46,8 @@ class TrainerTest : public ::testing::Test {
     std::string error;
     std::vector<std::string> errors;  // every rank's
     std::optional<std::string> resumedFrom;
+    std::optional<CheckpointStop> checkpointedAt;  // every rank's must be rank 0's
+    std::string err;                               // rank 0's
   };
 
   // Trains the linear workload (fresh model from `seed`) as a world of one.
@@ -53,18 +56,25 @@ class TrainerTest : public ::testing::Test {
   }
 
   // The same on `ranks` ranks (threads); the outcome is rank 0's.
+  // `requests`, when given, is each rank's checkpoint request flag.
   Outcome trainRanks(int ranks, const TrainerOptions& o, const std::string& name = "linear",
-                     uint64_t seed = 0) {
+                     uint64_t seed = 0, std::vector<const std::atomic<bool>*> requests = {}) {
     Outcome outcome;
+    std::vector<std::optional<CheckpointStop>> stops(static_cast<size_t>(ranks));
     const std::vector<std::string> errors = runGlooThreads(ranks, [&](Communicator& comm) {
       torch::manual_seed(seed);
       Workload w = buildWorkload("linear", {});
       TrainingTask task = w.task();
       task.name = name;
       std::ostringstream out, err;
-      Trainer trainer(task, comm, o, out, err);
+      TrainerOptions mine = o;
+      if (!requests.empty()) mine.checkpointRequest = requests[static_cast<size_t>(comm.rank())];
+      Trainer trainer(task, comm, mine, out, err);
       std::vector<EpochMetrics> ran = trainer.run();
+      stops[static_cast<size_t>(comm.rank())] = trainer.checkpointedAt();
       if (comm.rank() != 0) return;
+      outcome.checkpointedAt = trainer.checkpointedAt();
+      outcome.err = err.str();
       outcome.ran = std::move(ran);
       outcome.history = trainer.history();
       outcome.checksum = trainer.parameterChecksum();
@@ -75,6 +85,9 @@ class TrainerTest : public ::testing::Test {
     });
     outcome.error = errors[0];
     outcome.errors = errors;
+    for (const auto& stop : stops) {
+      EXPECT_EQ(stop.has_value(), outcome.checkpointedAt.has_value()) << "the ranks disagree";
+    }
     return outcome;
   }
 
@@ -126,6 +139,45 @@ TEST_F(TrainerTest, ResumingMidEpochEndsBitwiseEqualToAnUninterruptedRun) {
   EXPECT_EQ(rest.startStep, 60);
   EXPECT_EQ(rest.checksum, uninterrupted.checksum);
   EXPECT_EQ(rest.history.back().trainLoss, uninterrupted.history.back().trainLoss);
+}
+
+// SIGUSR1 seen by rank 1 only: both ranks stop at the same step, rank 0's
+// snapshot is there, and the resumed run ends bitwise equal to an
+// uninterrupted one.
+TEST_F(TrainerTest, ACheckpointRequestOnOneRankStopsEveryRankAndResumesBitwiseEqual) {
+  TrainerOptions straight = options(3);
+  straight.snapshotPath.clear();
+  const Outcome uninterrupted = trainRanks(2, straight);
+  ASSERT_EQ(uninterrupted.error, "");
+
+  ASSERT_EQ(trainRanks(2, options(1)).error, "");  // a snapshot at epoch 1's end
+  std::atomic<bool> unset{false}, set{true};
+  const Outcome stopped = trainRanks(2, options(3), "linear", 5, {&unset, &set});
+  ASSERT_EQ(stopped.error, "");
+  ASSERT_TRUE(stopped.checkpointedAt.has_value());
+  EXPECT_EQ(stopped.checkpointedAt->epoch, 1);
+  EXPECT_EQ(stopped.checkpointedAt->step, 0);
+  EXPECT_TRUE(stopped.ran.empty());
+
+  const Outcome rest = trainRanks(2, options(3), "linear", 7, {&unset, &unset});
+  ASSERT_EQ(rest.error, "");
+  EXPECT_FALSE(rest.checkpointedAt.has_value());
+  EXPECT_EQ(rest.startEpoch, 1);
+  EXPECT_EQ(rest.checksum, uninterrupted.checksum);
+}
+
+// Without a snapshot path nothing can be saved: one line, and the run goes on.
+TEST_F(TrainerTest, ACheckpointRequestWithoutASnapshotPathTrainsOn) {
+  TrainerOptions o = options(2);
+  o.snapshotPath.clear();
+  std::atomic<bool> set{true};
+  const Outcome outcome = trainRanks(2, o, "linear", 0, {&set, &set});
+  ASSERT_EQ(outcome.error, "");
+  EXPECT_FALSE(outcome.checkpointedAt.has_value());
+  EXPECT_EQ(outcome.ran.size(), 2u);
+  EXPECT_EQ(outcome.err,
+            "distrun-train: SIGUSR1: no --snapshot, so nothing can be saved: training goes on (the "
+            "job will end at its time limit and not be requeued)\n");
 }
 
 TEST_F(TrainerTest, SnapshotOfAnotherWorkloadIsRefused) {
@@ -288,6 +340,9 @@ TEST_F(TrainerTest, BadOptionsAreUsageErrorsNamingTheOption) {
   o = options(1);
   o.saveEverySteps = -1;
   EXPECT_EQ(train(o).error, "TrainerOptions::saveEverySteps must be 0 (never) or more, got -1");
+  o = options(1);
+  o.checkpointCheckEvery = 0;
+  EXPECT_EQ(train(o).error, "TrainerOptions::checkpointCheckEvery must be at least 1, got 0");
 }
 
 // Two ranks (threads) train `linear` from the same fixed weights; rank 1's

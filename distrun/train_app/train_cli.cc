@@ -1,5 +1,9 @@
 #include "distrun/train_app/train_cli.h"
 
+#include <signal.h>
+
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 
 #include <ATen/Context.h>
@@ -13,6 +17,7 @@
 #include "distrun/comm/connect.h"
 #include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
+#include "distrun/common/exit_code.h"
 #include "distrun/common/system.h"
 #include "distrun/train/freed_memory.h"
 #include "distrun/train_app/blas_check.h"
@@ -22,6 +27,29 @@
 namespace distrun::train {
 
 namespace {
+
+// Raised by SIGUSR1 (Slurm's warning before the time limit, forwarded by
+// distrun run): the Trainer reads it at step boundaries. A lock-free atomic
+// is async-signal-safe.
+std::atomic<bool> checkpointRequested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void requestCheckpoint(int) { checkpointRequested.store(true); }
+
+// SA_RESTART: a signal landing in a blocking call resumes it.
+void catchCheckpointSignal() {
+  struct sigaction action {};
+  action.sa_handler = requestCheckpoint;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  if (::sigaction(SIGUSR1, &action, nullptr) != 0) {
+    throw SystemError("sigaction", "SIGUSR1", errno);
+  }
+}
+
+// How often the ranks agree on the flag: every step (docs/training.md,
+// "Preemption", has the measured cost).
+constexpr int64_t kCheckpointCheckEvery = 1;
 
 int cpusOfThisProcess() { return static_cast<int>(usableCpus().size()); }
 
@@ -72,8 +100,24 @@ void reportNothingLeft(const Trainer& trainer, int64_t epochs, std::ostream& out
       << std::endl;
 }
 
+// The job asked for a checkpoint and has one: exit 79 asks the batch
+// script to requeue it.
+int reportCheckpointed(const Trainer& trainer, const std::string& snapshot, int rank,
+                       std::ostream& out) {
+  if (rank == 0) {
+    const CheckpointStop& at = *trainer.checkpointedAt();
+    out << fmt::format(
+               "distrun-train: SIGUSR1: wrote the snapshot {} at epoch {} step {}; exit {} "
+               "(requeue to resume)",
+               snapshot, at.epoch + 1, at.step, toInt(ExitCode::kCheckpointed))
+        << std::endl;
+  }
+  return toInt(ExitCode::kCheckpointed);
+}
+
 int train(const TrainFlags& a, TrainCliContext& ctx) {
   checkTrainFlags(a);
+  catchCheckpointSignal();
   // What an earlier eval "$(distrun env)" left is not this rank's identity.
   const MapEnvironment env = cluster::withoutLeftovers(ctx.env);
   if (!a.returnFreedMemory) keepFreedMemoryForReuse(env);
@@ -104,11 +148,16 @@ int train(const TrainFlags& a, TrainCliContext& ctx) {
               .firstBucketMb = 1,
               .overlap = !a.noOverlap,
               .rebuildBuckets = !a.deterministic},
+      .checkpointRequest = &checkpointRequested,
+      .checkpointCheckEvery = kCheckpointCheckEvery,
   };
   if (comm->rank() == 0) warnOfSlowBlas(ctx.err);
   const auto start = std::chrono::steady_clock::now();
   Trainer trainer(workload.task(), *comm, options, ctx.out, ctx.err);
-  if (trainer.run().empty()) {
+  const bool ranEpochs = !trainer.run().empty();
+  if (trainer.checkpointedAt())
+    return reportCheckpointed(trainer, a.snapshot, comm->rank(), ctx.out);
+  if (!ranEpochs) {
     if (comm->rank() == 0) reportNothingLeft(trainer, options.epochs, ctx.out);
     return 0;
   }
