@@ -9,6 +9,7 @@
 #include "distrun/cluster/job_layout.h"
 #include "distrun/cluster/leftovers.h"
 #include "distrun/launch/agent.h"
+#include "distrun/launch/poll_sources.h"
 #include "distrun/launch/run_options.h"
 #include "distrun/launch/worker_program.h"
 
@@ -136,6 +137,7 @@ void checkLauncherFlags(const launch::RunOptions& o, CliContext& ctx) {
 }
 
 int runLauncher(launch::RunOptions& o, CliContext& ctx) {
+  launch::blockWarningSignals();  // before anything else: srun may pass on a warning early
   // What an earlier eval "$(distrun env)" left is neither read nor passed on.
   const cluster::UserEnvironment user(ctx.env);
   launch::AgentConfig config = launch::resolveAgentConfig(o, runContext(user.env, ctx));

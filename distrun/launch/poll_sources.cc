@@ -33,8 +33,20 @@ SignalReader::SignalReader() {
   }
 }
 
+void blockWarningSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  sigaddset(&set, SIGUSR2);
+  if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) {
+    throw SystemError("pthread_sigmask", "SIGUSR1 SIGUSR2", errno);
+  }
+}
+
 SignalReader::~SignalReader() {
   fd_.reset();
+  sigaddset(&previous_, SIGUSR1);
+  sigaddset(&previous_, SIGUSR2);
   ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
 }
 

@@ -12,7 +12,16 @@ namespace distrun::launch {
 // and read from a signalfd so the agent's loop sees them as events.
 // Construct it before any thread starts, so every thread inherits the
 // mask; workers unblock them before exec. Restores the previous mask when
-// destroyed. Throws SystemError. Not thread-safe.
+// destroyed, except that SIGUSR1 and SIGUSR2 stay blocked: a warning that
+// comes as the job ends has no worker left to go to, and must not kill
+// distrun with their default action (blockWarningSignals). Throws
+// SystemError. Not thread-safe.
+// Blocks SIGUSR1 and SIGUSR2 in the calling thread: `distrun run` does so
+// first, so that Slurm's warning (srun passes it on) arriving before the
+// agent reads its signals waits for it instead of killing the agent.
+// Throws SystemError.
+void blockWarningSignals();
+
 class SignalReader {
  public:
   SignalReader();

@@ -217,6 +217,9 @@ void placeNode(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
   } else {
     placeStandalone(o, ctx, c);
   }
+  // A one-node job's store listens on loopback only (agent.cc), where the
+  // node's name (a one-node Slurm step's first host) may not lead.
+  if (c.layout.numNodes == 1) c.storeHost = "127.0.0.1";
 }
 
 void placeLogs(const RunOptions& o, AgentConfig& c) {

@@ -114,6 +114,21 @@ TEST(ResolveTest, SlurmNeedsNoFlags) {
   EXPECT_EQ(other.token, c.token) << "every node derives the same token";
 }
 
+// A one-node step's store listens on loopback only: the agent reaches it
+// there, not at the node's name (which hung before: the name's address
+// was refused).
+TEST(ResolveTest, AOneNodeSlurmStepReachesItsStoreOverLoopback) {
+  Vars oneNode = {{"SLURM_JOB_ID", "77"},          {"SLURM_STEP_ID", "2"},
+                  {"SLURM_PROCID", "0"},           {"SLURM_NODEID", "0"},
+                  {"SLURM_LOCALID", "0"},          {"SLURM_STEP_NUM_TASKS", "1"},
+                  {"SLURM_STEP_NUM_NODES", "1"},   {"SLURM_STEP_TASKS_PER_NODE", "1"},
+                  {"SLURM_STEP_NODELIST", "gpu01"}};
+  AgentConfig c = resolve(withProgram({"true"}), oneNode);
+  EXPECT_EQ(c.layout.numNodes, 1);
+  EXPECT_EQ(c.storeHost, "127.0.0.1");
+  EXPECT_EQ(c.storePort, cluster::derivedMasterPort("77", "2"));
+}
+
 TEST(ResolveTest, TheLayoutIsTheNodesPlaceAndWorkersPerNode) {
   // Slurm's layout is the agent's (one task here); --nproc-per-node sets
   // the workers per node in the same layout, which keeps the job's ids.

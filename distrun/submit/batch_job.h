@@ -28,6 +28,9 @@ struct BatchJob {
   // Whole nodes: the binding masks name every core of the node, which a
   // shared allocation may not hold.
   bool exclusive = false;
+  // The one task per node (run, train, bench) gets every CPU of the node:
+  // srun --cpus-per-task=$SLURM_CPUS_ON_NODE, for distrun to share out.
+  bool taskTakesTheNode = false;
   std::vector<std::string> sbatchArgs;  // passed through, one #SBATCH line each
   int signalGrace = 120;                // seconds of warning before the end
   int maxRequeues = 3;

@@ -39,6 +39,7 @@ std::string srunLine(const BatchJob& job) {
   std::string line =
       fmt::format("srun --nodes={} --ntasks-per-node={}", job.nodes, job.tasksPerNode);
   if (job.cpusPerTask) line += fmt::format(" --cpus-per-task={}", *job.cpusPerTask);
+  if (job.taskTakesTheNode) line += " --cpus-per-task=\"$SLURM_CPUS_ON_NODE\"";
   return line + fmt::format(" --cpu-bind={} \\\n  {} &\n", job.cpuBind, quoted(job.step));
 }
 
@@ -50,7 +51,8 @@ std::string stepWithPreemption(const BatchJob& job) {
       "# Slurm sends USR1 {} s before the time limit (and on preemption); the workers\n"
       "# write a snapshot and exit {}, and the job goes back in the queue to resume.\n",
       job.signalGrace, kCheckpointedExitCode);
-  out += "trap 'kill -USR1 \"$step\" 2>/dev/null' USR1\n";
+  out += "step=\"\"\n";  // a warning before srun started has no step to pass to
+  out += "trap '[[ -n $step ]] && kill -USR1 \"$step\" 2>/dev/null' USR1\n";
   out += srunLine(job);
   out += "step=$!\n";
   out += "while kill -0 \"$step\" 2>/dev/null; do wait \"$step\"; done\n";

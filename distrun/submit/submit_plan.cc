@@ -94,7 +94,12 @@ void bindTasks(BatchJob& job, const SubmitRequest& r, const cluster::SiteProfile
 // run, train, bench: one distrun per node, which starts and binds the ranks.
 void agentPerNode(BatchJob& job, const SubmitRequest& r, std::optional<int> ranks) {
   job.tasksPerNode = 1;
-  if (r.cpusPerTask && ranks) job.cpusPerTask = *r.cpusPerTask * *ranks;
+  if (r.cpusPerTask && ranks) {
+    job.cpusPerTask = *r.cpusPerTask * *ranks;
+  } else {  // the whole node, shared out by distrun among the workers
+    job.exclusive = true;
+    job.taskTakesTheNode = true;
+  }
   if (ranks && !commandRanks(r.command)) {
     job.step.insert(job.step.begin() + 2, {"--nproc-per-node", std::to_string(*ranks)});
   }

@@ -2,6 +2,8 @@
 // script on real nodes, --wait following it with squeue and scontrol.
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -86,6 +88,17 @@ TEST_F(SubmitTest, ExecTasksKeepOffTheSitesReservedCores) {
   EXPECT_THAT(r.out, HasSubstr("\nbound to 1\n"));
 }
 
+// One distrun per node binds its workers itself: local rank i on core i of
+// the plan from this node's cores (read with hwloc on the node).
+TEST_F(SubmitTest, RunWorkersRunOnThePlansCores) {
+  CommandResult r = submitAndWait(
+      "--nodes 1 -- run --nproc-per-node 2 sh -c 'echo \"worker $LOCAL_RANK on $(grep "
+      "Cpus_allowed_list /proc/self/status | cut -f2)\"'");
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("worker 0 on 0\n"));
+  EXPECT_THAT(r.out, HasSubstr("worker 1 on 1\n"));
+}
+
 // Without a terminal, Ctrl-C stops following and leaves the job in the queue.
 TEST_F(SubmitTest, CtrlCWithoutATerminalLeavesTheJobRunning) {
   std::string log = (dir_ / "submit.log").string();
@@ -103,6 +116,88 @@ TEST_F(SubmitTest, CtrlCWithoutATerminalLeavesTheJobRunning) {
   std::string text = runCommand("cat " + quote(log)).out;
   EXPECT_THAT(text, HasSubstr("stopped following job"));
   EXPECT_THAT(text, HasSubstr("it keeps running (scancel "));
+}
+
+// "parameters identical on all 4 ranks: crc32 1234abcd" -> "1234abcd"; the
+// last such line of `text`.
+std::string lastChecksum(const std::string& text) {
+  const std::string key = "ranks: crc32 ";
+  size_t at = text.rfind(key);
+  return at == std::string::npos ? "" : text.substr(at + key.size(), 8);
+}
+
+class PreemptionTest : public SubmitTest {
+ protected:
+  // 4 ranks of linear, --deterministic: the parameters a run without any
+  // interruption ends with, from srun directly.
+  std::string uninterruptedChecksum(const std::string& training) {
+    CommandResult r = slurm("timeout 300 srun -N2 --ntasks-per-node=1 " + distrun() + training);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return lastChecksum(r.out);
+  }
+  // `distrun submit --wait` in the background, its output in `log`.
+  int startSubmit(const std::string& args, const std::string& log) {
+    return startCommand(
+        "sh -c " + quote("cd " + quote(dir_.string()) + " && exec env " + cluster_->env() +
+                         distrun() + " submit --wait " + args + " </dev/null"),
+        log);
+  }
+  std::string read(const std::string& path) { return runCommand("cat " + quote(path)).out; }
+
+  std::string training(int epochs) {
+    return " train --nproc-per-node 2 linear --deterministic --save-every 0 --progress epochs "
+           "--epochs " +
+           std::to_string(epochs) + " --snapshot " + quote((dir_ / "run.snap").string());
+  }
+};
+
+// Slurm's warning (USR1 to the batch script, as --signal=B:USR1 sends it)
+// mid-run: the ranks snapshot, the script requeues the job, the requeued
+// job resumes and ends with an uninterrupted run's parameters.
+TEST_F(PreemptionTest, AWarnedJobSnapshotsRequeuesAndEndsAsIfUninterrupted) {
+  const std::string want = uninterruptedChecksum(training(150));
+  ASSERT_NE(want, "");
+  std::filesystem::remove(dir_ / "run.snap");
+  const std::string log = (dir_ / "submit.log").string();
+  int pid = startSubmit(
+      "--nodes 2 --time 10 --output " + quote((dir_ / "%j.out").string()) + " --" + training(150),
+      log);
+  ASSERT_TRUE(waitForLines(log, 4, 120)) << read(log);
+  const std::string started = read(log);
+  ASSERT_THAT(started, HasSubstr("Submitted batch job "));
+  std::string id = started.substr(started.find("job ") + 4);
+  id = id.substr(0, id.find('\n'));
+  for (int i = 0; i < 600 && read(log).find("epoch 1/150") == std::string::npos; ++i) {
+    ::usleep(100000);
+  }
+  EXPECT_EQ(slurm("scancel --signal=USR1 --batch " + id).exitCode, 0);
+  EXPECT_EQ(waitCommand(pid), 0) << read(log);
+  const std::string out = read(log);
+  EXPECT_THAT(out, HasSubstr("distrun-train: SIGUSR1: wrote the snapshot "));
+  EXPECT_THAT(out, HasSubstr("wrote a snapshot on the warning signal: requeued (restart 1 of 3)"));
+  EXPECT_THAT(out, HasSubstr("resumed from "));
+  EXPECT_THAT(out, HasSubstr("ended COMPLETED with exit code 0"));
+  EXPECT_EQ(lastChecksum(out), want) << out;
+}
+
+// A real time limit: one minute with a 50 s warning, which Slurm sends 10
+// to 40 s after the start (it checks limits every 30 s). The training
+// (about 45 s here) is signalled at least once, requeues itself and
+// resumes until it is done, with an uninterrupted run's parameters; six
+// requeues leave room for runs that were all warned early.
+TEST_F(PreemptionTest, AOneMinuteLimitSignalsRequeuesAndFinishesTheTraining) {
+  const std::string want = uninterruptedChecksum(training(300));
+  ASSERT_NE(want, "");
+  std::filesystem::remove(dir_ / "run.snap");
+  const std::string log = (dir_ / "submit.log").string();
+  int pid = startSubmit("--nodes 2 --time 1 --signal-grace 50 --max-requeues 6 --output " +
+                            quote((dir_ / "%j.out").string()) + " --" + training(300),
+                        log);
+  EXPECT_EQ(waitCommand(pid), 0) << read(log);
+  const std::string out = read(log);
+  EXPECT_THAT(out, HasSubstr("requeued (restart 1 of 6)"));
+  EXPECT_THAT(out, HasSubstr("ended COMPLETED with exit code 0"));
+  EXPECT_EQ(lastChecksum(out), want) << out;
 }
 
 }  // namespace
