@@ -65,8 +65,7 @@ struct Recorder {
   std::string started;
 };
 
-inline void expectOneLine(const std::string& err, const std::string& prefix,
-                          const Mistake& m) {
+inline void expectOneLine(const std::string& err, const std::string& prefix, const Mistake& m) {
   ASSERT_FALSE(err.empty());
   EXPECT_EQ(err.find('\n'), err.size() - 1) << "more than one line: " << err;
   const std::string expected = prefix + m.message;
