@@ -9,7 +9,8 @@ namespace distrun {
 enum class ExitCode : int {
   kSuccess = 0,
   kUsage = 64,       // a flag or argument is wrong (EX_USAGE)
-  kData = 65,        // a data file or snapshot is malformed (EX_DATAERR)
+  kData = 65,        // a data file, snapshot or image is malformed (EX_DATAERR)
+  kNoInput = 66,     // an input file (a container image) is missing (EX_NOINPUT)
   kPeerLost = 69,    // a peer of a collective died or closed (EX_UNAVAILABLE)
   kInternal = 70,    // a distrun invariant broke: a bug (EX_SOFTWARE)
   kSystem = 71,      // the operating system refused a call (EX_OSERR)
