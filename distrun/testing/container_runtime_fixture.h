@@ -68,7 +68,9 @@ size_t mountCount(const std::string& folder);
 bool waitUntilGone(pid_t pid);
 
 // A scratch TMPDIR (where node mounts go) and a test image in it, skipped
-// with the reason when a container tool is missing.
+// with the reason when a container tool is missing. Without a method named,
+// open() takes the first that works (as root the kernel's loop mount; a
+// user without /dev/fuse unpacks).
 class ContainerRuntimeTest : public ::testing::Test {
  protected:
   ContainerRuntimeTest();
@@ -79,6 +81,8 @@ class ContainerRuntimeTest : public ::testing::Test {
   std::unique_ptr<container::ContainerSession> open(const std::string& method = "",
                                                     std::vector<container::Bind> binds = {});
   std::string containersFolder() const;
+  // Why `method` cannot be used here ("" when it can): for GTEST_SKIP.
+  std::string cannotUse(const std::string& method) const;
 
   ScratchDir scratch_;
   std::string image_;

@@ -34,7 +34,8 @@ class MountMethodTest : public ContainerRuntimeTest,
  protected:
   void SetUp() override {
     ContainerRuntimeTest::SetUp();
-    if (GetParam() == "loop" && ::geteuid() != 0) GTEST_SKIP() << "a loop mount needs root";
+    if (IsSkipped()) return;
+    if (std::string why = cannotUse(GetParam()); !why.empty()) GTEST_SKIP() << why;
   }
 };
 
@@ -179,15 +180,17 @@ void killedHolder(const std::function<void()>& open) {
 
 TEST_F(ContainerRuntimeTest, TheNextOpenClearsTheMountOfAKilledAgent) {
   killedHolder([&] { open().release(); });
-  ASSERT_EQ(mountCount(scratch_.path()), 1u);  // stale
+  size_t stale = mountCount(scratch_.path());  // 1; 0 when unpacked
   auto session = open();
-  EXPECT_THAT(session->describe(), HasSubstr("mounted by"));
-  EXPECT_EQ(mountCount(scratch_.path()), 1u);
+  EXPECT_THAT(session->describe(), HasSubstr("mounted by"));  // not "joined"
+  EXPECT_EQ(mountCount(scratch_.path()), stale);
   session.reset();
   EXPECT_EQ(mountCount(scratch_.path()), 0u);
+  EXPECT_TRUE(fs::is_empty(containersFolder()));
 }
 
 TEST_F(ContainerRuntimeTest, OpeningAnotherImageClearsStaleMountsOfOthers) {
+  if (std::string why = cannotUse("squashfuse"); !why.empty()) GTEST_SKIP() << why;
   killedHolder([&] { open("squashfuse").release(); });
   ASSERT_EQ(mountCount(scratch_.path()), 1u);
   std::string other = scratch_.path() + "/other.sqfs";
@@ -211,6 +214,7 @@ pid_t squashfuseDaemon(const std::string& folder) {
 }
 
 TEST_F(ContainerRuntimeTest, AMountWhoseFuseDaemonDiedIsMountedAgain) {
+  if (std::string why = cannotUse("squashfuse"); !why.empty()) GTEST_SKIP() << why;
   auto first = open("squashfuse");
   pid_t daemon = squashfuseDaemon(containersFolder());
   ASSERT_GT(daemon, 0);
