@@ -15,6 +15,7 @@
 #include "distrun/container/image_file.h"
 #include "distrun/container/image_mount.h"
 #include "distrun/container/runtime_command.h"
+#include "distrun/container/sif.h"
 #include "distrun/testing/container_runtime_fixture.h"
 
 namespace distrun::testing {
@@ -29,21 +30,33 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// Each way of mounting, for the bare SquashFS image and (suffix "_sif") the
+// same file system in a SIF file, at the partition's offset.
 class MountMethodTest : public ContainerRuntimeTest,
                         public ::testing::WithParamInterface<std::string> {
  protected:
   void SetUp() override {
     ContainerRuntimeTest::SetUp();
     if (IsSkipped()) return;
-    if (std::string why = cannotUse(GetParam()); !why.empty()) GTEST_SKIP() << why;
+    if (std::string why = cannotUse(method()); !why.empty()) GTEST_SKIP() << why;
+    if (!sif()) return;
+    std::string sifImage = scratch_.path() + "/image.sif";
+    container::writeSif(image_, sifImage, {});
+    image_ = sifImage;
+  }
+  bool sif() const { return GetParam().find("_sif") != std::string::npos; }
+  std::string method() const { return GetParam().substr(0, GetParam().find('_')); }
+  std::unique_ptr<container::ContainerSession> open() {
+    return ContainerRuntimeTest::open(method());
   }
 };
 
 TEST_P(MountMethodTest, AProgramSeesTheImagesFilesAndNotTheHosts) {
-  auto session = open(GetParam());
-  EXPECT_THAT(session->describe(), HasSubstr(GetParam() == "unpack" ? "mounted by unpack"
-                                             : GetParam() == "loop" ? "mounted by loop /dev/loop"
-                                                                    : "mounted by squashfuse"));
+  auto session = open();
+  EXPECT_THAT(session->describe(), HasSubstr(sif() ? "(SIF)" : "(SquashFS)"));
+  EXPECT_THAT(session->describe(), HasSubstr(method() == "unpack" ? "mounted by unpack"
+                                             : method() == "loop" ? "mounted by loop /dev/loop"
+                                                                  : "mounted by squashfuse"));
   // /usr/bin/mksquashfs exists on this host, not in the image.
   WorkerRun run = runWorker(
       session->command({"/bin/sh", "-c",
@@ -69,7 +82,7 @@ TEST_P(MountMethodTest, FourProcessesOnANodeShareOneMountAndTheLastRemovesIt) {
       goWrite.reset();
       int code = 0;
       try {
-        auto session = open(GetParam());
+        auto session = open();
         [[maybe_unused]] ssize_t n = ::write(readyWrite.get(), "r", 1);
         char c;
         n = ::read(goRead.get(), &c, 1);  // until the test closes it
@@ -90,7 +103,7 @@ TEST_P(MountMethodTest, FourProcessesOnANodeShareOneMountAndTheLastRemovesIt) {
     folders.push_back(entry.path());
   }
   ASSERT_EQ(folders.size(), 1u);
-  EXPECT_EQ(mountCount(scratch_.path()), GetParam() == "unpack" ? 0u : 1u);
+  EXPECT_EQ(mountCount(scratch_.path()), method() == "unpack" ? 0u : 1u);
   EXPECT_TRUE(fs::exists(folders[0] + "/root/image-marker"));
   goWrite.reset();
   for (pid_t pid : tasks) {
@@ -102,7 +115,9 @@ TEST_P(MountMethodTest, FourProcessesOnANodeShareOneMountAndTheLastRemovesIt) {
   EXPECT_FALSE(fs::exists(folders[0]));
 }
 
-INSTANTIATE_TEST_SUITE_P(Ways, MountMethodTest, ::testing::Values("loop", "squashfuse", "unpack"),
+INSTANTIATE_TEST_SUITE_P(Ways, MountMethodTest,
+                         ::testing::Values("loop", "squashfuse", "unpack", "loop_sif",
+                                           "squashfuse_sif", "unpack_sif"),
                          [](const ::testing::TestParamInfo<std::string>& way) {
                            return way.param;
                          });
