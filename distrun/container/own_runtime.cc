@@ -25,6 +25,18 @@ bool isFile(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
+bool isFolder(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// `name`'s value when it is a folder on this host (bwrap refuses to bind a
+// missing source); else "".
+std::string folderFrom(const Environment& env, const std::string& name) {
+  std::string path = env.getOr(name, "");
+  return isFolder(path) ? path : "";
+}
+
 std::string currentFolder() {
   std::string buffer(4096, '\0');
   if (::getcwd(buffer.data(), buffer.size()) == nullptr) {
@@ -156,8 +168,8 @@ OwnRuntimeSession::OwnRuntimeSession(const ContainerRequest& request, const Imag
   spec_.imageRoot = mount_->root();
   spec_.image = image.path;
   spec_.binds = hostBinds(request.binds);
-  spec_.home = env.getOr("HOME", "");
-  spec_.tmpdir = env.getOr("TMPDIR", "");
+  spec_.home = folderFrom(env, "HOME");
+  spec_.tmpdir = folderFrom(env, "TMPDIR");
   spec_.hostFiles = hostFiles();
   workingDir_ = currentFolder();
   spec_.envScripts =
@@ -176,12 +188,13 @@ ContainerSession::DirectCommand OwnRuntimeSession::directCommand(
 
 std::string OwnRuntimeSession::describe() const {
   std::vector<std::string> gpus = gpuDevices();
+  std::string mount = mount_->mountedHere()
+                          ? fmt::format("mounted by {}", mount_->how())
+                          : fmt::format("joined the node's mount ({})", mount_->how());
   return fmt::format(
-      "container {} ({}): distrun's runtime, {} {} at {}; each program enters "
-      "it with bubblewrap ({}), the host's /dev bound{}",
-      image_.path, formatName(image_.format),
-      mount_->mountedHere() ? "mounted by" : "joined the node's mount by", mount_->how(),
-      mount_->root(), spec_.bwrap,
+      "container {} ({}): distrun's runtime, {} at {}; each program enters it with bubblewrap "
+      "({}), the host's /dev bound{}",
+      image_.path, formatName(image_.format), mount, mount_->root(), spec_.bwrap,
       gpus.empty() ? " (no GPU devices)" : fmt::format(" (GPU devices: {})", join(gpus, " ")));
 }
 

@@ -67,6 +67,7 @@ TEST_P(MountMethodTest, AProgramSeesTheImagesFilesAndNotTheHosts) {
   EXPECT_EQ(run.status, 0) << run.err;
   fs::path image = fs::absolute(image_);
   EXPECT_EQ(run.out, "image-only\ntool\n" + image.string() + " yes passed " + workDir_ + "\n");
+  EXPECT_THAT(open()->describe(), HasSubstr("joined the node's mount ("));
 }
 
 TEST_P(MountMethodTest, FourProcessesOnANodeShareOneMountAndTheLastRemovesIt) {
