@@ -1,5 +1,7 @@
 #include "distrun/container/own_runtime.h"
 
+#include <poll.h>
+#include <pty.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -10,9 +12,11 @@
 #include <gtest/gtest.h>
 
 #include "distrun/common/error.h"
+#include "distrun/common/unique_fd.h"
 #include "distrun/container/container_session.h"
 #include "distrun/container/image_mount.h"
 #include "distrun/container/sandbox_process.h"
+#include "distrun/container/test_images.h"
 #include "distrun/testing/container_tools.h"
 
 namespace distrun::container {
@@ -91,13 +95,10 @@ TEST_F(HostPathTest, UnderAMountIsTheMountsSourceTheDeepestWinning) {
   EXPECT_EQ(hostPath("/database", mounts), root_ + "/database");
 }
 
-// A bare SquashFS superblock: enough for openImage, which reads headers only.
+// A stand-in SquashFS file: enough for openImage, which reads headers only.
 std::string fakeSquashfs(const std::string& folder) {
-  std::string bytes(96, '\0');
-  bytes.replace(0, 4, "hsqs");
-  bytes[40] = 96;  // bytes_used
   std::string path = folder + "/t.sqfs";
-  std::ofstream(path, std::ios::binary) << bytes;
+  test::writeBytes(path, test::fakeSquashfs());
   return path;
 }
 
@@ -172,6 +173,31 @@ TEST(SandboxProcessTest, SuperviseReturnsTheStatusStartReportsOrElseTheChilds) {
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGUSR2);
   EXPECT_EQ(superviseChild({"/bin/sh", "-c", "exit 7"}, true), 7 << 8);
+}
+
+// distrun enter in a terminal: the program's process group gets the
+// terminal for its lifetime, so it reads it (else SIGTTIN would stop it).
+TEST(SandboxProcessTest, AProgramInTheForegroundOfATerminalCanReadIt) {
+  int terminal = -1;
+  pid_t pid = ::forkpty(&terminal, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::_exit(shellStatus(superviseChild({"/bin/sh", "-c", "read x; echo got $x"}, false)));
+  }
+  UniqueFd owner(terminal);
+  ASSERT_EQ(::write(terminal, "hello\n", 6), 6);
+  std::string seen;
+  while (seen.find("got hello") == std::string::npos) {
+    pollfd ready{terminal, POLLIN, 0};
+    if (::poll(&ready, 1, 30000) <= 0) break;  // generous; a stopped program never answers
+    char buffer[256];
+    ssize_t n = ::read(terminal, buffer, sizeof buffer);
+    if (n <= 0) break;
+    seen.append(buffer, static_cast<size_t>(n));
+  }
+  EXPECT_THAT(seen, HasSubstr("got hello"));
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
 }
 
 }  // namespace
