@@ -156,13 +156,23 @@ void NodeMount::join(const MountFunction& mount) {
       if (!folder_.usable(root_, how_)) mountAfresh(mount);
     }
   } catch (...) {
-    if (tryLock(users_.get(), LOCK_EX)) removeFolder(dir_, folder_);
-    users_.reset();
+    abandon();
     throw;
   }
   // Converting an exclusive lock is not atomic, but every exclusive taker
   // holds the gate first, so nobody can come between.
   if (lockRetrying(users_.get(), LOCK_SH) != 0) throw SystemError("flock", dir_ + "/users", errno);
+}
+
+// After a failed mount, with the gate held: no share taken, and the folder
+// removed when nobody else uses it. The mount's own error is what matters.
+void NodeMount::abandon() noexcept {
+  try {
+    if (tryLock(users_.get(), LOCK_EX)) removeFolder(dir_, folder_);
+  } catch (...) {
+    // Left for the next open() or cleanStaleMounts.
+  }
+  users_.reset();
 }
 
 void NodeMount::mountAfresh(const MountFunction& mount) {

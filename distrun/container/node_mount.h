@@ -77,6 +77,7 @@ class NodeMount {
  private:
   void join(const MountFunction& mount);
   void mountAfresh(const MountFunction& mount);
+  void abandon() noexcept;
 
   std::string dir_;
   std::string root_;

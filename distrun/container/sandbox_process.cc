@@ -129,9 +129,10 @@ StatusPipe makeStatusPipe() {
 
 // This process's environment, plus the status pipe's variable when `fd` >= 0.
 std::vector<std::string> childEnvironment(int fd) {
+  const std::string name = std::string(kStatusFdVariable) + "=";
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, kStatusFdVariable, std::strlen(kStatusFdVariable)) != 0) env.push_back(*e);
+    if (std::strncmp(*e, name.c_str(), name.size()) != 0) env.push_back(*e);
   }
   if (fd >= 0) env.push_back(std::string(kStatusFdVariable) + "=" + std::to_string(fd));
   return env;
