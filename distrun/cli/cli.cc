@@ -85,6 +85,7 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
       {"bench", addBenchCommand(app, ctx)},
       {"train", addTrainCommand(app, ctx)},
       {"submit", addSubmitCommand(app, ctx, program)},
+      {"wrap", addWrapCommand(app, ctx)},
   };
   std::vector<std::string> commands;
   for (const auto& [name, action] : actions) commands.push_back(name);

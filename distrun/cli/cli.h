@@ -19,6 +19,10 @@ namespace distrun::submit {
 struct WatchRequest;
 }  // namespace distrun::submit
 
+namespace distrun::container {
+struct WrapOptions;
+}  // namespace distrun::container
+
 namespace distrun::cli {
 
 // Replaces the current process with `argv`, after setting `variables` in
@@ -52,6 +56,9 @@ struct CliContext {
   // tests record the request instead. Empty: the real follower (squeue,
   // the output file, Ctrl-C).
   std::function<int(const submit::WatchRequest&)> watchJob = {};
+  // Builds the image `distrun wrap` checked and returns the exit status;
+  // tests record the options instead. Empty: the real build.
+  std::function<int(const container::WrapOptions&)> wrapImage = {};
 };
 
 // Runs `distrun ARGS...` (args excludes the program name) and returns the
