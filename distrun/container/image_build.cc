@@ -28,20 +28,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// mmdebstrap copies the build host's /etc/resolv.conf and /etc/hostname
-// into the tree; an image runs elsewhere (the runtimes bind the running
-// host's resolv.conf over the empty one the layout makes).
-constexpr const char* kForgetBuildHost =
-    "--customize-hook=rm -f \"$1/etc/resolv.conf\" \"$1/etc/hostname\"";
-
 std::vector<std::string> debootstrapCommand(const WrapOptions& o, const BuildPaths& paths,
                                             const BuildInputs& inputs) {
-  std::vector<std::string> argv = {"mmdebstrap",
-                                   "--variant=" + o.variant,
-                                   "--include=" + join(o.packages, ","),
-                                   kForgetBuildHost,
-                                   o.suite,
-                                   paths.root};
+  std::vector<std::string> argv = {"mmdebstrap", "--variant=" + o.variant,
+                                   "--include=" + join(o.packages, ","), o.suite, paths.root};
   argv.insert(argv.end(), inputs.mirrors.begin(), inputs.mirrors.end());
   return argv;
 }
@@ -180,6 +170,7 @@ class Build {
           fmt::format("mmdebstrap: {}: {} files staged", *phase, measureTree(paths_.root).entries));
     };
     finishTool(step, call);
+    forgetBuildHost(paths_.root);
     std::vector<std::string> mounts = mountsUnder(paths_.root);
     if (!mounts.empty()) {
       throw IoError(

@@ -101,6 +101,13 @@ void makeFileIfMissing(const std::string& root, const std::string& pathInImage,
   if (!present(path)) writeNewFile(path, contents, mode);
 }
 
+std::string readWhole(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 std::string decodeMountPath(const std::string& field) {
   std::string path;
   for (size_t i = 0; i < field.size(); ++i) {
@@ -187,6 +194,16 @@ void makeImageLayout(const std::string& root) {
   makeFileIfMissing(root, "/.singularity.d/actions/exec", kExecAction, 0755);
   makeFileIfMissing(root, "/.singularity.d/actions/run", kRunAction, 0755);
   makeFileIfMissing(root, "/.singularity.d/actions/shell", kShellAction, 0755);
+}
+
+void forgetBuildHost(const std::string& root, const std::string& hostRoot) {
+  for (const char* file : {"/etc/resolv.conf", "/etc/hostname"}) {
+    const std::string copy = resolveInRoot(root, file);
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::symlink_status(copy, ec))) continue;
+    const std::string host = readWhole(hostRoot + file);
+    if (!host.empty() && readWhole(copy) == host) fs::remove(copy, ec);
+  }
 }
 
 std::string environmentLines(const std::vector<std::pair<std::string, std::string>>& env,

@@ -43,6 +43,13 @@ std::string resolveInRoot(const std::string& root, const std::string& pathInImag
 // Throws IoError naming the path that could not be made.
 void makeImageLayout(const std::string& root);
 
+// mmdebstrap copies the build host's /etc/resolv.conf and /etc/hostname
+// into the tree (for debootstrap's sake, whatever the variant); an image
+// runs on other hosts. Removes each from the tree at `root` when it holds
+// exactly what the host's (under `hostRoot`) holds; a file a package put
+// there stays. makeImageLayout then makes an empty resolv.conf.
+void forgetBuildHost(const std::string& root, const std::string& hostRoot = "");
+
 // Where the image's environment goes: Apptainer's convention, a script in
 // /.singularity.d/env sourced when the container starts.
 inline constexpr const char* kEnvFile = "/.singularity.d/env/90-distrun.sh";

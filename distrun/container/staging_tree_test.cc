@@ -101,6 +101,20 @@ TEST_F(StagingTreeTest, TheLayoutHasMountPointsAndSingularityFolders) {
   makeImageLayout(root);  // again: nothing changes, nothing fails
 }
 
+TEST_F(StagingTreeTest, TheBuildHostsResolvConfAndHostnameAreForgotten) {
+  const std::string host = at("host");
+  const std::string root = at("root");
+  fs::create_directories(host + "/etc");
+  fs::create_directories(root + "/etc");
+  std::ofstream(host + "/etc/resolv.conf") << "nameserver 10.0.0.1\n";
+  std::ofstream(host + "/etc/hostname") << "buildhost\n";
+  std::ofstream(root + "/etc/resolv.conf") << "nameserver 10.0.0.1\n";  // mmdebstrap's copy
+  std::ofstream(root + "/etc/hostname") << "from-a-package\n";
+  forgetBuildHost(root, host);
+  EXPECT_FALSE(fs::exists(root + "/etc/resolv.conf"));
+  EXPECT_EQ(readFile(root + "/etc/hostname"), "from-a-package\n");
+}
+
 TEST_F(StagingTreeTest, EnvironmentLinesExportAndPrependPath) {
   EXPECT_EQ(environmentLines({{"OMP_NUM_THREADS", "8"}, {"GREETING", "it's here"}},
                              {"/opt/env/bin", "/opt/tools"}),
