@@ -81,10 +81,14 @@ void parseLine(std::string_view text, const ProfileLine& line, SiteProfile& prof
   } else if (keyword == "node-dir") {
     if (rest.empty()) line.fail("expected 'node-dir VARIABLE'");
     profile.nodeDirs.emplace_back(rest);
+  } else if (keyword == "bind") {
+    if (rest.empty() || rest[0] != '/') line.fail("expected 'bind /HOST/PATH[:/PATH/INSIDE[:ro]]'");
+    profile.binds.emplace_back(rest);
   } else {
-    line.fail(fmt::format(
-        "expected description, match, set, node-dir, node, submit or gpu-visibility, found '{}'",
-        keyword));
+    line.fail(
+        fmt::format("expected description, match, set, node-dir, node, submit, "
+                    "gpu-visibility or bind, found '{}'",
+                    keyword));
   }
 }
 

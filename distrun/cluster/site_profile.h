@@ -24,6 +24,7 @@ namespace distrun::cluster {
 //   node gpu 0 numa 3 cpus 48-55           the node type (binding/node_topology.h)
 //   submit partition = standard-g          a `distrun submit` default
 //   gpu-visibility = ROCR_VISIBLE_DEVICES  what --gpu-bind sets
+//   bind /opt/cray                         bound into every --container
 struct SiteProfile {
   struct Match {
     std::string variable;
@@ -48,6 +49,10 @@ struct SiteProfile {
   // `gpu-visibility = VARIABLE`: the variable that tells a rank which GPUs
   // it sees (ROCR_VISIBLE_DEVICES on LUMI); empty: CUDA_VISIBLE_DEVICES.
   std::string gpuVisibility;
+  // `bind SRC[:DST[:ro]]`: host paths every --container needs on this site
+  // (Slurm's spool, the vendor's libraries), bound after the user's --bind
+  // when they exist on the node.
+  std::vector<std::string> binds;
 
   // True when the profile has match lines and all of them hold in `env`.
   bool appliesTo(const Environment& env) const;

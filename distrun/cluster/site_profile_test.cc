@@ -21,7 +21,9 @@ TEST(SiteProfileTest, ParsesEveryKeyword) {
       "# comment\n\ndescription = Test site\n"
       "match SLURM_CLUSTER_NAME = lumi*\n"
       "set NCCL_SOCKET_IFNAME = hsn0,hsn1\n"
-      "node-dir CACHE\n",
+      "node-dir CACHE\n"
+      "bind /opt/cray\n"
+      "bind /etc/site.conf:/etc/site.conf:ro\n",
       "t", "t.site");
   EXPECT_EQ(p.description, "Test site");
   ASSERT_EQ(p.matches.size(), 1u);
@@ -29,6 +31,7 @@ TEST(SiteProfileTest, ParsesEveryKeyword) {
   ASSERT_EQ(p.settings.size(), 1u);
   EXPECT_EQ(p.settings[0].value, "hsn0,hsn1");
   EXPECT_THAT(p.nodeDirs, ::testing::ElementsAre("CACHE"));
+  EXPECT_THAT(p.binds, ::testing::ElementsAre("/opt/cray", "/etc/site.conf:/etc/site.conf:ro"));
   EXPECT_TRUE(p.appliesTo(MapEnvironment({{"SLURM_CLUSTER_NAME", "lumi-g"}})));
   EXPECT_FALSE(p.appliesTo(MapEnvironment({{"SLURM_CLUSTER_NAME", "mn5"}})));
   EXPECT_FALSE(p.appliesTo(MapEnvironment()));
@@ -58,7 +61,9 @@ TEST(SiteProfileTest, ErrorsNameFileAndLine) {
   EXPECT_EQ(error("set A\n"), "site profile x.site:1: expected 'NAME = value'");
   EXPECT_EQ(error("\nexport A=1\n"),
             "site profile x.site:2: expected description, match, set, node-dir, node, "
-            "submit or gpu-visibility, found 'export'");
+            "submit, gpu-visibility or bind, found 'export'");
+  EXPECT_EQ(error("bind opt/cray\n"),
+            "site profile x.site:1: expected 'bind /HOST/PATH[:/PATH/INSIDE[:ro]]'");
   EXPECT_EQ(error("gpu-visibility ROCR_VISIBLE_DEVICES\n"),
             "site profile x.site:1: expected 'gpu-visibility = VARIABLE' (CUDA_VISIBLE_DEVICES, "
             "ROCR_VISIBLE_DEVICES)");
@@ -152,6 +157,8 @@ TEST(ShippedProfilesTest, EveryShippedProfileParses) {
   EXPECT_EQ(loadSiteProfile("lumi", path).gpuVisibility, "ROCR_VISIBLE_DEVICES");
   EXPECT_EQ(loadSiteProfile("marenostrum5", path).gpuVisibility, "CUDA_VISIBLE_DEVICES");
   EXPECT_EQ(loadSiteProfile("generic", path).gpuVisibility, "") << "CUDA_VISIBLE_DEVICES then";
+  EXPECT_THAT(loadSiteProfile("lumi", path).binds,
+              ::testing::IsSupersetOf({"/var/spool/slurmd", "/opt/cray"}));
 }
 
 }  // namespace

@@ -20,10 +20,8 @@ namespace {
 
 constexpr std::array<char, 4> kSquashfsMagic = {'h', 's', 'q', 's'};
 constexpr size_t kSquashfsSuperblock = 96;
+constexpr size_t kMajorAt = 28;      // the superblock's s_major, s_minor: 4.0
 constexpr size_t kBytesUsedAt = 40;  // the superblock's bytes_used, little-endian
-constexpr int32_t kPartitionData = 0x4004;
-constexpr int32_t kFsSquash = 1;
-constexpr int32_t kPartPrimarySystem = 2;
 
 ImageError bad(const std::string& path, const std::string& what) {
   return ImageError(ExitCode::kData, fmt::format("container image {}: {}", path, what));
@@ -40,35 +38,57 @@ UniqueFd openForReading(const std::string& path) {
   return fd;
 }
 
-std::string readAt(int fd, uint64_t offset, size_t length) {
+// Up to `length` bytes at `offset`: fewer where the file ends.
+std::string readAt(int fd, const std::string& path, uint64_t offset, size_t length) {
   std::string bytes(length, '\0');
-  ssize_t n = ::pread(fd, bytes.data(), length, static_cast<off_t>(offset));
-  bytes.resize(n < 0 ? 0 : static_cast<size_t>(n));
+  ssize_t n = -1;
+  do {
+    n = ::pread(fd, bytes.data(), length, static_cast<off_t>(offset));
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    throw ImageError(ExitCode::kNoInput, fmt::format("container image {}: cannot read: {}", path,
+                                                     std::strerror(errno)));
+  }
+  bytes.resize(static_cast<size_t>(n));
   return bytes;
 }
 
-uint64_t littleEndian64(const std::string& bytes, size_t at) {
+uint64_t littleEndian(const std::string& bytes, size_t at, size_t width) {
   uint64_t v = 0;
-  for (size_t i = 0; i < 8; ++i) {
+  for (size_t i = 0; i < width; ++i) {
     v |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
   }
   return v;
 }
 
-bool isSquashfsAt(int fd, uint64_t offset) {
-  std::string magic = readAt(fd, offset, kSquashfsMagic.size());
+bool isSquashfsAt(int fd, const std::string& path, uint64_t offset) {
+  std::string magic = readAt(fd, path, offset, kSquashfsMagic.size());
   return magic.size() == kSquashfsMagic.size() &&
          std::memcmp(magic.data(), kSquashfsMagic.data(), magic.size()) == 0;
 }
 
 // The SquashFS file system at `offset`: its length, checked against the file.
 uint64_t squashfsLength(int fd, const std::string& path, uint64_t offset, uint64_t fileSize) {
-  std::string super = readAt(fd, offset, kSquashfsSuperblock);
+  std::string super = readAt(fd, path, offset, kSquashfsSuperblock);
   if (super.size() < kSquashfsSuperblock) {
-    throw bad(path, "truncated: the SquashFS superblock is cut short");
+    throw bad(path, fmt::format("truncated: its SquashFS superblock needs {} bytes, the file "
+                                "holds {}: copy or build it again",
+                                offset + kSquashfsSuperblock, fileSize));
   }
-  uint64_t used = littleEndian64(super, kBytesUsedAt);
-  if (offset + used > fileSize) {
+  uint64_t major = littleEndian(super, kMajorAt, 2);
+  uint64_t minor = littleEndian(super, kMajorAt + 2, 2);
+  if (major != 4 || minor != 0) {
+    throw bad(path, fmt::format("SquashFS version {}.{}, expected 4.0 (what mksquashfs and the "
+                                "kernel have made since 2009): build the image again",
+                                major, minor));
+  }
+  uint64_t used = littleEndian(super, kBytesUsedAt, 8);
+  if (used < kSquashfsSuperblock) {
+    throw bad(path, fmt::format("corrupt: its SquashFS superblock says the file system is {} "
+                                "bytes: build the image again",
+                                used));
+  }
+  if (used > fileSize - offset) {
     throw bad(path, fmt::format("truncated: its SquashFS file system needs {} bytes, the file "
                                 "holds {}: copy or build it again",
                                 offset + used, fileSize));
@@ -78,31 +98,64 @@ uint64_t squashfsLength(int fd, const std::string& path, uint64_t offset, uint64
 
 const SifDescriptor* systemPartition(const SifFile& sif) {
   for (const SifDescriptor& d : sif.descriptors) {
-    if (d.dataType == kPartitionData && d.partitionType == kPartPrimarySystem) return &d;
+    if (d.dataType == sif_layout::kDataPartition &&
+        d.partitionType == sif_layout::kPartPrimarySystem) {
+      return &d;
+    }
   }
   return nullptr;
 }
 
 void readSifPartition(int fd, ImageFile& image, uint64_t fileSize) {
-  SifFile sif = readSif(image.path);
+  SifFile sif = readSif(fd, image.path);
   const SifDescriptor* system = systemPartition(sif);
-  if (system == nullptr) throw bad(image.path, "a SIF file without a system partition");
-  if (system->fsType != kFsSquash) {
+  if (system == nullptr) {
+    throw bad(image.path,
+              "a SIF file without a primary system partition (nothing to run): "
+              "build it with distrun wrap or apptainer build");
+  }
+  if (system->fsType != sif_layout::kFsSquash) {
     throw bad(image.path, fmt::format("its system partition is not SquashFS (file system type "
                                       "{}): distrun runs SquashFS images only",
                                       system->fsType));
   }
   image.rootOffset = static_cast<uint64_t>(system->offset);
-  if (!isSquashfsAt(fd, image.rootOffset)) {
-    throw bad(image.path, "its system partition does not start with a SquashFS superblock");
+  if (!isSquashfsAt(fd, image.path, image.rootOffset)) {
+    throw bad(image.path, fmt::format("its system partition (byte {}) does not start with a "
+                                      "SquashFS superblock: build the image again",
+                                      image.rootOffset));
   }
   image.rootSize = squashfsLength(fd, image.path, image.rootOffset, fileSize);
+  if (image.rootSize > static_cast<uint64_t>(system->size)) {
+    throw bad(image.path, fmt::format("corrupt: its SquashFS file system is {} bytes, its system "
+                                      "partition holds {}: build the image again",
+                                      image.rootSize, system->size));
+  }
   image.arch = system->arch;
 }
 
 std::string identityOf(const struct stat& st) {
   int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   return fmt::format("{}:{}:{}:{}", st.st_dev, st.st_ino, st.st_size, mtime);
+}
+
+// The file's size, once it proved a non-empty regular file; records its identity.
+uint64_t checkedSize(int fd, ImageFile& image) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    throw ImageError(ExitCode::kNoInput, fmt::format("container image {}: cannot stat: {}",
+                                                     image.path, std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw bad(image.path, "not a regular file: give a .sif or SquashFS file");
+  }
+  if (st.st_size == 0) {
+    throw bad(image.path,
+              "the file is empty: an interrupted copy or build? Build it again with "
+              "distrun wrap");
+  }
+  image.identity = identityOf(st);
+  return static_cast<uint64_t>(st.st_size);
 }
 
 }  // namespace
@@ -115,20 +168,16 @@ ImageFile openImage(const std::string& path) {
   ImageFile image;
   image.path = std::filesystem::absolute(path).lexically_normal().string();
   UniqueFd fd = openForReading(image.path);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    throw bad(image.path, "not a regular file: give a .sif or SquashFS file");
-  }
-  const auto fileSize = static_cast<uint64_t>(st.st_size);
-  image.identity = identityOf(st);
-  if (isSquashfsAt(fd.get(), 0)) {
+  uint64_t fileSize = checkedSize(fd.get(), image);
+  if (isSquashfsAt(fd.get(), image.path, 0)) {
     image.format = ImageFormat::kSquashfs;
     image.rootSize = squashfsLength(fd.get(), image.path, 0, fileSize);
     return image;
   }
-  if (readAt(fd.get(), 32, 9) != "SIF_MAGIC") {
-    throw bad(image.path, "neither a SIF file nor a SquashFS file system (no SIF_MAGIC, no "
-                          "hsqs superblock): build one with distrun wrap");
+  if (readAt(fd.get(), image.path, 32, 9) != "SIF_MAGIC") {
+    throw bad(image.path,
+              "neither a SIF file nor a SquashFS file system (no SIF_MAGIC, no "
+              "hsqs superblock): build one with distrun wrap");
   }
   image.format = ImageFormat::kSif;
   readSifPartition(fd.get(), image, fileSize);

@@ -36,11 +36,13 @@ class ImageError : public Error {
 };
 
 // Opens `path` and checks that it is a whole image: a SIF file with a
-// SquashFS system partition, or a bare SquashFS file system. Reads headers
-// only. Throws ImageError with ExitCode::kNoInput when the file does not
-// exist or cannot be read, and ExitCode::kData when it is neither format,
+// SquashFS primary system partition, or a bare SquashFS file system, in
+// both cases SquashFS 4.0 whose superblock's bytes_used fits in the file
+// (and the partition). Reads headers only. Throws ImageError with
+// ExitCode::kNoInput when the file does not exist or cannot be read, and
+// ExitCode::kData when it is not a regular file, empty, neither format,
 // shorter than its headers say (truncated), or a SIF without a SquashFS
-// system partition; each with its own message.
+// system partition; each with its own message (docs/errors.md lists them).
 ImageFile openImage(const std::string& path);
 
 }  // namespace distrun::container
