@@ -132,13 +132,13 @@ class ContainerWrapTest : public ::testing::Test {
   ScratchDir scratch_{"container-wrap"};
 };
 
+// The default format: SIF, its partition where openImage finds it.
 TEST_F(ContainerWrapTest, AnImageFromPackagesAndADir) {
-  const std::string image = at("busybox.sqfs");
+  const std::string image = at("busybox.sif");
   const auto start = std::chrono::steady_clock::now();
-  CommandResult r =
-      wrap({"-o", image, "--format", "squashfs", "--apt", "busybox", "--variant", "extract",
-            "--dir", at("proj") + ":/opt/proj", "--env", "A=one two", "--path", "/opt/proj/bin",
-            "--wrappers", at("wrapped"), "--tmpdir", at("tmp")});
+  CommandResult r = wrap({"-o", image, "--apt", "busybox", "--variant", "extract", "--dir",
+                          at("proj") + ":/opt/proj", "--env", "A=one two", "--path",
+                          "/opt/proj/bin", "--wrappers", at("wrapped"), "--tmpdir", at("tmp")});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!offlineReason(r).empty()) GTEST_SKIP() << offlineReason(r);
@@ -148,7 +148,11 @@ TEST_F(ContainerWrapTest, AnImageFromPackagesAndADir) {
             << fs::file_size(image) << " bytes\n"
             << r.err;
   EXPECT_THAT(r.err, HasSubstr("distrun wrap: before: "));
-  EXPECT_THAT(r.err, HasSubstr("distrun wrap: after: 1 file, " + image + " (SquashFS)"));
+  EXPECT_THAT(r.err, HasSubstr("distrun wrap: after: 1 file, " + image + " (SIF)"));
+  const container::ImageFile file = container::openImage(image);
+  EXPECT_EQ(file.format, container::ImageFormat::kSif);
+  EXPECT_EQ(file.arch, "amd64");
+  EXPECT_GT(file.rootOffset, 0u);
   EXPECT_THAT(r.err, HasSubstr("distrun wrap: wrappers: 2 programs in " + at("wrapped/bin")));
   const std::string files = listing(image);
   for (const char* path :
@@ -158,10 +162,11 @@ TEST_F(ContainerWrapTest, AnImageFromPackagesAndADir) {
     EXPECT_TRUE(lists(files, path)) << path << " is not in the image:\n" << files;
   }
   EXPECT_THAT(files, HasSubstr("squashfs-root/opt/proj/bin/hi -> hello"));  // the link kept
-  EXPECT_EQ(runCommand("unsquashfs -cat " + quote(image) + " etc/resolv.conf").out, "");
-  EXPECT_THAT(
-      runCommand("unsquashfs -cat " + quote(image) + " .singularity.d/env/90-distrun.sh").out,
-      HasSubstr("export A='one two'\nPATH=/opt/proj/bin\"${PATH:+:$PATH}\"\n"));
+  const std::string cat =
+      "unsquashfs -o " + std::to_string(file.rootOffset) + " -cat " + quote(image) + " ";
+  EXPECT_EQ(runCommand(cat + "etc/resolv.conf").out, "");
+  EXPECT_THAT(runCommand(cat + ".singularity.d/env/90-distrun.sh").out,
+              HasSubstr("export A='one two'\nPATH=/opt/proj/bin\"${PATH:+:$PATH}\"\n"));
   for (const char* name : {"hello", "hi"}) {
     const std::string wrapper = at("wrapped/bin/") + name;
     EXPECT_EQ(::access(wrapper.c_str(), X_OK), 0) << wrapper;
@@ -186,17 +191,27 @@ TEST_F(ContainerWrapTest, AnImageOnABaseImagePlusADir) {
   EXPECT_TRUE(fs::is_empty(at("tmp")));
 }
 
-TEST_F(ContainerWrapTest, ASifImageHoldsTheTreeAtItsPartitionsOffset) {
-  const std::string image = at("proj.sif");
-  CommandResult r = wrap({"-o", image, "--dir", at("proj") + ":/opt/proj", "--tmpdir", at("tmp")});
-  if (r.err.find("not built yet") != std::string::npos) {
-    GTEST_SKIP() << "the SIF writer is not on this branch yet: " << r.err;
-  }
+// A SIF as the base: unpacked from its partition's offset.
+TEST_F(ContainerWrapTest, ASifBaseIsUnpackedFromItsPartition) {
+  const std::string base = at("proj.sif");
+  CommandResult r =
+      wrap({"-o", base, "--dir", at("proj") + ":/opt/proj", "--env", "A=1", "--tmpdir", at("tmp")});
   ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(::access(base.c_str(), X_OK), 0) << "a SIF runs as ./image.sif where Apptainer is";
+  const std::string image = at("on-proj.sif");
+  r = wrap({"-o", image, "--base", base, "--dir", at("proj") + ":/srv/again", "--env", "B=2",
+            "--tmpdir", at("tmp"), "-q"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // -q
+  const std::string files = listing(image);
+  EXPECT_TRUE(lists(files, "/opt/proj/bin/hello")) << files;
+  EXPECT_TRUE(lists(files, "/srv/again/bin/hello")) << files;
   const container::ImageFile file = container::openImage(image);
-  EXPECT_EQ(file.format, container::ImageFormat::kSif);
-  EXPECT_GT(file.rootOffset, 0u);
-  EXPECT_TRUE(lists(listing(image), "/opt/proj/bin/hello"));
+  // The base's environment is kept, the new lines come after it.
+  EXPECT_THAT(runCommand("unsquashfs -o " + std::to_string(file.rootOffset) + " -cat " +
+                         quote(image) + " .singularity.d/env/90-distrun.sh")
+                  .out,
+              HasSubstr("export A=1\nexport B=2\n"));
   EXPECT_TRUE(fs::is_empty(at("tmp")));
 }
 
