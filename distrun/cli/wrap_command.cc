@@ -71,6 +71,7 @@ int buildForReal(const WrapOptions& o, CliContext& ctx) {
 
 int runWrap(const WrapArguments& args, CliContext& ctx) {
   WrapOptions options = container::parseWrapArguments(args, container::hostCodename(), ctx.env);
+  container::checkAptPrivileges(options, ::geteuid());
   container::checkWrapInputs(options, ctx.env);
   container::checkStagingSpace(options, stagedBytesFor(options));
   return ctx.wrapImage ? ctx.wrapImage(options) : buildForReal(options, ctx);

@@ -50,17 +50,31 @@ BuildStep toolStep(StepKind kind, const std::string& name, std::vector<std::stri
 }
 
 std::vector<std::string> squashCommand(const BuildPaths& paths, const BuildInputs& inputs) {
-  return {"mksquashfs", paths.root,  paths.squashfs, "-comp",
-          "zstd",       "-noappend", "-processors",  std::to_string(inputs.processors),
-          "-progress"};
+  std::vector<std::string> argv = {
+      "mksquashfs", paths.root,  paths.squashfs, "-comp",
+      "zstd",       "-noappend", "-processors",  std::to_string(inputs.processors),
+      "-progress"};
+  if (inputs.allRoot) argv.push_back("-all-root");
+  return argv;
 }
 
+// unsquashfs's exit 2: files it could not recreate (device nodes as a
+// user, xattrs the staging file system lacks); it went on with the rest.
+constexpr int kUnsquashfsNonFatal = 2;
+
 // The line of a tool's output that says why it failed: mmdebstrap's first
-// "E: " line (the later ones repeat apt's command line), else the last.
+// "E: " line (the later ones repeat apt's command line), else the first
+// that says something failed (unsquashfs and mksquashfs end with a
+// summary), else the last.
 std::string reasonIn(const std::string& tail) {
   std::vector<std::string> lines = split(tail, '\n');
   for (const std::string& line : lines) {
     if (line.rfind("E: ", 0) == 0) return line;
+  }
+  for (const std::string& line : lines) {
+    for (const char* word : {"could not", "cannot", "failed", "FATAL", "rror"}) {
+      if (line.find(word) != std::string::npos) return line;
+    }
   }
   return lines.empty() ? "" : lines.back();
 }
@@ -207,6 +221,15 @@ class Build {
     ToolExit exit = world_.runner.run(call);
     if (exit.code == 0) return;
     progress_.clear();
+    if (step.kind == StepKind::kUnpackBase && exit.code == kUnsquashfsNonFatal) {
+      if (!o_.quiet) {
+        world_.err << fmt::format(
+            "distrun wrap: unsquashfs could not recreate every file of {} ({}); the image has "
+            "the rest\n",
+            o_.base, reasonIn(exit.tail));
+      }
+      return;
+    }
     if (!o_.quiet) {
       for (const std::string& line : split(exit.tail, '\n')) {
         if (!line.empty()) world_.err << "  " << step.name << "| " << line << "\n";
@@ -314,6 +337,7 @@ BuildInputs hostBuildInputs(const WrapOptions& options) {
   if (!options.base.empty()) inputs.baseOffset = openImage(options.base).rootOffset;
   struct utsname host {};
   if (::uname(&host) == 0) inputs.arch = goArchFor(host.machine);
+  inputs.allRoot = ::geteuid() != 0;
   return inputs;
 }
 

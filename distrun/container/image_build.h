@@ -36,10 +36,15 @@ struct BuildInputs {
   std::vector<std::string> mirrors;  // mmdebstrap's MIRROR arguments
   uint64_t baseOffset = 0;           // where --base's SquashFS starts in its file
   std::string arch = "amd64";        // the SIF partition's (Go's GOARCH names)
+  // Not root: files are packed as root's (mksquashfs -all-root), as an
+  // image built with `apptainer build --fakeroot` has them, rather than as
+  // the user who happened to build it.
+  bool allRoot = false;
 };
 
 // The mirrors (--mirror, else the host's apt sources naming the suite),
-// the usable CPUs, --base's offset (openImage) and the host's architecture.
+// the usable CPUs, --base's offset (openImage), the host's architecture,
+// and whether distrun runs as root.
 BuildInputs hostBuildInputs(const WrapOptions& options);
 
 // Go's GOARCH name for a `uname -m` machine ("x86_64" is "amd64",

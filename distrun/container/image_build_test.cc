@@ -153,6 +153,31 @@ TEST_F(ImageBuildTest, ThePlanStacksBaseThenPackagesThenDirs) {
                   "-comp", "zstd", "-noappend", "-processors", "8", "-progress"}));
 }
 
+TEST_F(ImageBuildTest, NotAsRootFilesArePackedAsRoots) {
+  inputs_.allRoot = true;
+  std::vector<BuildStep> steps = planBuild(options(), buildPathsFor(options(), "/s", 7), inputs_);
+  EXPECT_EQ(steps[2].kind, StepKind::kSquash);
+  EXPECT_EQ(steps[2].argv.back(), "-all-root");
+}
+
+TEST_F(ImageBuildTest, ABaseWithFilesUnsquashfsCouldNotRecreateStillBuilds) {
+  WrapOptions o = options();
+  o.base = "/images/base.sqfs";
+  runner_.failures["unsquashfs"] = {2,
+                                    "Parallel unsquashfs: Using 2 processors\n"
+                                    "create_inode: could not create character device "
+                                    "squashfs-root/dev/null, because you're not superuser!\n"
+                                    "created 300 files\ncreated 0 hardlinks"};
+  build(o);
+  EXPECT_TRUE(fs::exists(o.output));
+  EXPECT_THAT(err_.str(), HasSubstr("distrun wrap: unsquashfs could not recreate every file of "
+                                    "/images/base.sqfs (create_inode: could not create character "
+                                    "device squashfs-root/dev/null, because you're not "
+                                    "superuser!); the image has the rest\n"));
+  runner_.failures["unsquashfs"].code = 1;  // fatal
+  EXPECT_THROW(build(o), IoError);
+}
+
 TEST_F(ImageBuildTest, ABareSquashfsIsWrittenAsThePartialImageItself) {
   WrapOptions o = options();
   BuildPaths paths = buildPathsFor(o, "/s", 7);

@@ -289,6 +289,15 @@ void checkWrapInputs(const WrapOptions& options, const Environment& env) {
   checkTools(options, env);
 }
 
+void checkAptPrivileges(const WrapOptions& options, unsigned uid) {
+  if (options.packages.empty() || uid == 0) return;
+  throw UsageError(fmt::format(
+      "--apt: mmdebstrap makes a Debian tree with the right owners only as root (this is uid "
+      "{}): run distrun wrap --apt as root, or build the packages' image once as root and add "
+      "your files with --base IMAGE --dir SRC:DEST",
+      uid));
+}
+
 void checkStagingSpace(const WrapOptions& options, uint64_t stagedBytes) {
   struct statvfs info {};
   if (::statvfs(options.tmpdir.c_str(), &info) != 0) return;  // unknown: the copy will tell

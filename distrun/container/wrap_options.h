@@ -87,6 +87,12 @@ std::string stagingParent(const std::string& tmpdir, const Environment& env);
 // Debian package).
 void checkWrapInputs(const WrapOptions& options, const Environment& env);
 
+// --apt as a user other than root is refused (UsageError): mmdebstrap then
+// builds in a user namespace, and a directory it leaves has the wrong
+// owners (files the user can neither pack nor remove) and no device files.
+// `uid` is the effective user's.
+void checkAptPrivileges(const WrapOptions& options, unsigned uid);
+
 // Checks that the staging folder has `stagedBytes` free (the --dir trees
 // and the --base image's files): IoError naming both amounts otherwise.
 void checkStagingSpace(const WrapOptions& options, uint64_t stagedBytes);

@@ -265,6 +265,22 @@ TEST_F(WrapInputsTest, ToolsNeededFollowTheSources) {
                                    {"mksquashfs", "squashfs-tools"}}));
 }
 
+TEST_F(WrapInputsTest, AptNeedsRoot) {
+  WrapOptions o = options();
+  EXPECT_NO_THROW(checkAptPrivileges(o, 1000));  // no packages
+  o.packages = {"busybox"};
+  EXPECT_NO_THROW(checkAptPrivileges(o, 0));
+  try {
+    checkAptPrivileges(o, 1000);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--apt: mmdebstrap makes a Debian tree with the right owners only as root (this "
+                 "is uid 1000): run distrun wrap --apt as root, or build the packages' image once "
+                 "as root and add your files with --base IMAGE --dir SRC:DEST");
+  }
+}
+
 TEST_F(WrapInputsTest, TooLittleSpaceSaysHowMuchIsNeededAndFree) {
   try {
     checkStagingSpace(options(), uint64_t{1} << 62);
