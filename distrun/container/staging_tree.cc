@@ -121,6 +121,23 @@ std::string decodeMountPath(const std::string& field) {
   return path;
 }
 
+// Adds the owner's write and search bits to every folder under `root`.
+void makeFoldersWritable(const std::string& root) {
+  char* paths[] = {const_cast<char*>(root.c_str()), nullptr};
+  FTS* tree = ::fts_open(paths, FTS_PHYSICAL | FTS_XDEV | FTS_NOCHDIR, nullptr);
+  if (tree == nullptr) return;
+  while (FTSENT* entry = ::fts_read(tree)) {
+    if (entry->fts_info != FTS_D && entry->fts_info != FTS_DNR) continue;
+    const bool changed =
+        ::chmod(entry->fts_path, (entry->fts_statp->st_mode & 07777) | S_IRWXU) == 0;
+    // Read again what could not be read; once only: now it can, or it is not ours.
+    if (entry->fts_info == FTS_DNR && changed && !(entry->fts_statp->st_mode & S_IRUSR)) {
+      ::fts_set(tree, entry, FTS_AGAIN);
+    }
+  }
+  ::fts_close(tree);
+}
+
 }  // namespace
 
 TreeStats measureTree(const std::string& root) {
@@ -253,6 +270,9 @@ bool removeStaging(const std::string& path) {
     }
   }
   std::error_code ec;
+  fs::remove_all(path, ec);
+  if (!ec) return true;
+  makeFoldersWritable(path);  // a read-only folder of a --base, unpacked by a user
   fs::remove_all(path, ec);
   return !ec;
 }

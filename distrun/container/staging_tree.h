@@ -67,8 +67,9 @@ void appendEnvironment(const std::string& root, const std::string& lines);
 // Removes the staging folder `path` and everything in it. Mounts at or under
 // it (mmdebstrap mounts /proc and /dev into the tree while it installs) are
 // detached first, so the removal never descends into a host file system.
-// Throws IoError, leaving the folder, when a mount cannot be detached;
-// returns false when some files could not be removed.
+// Folders without the owner's write bit (unpacked from a --base by a user)
+// are made writable first. Throws IoError, leaving the folder, when a mount
+// cannot be detached; returns false when some files could not be removed.
 bool removeStaging(const std::string& path);
 
 // The mount points at or under `path` in this process's mount namespace,

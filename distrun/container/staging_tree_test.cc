@@ -146,6 +146,15 @@ TEST_F(StagingTreeTest, RemoveStagingRemovesTheWholeTree) {
   EXPECT_TRUE(mountsUnder(at("staging")).empty());
 }
 
+TEST_F(StagingTreeTest, RemoveStagingRemovesReadOnlyFolders) {
+  fs::create_directories(at("staging/root/usr/share/locked/deeper"));
+  std::ofstream(at("staging/root/usr/share/locked/deeper/f")) << "x";
+  ::chmod(at("staging/root/usr/share/locked/deeper").c_str(), 0555);
+  ::chmod(at("staging/root/usr/share/locked").c_str(), 0);
+  EXPECT_TRUE(removeStaging(at("staging")));
+  EXPECT_FALSE(fs::exists(at("staging")));
+}
+
 // mmdebstrap mounts /proc and binds /dev into the tree it installs: the
 // removal detaches them and never deletes a host file through a mount.
 TEST_F(StagingTreeTest, RemoveStagingDetachesMountsFirst) {
