@@ -85,6 +85,7 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
       {"bench", addBenchCommand(app, ctx)},
       {"train", addTrainCommand(app, ctx)},
       {"submit", addSubmitCommand(app, ctx, program)},
+      {"enter", addEnterCommand(app, ctx, program)},
   };
   std::vector<std::string> commands;
   for (const auto& [name, action] : actions) commands.push_back(name);

@@ -12,8 +12,8 @@ namespace distrun::container {
 namespace {
 
 UsageError badBind(const std::string& flag, const std::string& text, const std::string& what) {
-  return UsageError(fmt::format("{} {}: {}: expected SRC[:DST[:ro]] with an absolute DST",
-                                flag, text, what));
+  return UsageError(
+      fmt::format("{} {}: {}: expected SRC[:DST[:ro]] with an absolute DST", flag, text, what));
 }
 
 }  // namespace
@@ -28,7 +28,8 @@ Bind parseBind(const std::string& text, const std::string& flag) {
   bind.destination = parts.size() > 1 && !parts[1].empty() ? parts[1] : bind.source;
   if (bind.destination.front() != '/') throw badBind(flag, text, "DST is not absolute");
   if (parts.size() == 3) {
-    if (parts[2] != "ro" && parts[2] != "rw") throw badBind(flag, text, "the option is not ro or rw");
+    if (parts[2] != "ro" && parts[2] != "rw")
+      throw badBind(flag, text, "the option is not ro or rw");
     bind.readOnly = parts[2] == "ro";
   }
   return bind;
@@ -45,10 +46,14 @@ RuntimeChoice parseRuntimeChoice(const std::string& text) {
 
 std::string runtimeName(RuntimeChoice choice) {
   switch (choice) {
-    case RuntimeChoice::kApptainer: return "apptainer";
-    case RuntimeChoice::kSingularity: return "singularity";
-    case RuntimeChoice::kDistrun: return "distrun";
-    case RuntimeChoice::kAuto: break;
+    case RuntimeChoice::kApptainer:
+      return "apptainer";
+    case RuntimeChoice::kSingularity:
+      return "singularity";
+    case RuntimeChoice::kDistrun:
+      return "distrun";
+    case RuntimeChoice::kAuto:
+      break;
   }
   return "auto";
 }

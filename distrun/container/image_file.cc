@@ -127,8 +127,9 @@ ImageFile openImage(const std::string& path) {
     return image;
   }
   if (readAt(fd.get(), 32, 9) != "SIF_MAGIC") {
-    throw bad(image.path, "neither a SIF file nor a SquashFS file system (no SIF_MAGIC, no "
-                          "hsqs superblock): build one with distrun wrap");
+    throw bad(image.path,
+              "neither a SIF file nor a SquashFS file system (no SIF_MAGIC, no "
+              "hsqs superblock): build one with distrun wrap");
   }
   image.format = ImageFormat::kSif;
   readSifPartition(fd.get(), image, fileSize);

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <map>
+#include <sstream>
 #include <vector>
 
 #include "distrun/testing/command.h"
@@ -18,9 +18,12 @@ namespace {
 
 const std::map<std::string, std::string>& packageOf() {
   static const std::map<std::string, std::string> packages = {
-      {"mmdebstrap", "mmdebstrap"},   {"mksquashfs", "squashfs-tools"},
-      {"unsquashfs", "squashfs-tools"}, {"squashfuse", "squashfuse"},
-      {"fusermount3", "fuse3"},       {"bwrap", "bubblewrap"},
+      {"mmdebstrap", "mmdebstrap"},
+      {"mksquashfs", "squashfs-tools"},
+      {"unsquashfs", "squashfs-tools"},
+      {"squashfuse", "squashfuse"},
+      {"fusermount3", "fuse3"},
+      {"bwrap", "bubblewrap"},
       {"go", "golang-go"},
   };
   return packages;
