@@ -21,9 +21,10 @@ bool exists(const std::string& path) {
 container::Bind userBind(const std::string& text) {
   container::Bind bind = container::parseBind(text);
   if (!exists(bind.source)) {
-    throw UsageError(fmt::format("--bind {}: {} does not exist on this host: bind an existing "
-                                 "file or folder",
-                                 text, bind.source));
+    throw UsageError(
+        fmt::format("--bind {}: {} does not exist on this host: bind an existing "
+                    "file or folder",
+                    text, bind.source));
   }
   return bind;
 }
@@ -37,14 +38,16 @@ void addSiteBinds(const cluster::SiteProfile& site, std::vector<container::Bind>
 
 void refuseWithoutImage(const ContainerFlags& flags) {
   if (!flags.binds.empty()) {
-    throw UsageError(fmt::format("--bind {}: no --container IMAGE to bind it into: add "
-                                 "--container or drop --bind",
-                                 flags.binds.front()));
+    throw UsageError(
+        fmt::format("--bind {}: no --container IMAGE to bind it into: add "
+                    "--container or drop --bind",
+                    flags.binds.front()));
   }
   if (flags.runtime != "auto") {
-    throw UsageError(fmt::format("--container-runtime {}: no --container IMAGE to run: add "
-                                 "--container or drop --container-runtime",
-                                 flags.runtime));
+    throw UsageError(
+        fmt::format("--container-runtime {}: no --container IMAGE to run: add "
+                    "--container or drop --container-runtime",
+                    flags.runtime));
   }
 }
 

@@ -45,8 +45,8 @@ std::string workingDirectory() {
 }
 
 std::unique_ptr<container::ContainerSession> enterWorkers(
-    const container::ContainerRequest& request, launch::AgentConfig& config,
-    const Environment& env, bool verbose, std::ostream& err) {
+    const container::ContainerRequest& request, launch::AgentConfig& config, const Environment& env,
+    bool verbose, std::ostream& err) {
   auto session = container::ContainerSession::open(request, env);
   if (verbose) err << "distrun run: " << session->describe() << "\n";
   checkProgramInImage(*session, request, config.program);

@@ -25,8 +25,8 @@ namespace distrun::cli {
 // holds the node's mount until it is destroyed: keep it past the agent.
 // -v (`verbose`) prints the runtime and the mount to `err`.
 std::unique_ptr<container::ContainerSession> enterWorkers(
-    const container::ContainerRequest& request, launch::AgentConfig& config,
-    const Environment& env, bool verbose, std::ostream& err);
+    const container::ContainerRequest& request, launch::AgentConfig& config, const Environment& env,
+    bool verbose, std::ostream& err);
 
 // Runs `program` inside the container with `variables` added to this
 // process's environment, forwarding signals, and returns its status as a
@@ -39,8 +39,7 @@ int runContained(const container::ContainerRequest& request,
 // ctx.runContained when set (tests), else runContained.
 int runInContainer(CliContext& ctx, const container::ContainerRequest& request,
                    const std::vector<std::string>& program,
-                   const std::vector<std::pair<std::string, std::string>>& variables,
-                   bool verbose);
+                   const std::vector<std::pair<std::string, std::string>>& variables, bool verbose);
 
 // This process's working directory (SystemError when it is gone).
 std::string workingDirectory();

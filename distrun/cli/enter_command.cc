@@ -32,9 +32,10 @@ std::vector<std::string> splitImage(std::vector<std::string> rest,
   }
   std::vector<std::string> program = afterDashes.empty() ? rest : afterDashes;
   if (program.empty()) {
-    throw UsageError(fmt::format("enter: no PROGRAM given to run in {}: distrun enter "
-                                 "[OPTIONS] IMAGE -- PROGRAM [ARGS...]",
-                                 *image));
+    throw UsageError(
+        fmt::format("enter: no PROGRAM given to run in {}: distrun enter "
+                    "[OPTIONS] IMAGE -- PROGRAM [ARGS...]",
+                    *image));
   }
   return program;
 }
@@ -59,8 +60,8 @@ Action addEnterCommand(CLI::App& app, CliContext& ctx, const std::vector<std::st
   return [options, cmd, &ctx, &program] {
     std::vector<std::string> argv =
         splitImage(programArguments(*cmd), program, options->container.image);
-    auto site = cluster::selectSiteProfile(
-        options->site, ctx.env, cluster::siteSearchPath(ctx.env, ctx.builtinSiteDir));
+    auto site = cluster::selectSiteProfile(options->site, ctx.env,
+                                           cluster::siteSearchPath(ctx.env, ctx.builtinSiteDir));
     std::optional<container::ContainerRequest> request =
         containerRequest(options->container, site, ctx.toolDir);
     return runInContainer(ctx, *request, argv, {}, options->verbose);

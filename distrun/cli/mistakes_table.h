@@ -56,6 +56,11 @@ struct Recorder {
                        [this](const std::vector<std::string>& argv, const std::string&) {
                          started = argv.front();
                          return ToolResult{0, "1\n", ""};
+                       },
+                   .runContained =
+                       [this](const auto&, const auto&, const auto&, bool) {
+                         started = "container";
+                         return 0;
                        }};
     return static_cast<ExitCode>(runCli(args, ctx));
   }

@@ -28,7 +28,8 @@ TEST_P(DistrunMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
 
 const Mistake kCommandMistakes[] = {
     {{},
-     "expected a command: hostnames, env, exec, run, bench, train, submit (see 'distrun --help')"},
+     "expected a command: hostnames, env, exec, run, bench, train, submit, enter (see 'distrun "
+     "--help')"},
     {{"rnu"}, "unknown command 'rnu' (did you mean 'run'?)"},
     {{"exce", "--", "true"}, "unknown command 'exce' (did you mean 'exec'?)"},
     {{"frobnicate"},
