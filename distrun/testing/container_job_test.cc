@@ -123,6 +123,21 @@ TEST_F(ContainerSlurmTest, SubmittedDdpJobOnTwoNodesEndsWithEqualParameters) {
   EXPECT_EQ(checksums.size(), 1u) << r.out;
 }
 
+// distrun's own programs, bound in from the host, run on the image's
+// libraries: a two-rank training and a benchmark.
+TEST_F(ContainerMpiTest, DistrunTrainAndBenchRunInsideTheImage) {
+  CommandResult train = runCommand(quote(binaryPath("distrun")) + " train --container " +
+                                   quote(image_) +
+                                   " --nproc-per-node 2 linear --epochs 1 --progress epochs 2>&1");
+  EXPECT_EQ(train.exitCode, 0) << train.out;
+  EXPECT_THAT(train.out, HasSubstr("linear on 2 ranks"));
+  CommandResult bench = runCommand(quote(binaryPath("distrun")) + " bench --container " +
+                                   quote(image_) + " all_reduce -b 1K -e 4K -n 2 2>&1");
+  EXPECT_EQ(bench.exitCode, 0) << bench.out;
+  EXPECT_THAT(bench.out, HasSubstr("# Avg bus bandwidth"));
+  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+}
+
 // Mounts seen while `command` runs in the background, sampled until it ends.
 size_t mostMountsWhile(const std::string& command, int& exitCode) {
   ScratchDir logs("container-mounts");

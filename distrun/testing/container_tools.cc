@@ -118,7 +118,12 @@ std::string cachedImage(const std::vector<std::string>& wrapArguments) {
   return image;
 }
 
-std::string torchImage() { return cachedImage({"--apt", "python3-torch"}); }
+// Debian's PyTorch, and the libraries distrun-train and distrun-bench load
+// that it does not pull in, so one image serves Python and distrun's own.
+std::string torchImage() {
+  return cachedImage({"--apt", "python3-torch,libgloo0,libfmt9,libhwloc15,libopenmpi3,"
+                               "libopenblas0-openmp"});
+}
 
 std::vector<std::string> imageMounts() {
   std::ifstream mountinfo("/proc/self/mountinfo");

@@ -23,7 +23,8 @@ std::string containerToolsMissing(std::initializer_list<std::string> programs);
 // when the build fails.
 std::string cachedImage(const std::vector<std::string>& wrapArguments);
 
-// The image the job tests share: Debian's python3-torch and what it needs.
+// The image the job tests share: Debian's python3-torch, and the libraries
+// distrun-train and distrun-bench need besides.
 std::string torchImage();
 
 // Mounts of container images on this host now (distrun's node mounts: the
