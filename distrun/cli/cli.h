@@ -21,6 +21,7 @@ struct WatchRequest;
 
 namespace distrun::container {
 struct WrapOptions;
+struct ContainerRequest;
 }  // namespace distrun::container
 
 namespace distrun::cli {
@@ -59,6 +60,13 @@ struct CliContext {
   // Builds the image `distrun wrap` checked and returns the exit status;
   // tests record the options instead. Empty: the real build.
   std::function<int(const container::WrapOptions&)> wrapImage = {};
+  // Runs a program inside a checked --container with variables added to
+  // the environment, waits, and returns its status (exec, enter, bench);
+  // tests record the request instead. The real one: cli::runContained.
+  std::function<int(const container::ContainerRequest&, const std::vector<std::string>& program,
+                    const std::vector<std::pair<std::string, std::string>>& variables,
+                    bool verbose)>
+      runContained = {};
 };
 
 // Runs `distrun ARGS...` (args excludes the program name) and returns the

@@ -61,6 +61,11 @@ struct Recorder {
                        [this](const container::WrapOptions&) {
                          started = "wrap";
                          return 0;
+                       },
+                   .runContained =
+                       [this](const auto&, const auto&, const auto&, bool) {
+                         started = "container";
+                         return 0;
                        }};
     return static_cast<ExitCode>(runCli(args, ctx));
   }

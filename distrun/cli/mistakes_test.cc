@@ -28,13 +28,14 @@ TEST_P(DistrunMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
 
 const Mistake kCommandMistakes[] = {
     {{},
-     "expected a command: hostnames, env, exec, run, bench, train, submit, wrap (see 'distrun "
+     "expected a command: hostnames, env, exec, run, bench, train, submit, wrap, enter (see "
+     "'distrun "
      "--help')"},
     {{"rnu"}, "unknown command 'rnu' (did you mean 'run'?)"},
     {{"exce", "--", "true"}, "unknown command 'exce' (did you mean 'exec'?)"},
     {{"frobnicate"},
      "unknown command 'frobnicate': expected one of hostnames, env, exec, run, bench, train, "
-     "submit, wrap"},
+     "submit, wrap, enter"},
     {{"--verison"}, "unknown flag --verison: did you mean --version?"},
     {{"--nproc-per-node", "2", "run", "ddp.py"},
      "unknown flag --nproc-per-node before the command: flags follow it (distrun COMMAND "
