@@ -19,6 +19,11 @@ namespace distrun::submit {
 struct WatchRequest;
 }  // namespace distrun::submit
 
+namespace distrun::container {
+struct WrapOptions;
+struct ContainerRequest;
+}  // namespace distrun::container
+
 namespace distrun::cli {
 
 // Replaces the current process with `argv`, after setting `variables` in
@@ -52,6 +57,16 @@ struct CliContext {
   // tests record the request instead. Empty: the real follower (squeue,
   // the output file, Ctrl-C).
   std::function<int(const submit::WatchRequest&)> watchJob = {};
+  // Builds the image `distrun wrap` checked and returns the exit status;
+  // tests record the options instead. Empty: the real build.
+  std::function<int(const container::WrapOptions&)> wrapImage = {};
+  // Runs a program inside a checked --container with variables added to
+  // the environment, waits, and returns its status (exec, enter, bench);
+  // tests record the request instead. The real one: cli::runContained.
+  std::function<int(const container::ContainerRequest&, const std::vector<std::string>& program,
+                    const std::vector<std::pair<std::string, std::string>>& variables,
+                    bool verbose)>
+      runContained = {};
 };
 
 // Runs `distrun ARGS...` (args excludes the program name) and returns the

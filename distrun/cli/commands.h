@@ -25,6 +25,12 @@ Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::str
 Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program);
 // `program` is the distrun command after `--` (splitProgram).
 Action addSubmitCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program);
+// `distrun wrap -o IMAGE ...`: builds a container image (docs/containers.md).
+Action addWrapCommand(CLI::App& app, CliContext& ctx);
+
+// `distrun enter [--bind ...] IMAGE -- PROGRAM [ARGS...]`: PROGRAM inside the
+// container IMAGE with this environment; returns its status.
+Action addEnterCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program);
 // `distrun bench ...`: execs distrun-bench from ctx.toolDir with the
 // arguments unchanged.
 Action addBenchCommand(CLI::App& app, CliContext& ctx);

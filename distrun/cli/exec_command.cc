@@ -10,6 +10,8 @@
 #include "distrun/binding/local_topology.h"
 
 #include "distrun/cli/commands.h"
+#include "distrun/cli/container_flags.h"
+#include "distrun/cli/container_launch.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cli/rank_setup.h"
 #include "distrun/cluster/leftovers.h"
@@ -23,6 +25,7 @@ struct ExecOptions {
   std::optional<std::string> site;
   std::optional<std::string> gpuBind;
   bool verbose = false;
+  ContainerFlags container;
   std::vector<std::string> program;
 };
 
@@ -85,11 +88,18 @@ void addVisibleGpus(const ExecOptions& o, CliContext& ctx, const Environment& en
   setVariable(variables, "DISTRUN_LOCAL_DEVICE", "0");  // the first it sees
 }
 
-void runExec(const ExecOptions& o, CliContext& ctx) {
+int runExec(const ExecOptions& o, CliContext& ctx) {
   if (o.program.empty()) {
     throw UsageError("exec: no PROGRAM given: distrun exec [OPTIONS] -- PROGRAM [ARGS...]");
   }
   const cluster::UserEnvironment user(ctx.env);
+  std::optional<container::ContainerRequest> request = containerRequest(
+      o.container,
+      o.container.image
+          ? cluster::selectSiteProfile(o.site, user.env,
+                                       cluster::siteSearchPath(user.env, ctx.builtinSiteDir))
+          : std::nullopt,
+      ctx.toolDir);
   cluster::ThisTask setup = prepareRank(ctx, user.env, o.site);
   cluster::makeNodeDirs(setup.environment);
   checkMasterPort(setup);
@@ -105,7 +115,9 @@ void runExec(const ExecOptions& o, CliContext& ctx) {
   // The values above replace what the marker lists; the program gets an
   // empty marker, so none of them reads as left over to a distrun it runs.
   if (ctx.env.has(cluster::kEnvMarker)) variables.emplace_back(cluster::kEnvMarker, "");
+  if (request) return runInContainer(ctx, *request, o.program, variables, o.verbose);
   ctx.exec(o.program, variables);
+  return 0;  // not reached: exec replaces this process or throws
 }
 
 }  // namespace
@@ -121,14 +133,14 @@ Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::str
   cmd->add_option("--gpu-bind", options->gpuBind,
                   "closest (this rank's GPUs from the plan), map:0,1,... or none (default)");
   cmd->add_flag("-v,--verbose", options->verbose, "print every variable set to stderr first");
+  addContainerFlags(cmd, options->container);
   // PROGRAM and everything after it are left unparsed for the program.
   cmd->prefix_command();
   cmd->footer("PROGRAM [ARGS...] follow the options, after an optional --");
   return [options, cmd, &ctx, &program] {
     const std::vector<std::string> rest = programArguments(*cmd);
     options->program = program.empty() ? rest : program;
-    runExec(*options, ctx);
-    return 0;
+    return runExec(*options, ctx);
   };
 }
 

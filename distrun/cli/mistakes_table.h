@@ -56,6 +56,16 @@ struct Recorder {
                        [this](const std::vector<std::string>& argv, const std::string&) {
                          started = argv.front();
                          return ToolResult{0, "1\n", ""};
+                       },
+                   .wrapImage =
+                       [this](const container::WrapOptions&) {
+                         started = "wrap";
+                         return 0;
+                       },
+                   .runContained =
+                       [this](const auto&, const auto&, const auto&, bool) {
+                         started = "container";
+                         return 0;
                        }};
     return static_cast<ExitCode>(runCli(args, ctx));
   }

@@ -28,12 +28,14 @@ TEST_P(DistrunMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
 
 const Mistake kCommandMistakes[] = {
     {{},
-     "expected a command: hostnames, env, exec, run, bench, train, submit (see 'distrun --help')"},
+     "expected a command: hostnames, env, exec, run, bench, train, submit, wrap, enter (see "
+     "'distrun "
+     "--help')"},
     {{"rnu"}, "unknown command 'rnu' (did you mean 'run'?)"},
     {{"exce", "--", "true"}, "unknown command 'exce' (did you mean 'exec'?)"},
     {{"frobnicate"},
      "unknown command 'frobnicate': expected one of hostnames, env, exec, run, bench, train, "
-     "submit"},
+     "submit, wrap, enter"},
     {{"--verison"}, "unknown flag --verison: did you mean --version?"},
     {{"--nproc-per-node", "2", "run", "ddp.py"},
      "unknown flag --nproc-per-node before the command: flags follow it (distrun COMMAND "
@@ -286,6 +288,87 @@ const Mistake kSubmitMistakes[] = {
      "submit: unknown flag --dryrun: did you mean --dry-run?"},
 };
 INSTANTIATE_TEST_SUITE_P(Submit, DistrunMistakeTest, ::testing::ValuesIn(kSubmitMistakes));
+
+// distrun wrap: every mistake is found before mmdebstrap, cp or mksquashfs
+// runs (nothing "wrap" started). A folder that exists: the docs.
+const std::string kDocs = std::string(DISTRUN_SOURCE_DIR) + "/docs";
+const std::string kDocsDir = kDocs + ":/opt/docs";
+const std::string kNotAnImage = std::string(DISTRUN_SOURCE_DIR) + "/README.md";
+const std::string kExisting = std::string(DISTRUN_BINARY_DIR) + "/CMakeCache.txt";
+const Mistake kWrapMistakes[] = {
+    {{"wrap", "-o", "/tmp/x.sif"},
+     "wrap: nothing to put in the image: give --apt PKG[,PKG...], --dir SRC:DEST or --base "
+     "IMAGE (see 'distrun wrap --help')"},
+    {{"wrap", "--dir", kDocsDir},
+     "wrap: -o IMAGE is required: the image file to write (-o env.sif)"},
+    {{"wrap", "-o", "/tmp/x.sif", "--dir", "/nonexistent-distrun/venv:/opt/env"},
+     "--dir /nonexistent-distrun/venv:/opt/env: /nonexistent-distrun/venv does not exist: give "
+     "a folder on this host",
+     false,
+     {},
+     ExitCode::kNoInput},
+    {{"wrap", "-o", "/tmp/x.sif", "--dir", kDocs + ":opt/docs"},
+     "--dir " + kDocs +
+         ":opt/docs: DEST opt/docs must be an absolute path inside the image "
+         "(/opt/env)"},
+    {{"wrap", "-o", "/tmp/x.sif", "--dir", kDocs},
+     "--dir " + kDocs +
+         ": expected SRC:DEST, a host folder and where it goes in the image "
+         "(--dir ./venv:/opt/env)"},
+    {{"wrap", "-o", "/nonexistent-distrun/x.sif", "--dir", kDocsDir},
+     "-o /nonexistent-distrun/x.sif: the folder /nonexistent-distrun does not exist: create it, "
+     "or choose another path",
+     false,
+     {},
+     ExitCode::kIo},
+    {{"wrap", "-o", "/sys/x.sif", "--dir", kDocsDir},
+     "-o /sys/x.sif: cannot create a file in /sys: ",
+     true,
+     {},
+     ExitCode::kIo},
+    {{"wrap", "-o", kExisting, "--dir", kDocsDir},
+     "-o " + kExisting + ": the file exists: add --force to replace it, or choose another name"},
+    {{"wrap", "-o", "/tmp/x.sif", "--format", "zip", "--dir", kDocsDir},
+     "--format zip: expected sif or squashfs"},
+    {{"wrap", "-o", "/tmp/x.sif", "--base", kNotAnImage},
+     "container image " + kNotAnImage +
+         ": neither a SIF file nor a SquashFS file system (no SIF_MAGIC, no hsqs superblock): "
+         "build one with distrun wrap",
+     false,
+     {},
+     ExitCode::kData},
+    {{"wrap", "-o", "/tmp/x.sif", "--base", "/nonexistent-distrun/b.sif"},
+     "container image /nonexistent-distrun/b.sif: cannot open: No such file or directory: give "
+     "the path of a .sif or SquashFS file (distrun wrap makes one)",
+     false,
+     {},
+     ExitCode::kNoInput},
+    {{"wrap", "-o", "/tmp/x.sif", "--apt", "python3", "--base", "/tmp/b.sif"},
+     "--apt with --base /tmp/b.sif: distrun wraps packages into a new Debian system only, not "
+     "into an existing image: list every package in one --apt build, or add your files to the "
+     "base with --dir"},
+    {{"wrap", "-o", "/tmp/x.sif", "--dir", kDocsDir, "--env", "NO_VALUE"},
+     "--env NO_VALUE: expected NAME=VALUE with NAME made of letters, digits and _ (--env "
+     "OMP_NUM_THREADS=8)"},
+    {{"wrap", "-o", "/tmp/x.sif", "--dir", kDocsDir, "--tmpdir", "/nonexistent-distrun"},
+     "staging folder /nonexistent-distrun (--tmpdir, else $TMPDIR, else /tmp): not a folder "
+     "distrun can write in: create it, or choose another with --tmpdir",
+     false,
+     {},
+     ExitCode::kIo},
+    {{"wrap", "-o", "/tmp/x.sif", "--dir", kDocsDir},
+     "wrap: cp not found on PATH: install the Debian package coreutils (scripts/install-deps "
+     "does)",
+     false,
+     {{"PATH", "/nonexistent-distrun"}},
+     ExitCode::kNotFound},
+    {{"wrap", "-o", "/tmp/x.sif", "--dirs", kDocsDir},
+     "wrap: unknown flag --dirs: did you mean --dir?"},
+    {{"wrap", "-o", "/tmp/x.sif", "--dir", kDocsDir, "extra"},
+     "wrap: unexpected argument 'extra': sources are flags (--apt, --dir, --base) and the image "
+     "is -o IMAGE"},
+};
+INSTANTIATE_TEST_SUITE_P(Wrap, DistrunMistakeTest, ::testing::ValuesIn(kWrapMistakes));
 
 // distrun-bench (what `distrun bench` execs): any rank it would start, or
 // join, first asks for the host's facts.

@@ -5,9 +5,12 @@
 #include "distrun/binding/binding_plan.h"
 #include "distrun/binding/local_topology.h"
 #include "distrun/cli/commands.h"
+#include "distrun/cli/container_flags.h"
+#include "distrun/cli/container_launch.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cluster/job_layout.h"
 #include "distrun/cluster/leftovers.h"
+#include "distrun/container/container_session.h"
 #include "distrun/launch/agent.h"
 #include "distrun/launch/poll_sources.h"
 #include "distrun/launch/run_options.h"
@@ -92,6 +95,7 @@ void addDistrunFlags(CLI::App* cmd, RunOptions& o) {
   cmd->add_option("--site", o.site, "site profile NAME, or 'none'");
   cmd->add_flag("-v,--verbose", o.verbose,
                 "print the workers' command (and which Python runs a .py program) first");
+  addContainerFlags(cmd, o.container);
 }
 
 int visibleGpus(const Environment& env) {
@@ -128,12 +132,25 @@ launch::RunContext runContext(const Environment& env, CliContext& ctx) {
                             binding::readNodeTopology(env, host.hostname)};
 }
 
+// --container's request, the site profile's binds included; the image is
+// checked (openImage) before anything starts.
+std::optional<container::ContainerRequest> workersContainer(const RunOptions& o,
+                                                            const Environment& env,
+                                                            CliContext& ctx) {
+  if (!o.container.image) return containerRequest(o.container, std::nullopt, ctx.toolDir);
+  return containerRequest(
+      o.container,
+      cluster::selectSiteProfile(o.site, env, cluster::siteSearchPath(env, ctx.builtinSiteDir)),
+      ctx.toolDir);
+}
+
 }  // namespace
 
 void checkLauncherFlags(const launch::RunOptions& o, CliContext& ctx) {
   const cluster::UserEnvironment user(ctx.env);
   launch::checkRunOptions(o, cluster::detectJobLayout(user.env, ctx.hostFacts()));
   launch::checkBindOptions(o, runContext(user.env, ctx));
+  workersContainer(o, user.env, ctx);
 }
 
 int runLauncher(launch::RunOptions& o, CliContext& ctx) {
@@ -145,7 +162,13 @@ int runLauncher(launch::RunOptions& o, CliContext& ctx) {
     ctx.out << binding::formatPlanTable(config.plan, {ctx.hostFacts().hostname});
     return 0;
   }
-  launch::locateProgram(config, user.env.get("PATH"), ".");
+  std::optional<container::ContainerRequest> request = workersContainer(o, user.env, ctx);
+  std::unique_ptr<container::ContainerSession> container;
+  if (request) {
+    container = enterWorkers(*request, config, user.env, o.verbose, ctx.err);
+  } else {
+    launch::locateProgram(config, user.env.get("PATH"), ".");
+  }
   if (o.verbose) ctx.err << launch::describeProgram(config);
   return launch::Agent(std::move(config), user.env, ctx.err).run();
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distrun/cli/commands.h"
+#include "distrun/cli/container_flags.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cluster/site_profile.h"
 #include "distrun/common/error.h"
@@ -29,6 +30,7 @@ struct SubmitOptions {
   bool dryRun = false;
   bool wait = false;
   bool explain = false;
+  ContainerFlags container;
 };
 
 volatile sig_atomic_t gInterrupted = 0;
@@ -156,6 +158,17 @@ void addSlurmFlags(CLI::App* cmd, submit::SubmitRequest& r) {
       ->check(CLI::NonNegativeNumber);
 }
 
+// --container and its binds, checked now (the image opens, the binds exist
+// here), passed on to the job's distrun command after its name.
+std::vector<std::string> withContainer(std::vector<std::string> command,
+                                       const ContainerFlags& flags) {
+  containerRequest(flags, std::nullopt, "");
+  if (command.empty() || !flags.image) return command;
+  std::vector<std::string> args = containerArguments(flags);
+  command.insert(command.begin() + 1, args.begin(), args.end());
+  return command;
+}
+
 }  // namespace
 
 Action addSubmitCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program) {
@@ -173,6 +186,7 @@ Action addSubmitCommand(CLI::App& app, CliContext& ctx, const std::vector<std::s
   cmd->add_flag("--explain", options->explain, "print every rank's cores, GPU and NUMA domain");
   cmd->add_option("--format", options->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  addContainerFlags(cmd, options->container);
   cmd->allow_extras();  // what is left must be nothing: the command follows --
   cmd->footer("-- COMMAND [ARGS...]: the distrun command the job runs, e.g. -- train mnist");
   return [options, cmd, &ctx, &program] {
@@ -182,7 +196,7 @@ Action addSubmitCommand(CLI::App& app, CliContext& ctx, const std::vector<std::s
           fmt::format("submit: put the distrun command after --: distrun submit [OPTIONS] -- {}",
                       fmt::join(rest, " ")));
     }
-    options->request.command = program;
+    options->request.command = withContainer(program, options->container);
     return runSubmit(*options, ctx);
   };
 }

@@ -3,6 +3,7 @@
 // What the user asked of a container: the image, the binds and the runtime
 // (--container, --bind, --container-runtime of run, exec, train, bench and
 // submit). Parsing only; ContainerSession does the work.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ enum class RuntimeChoice { kAuto, kApptainer, kSingularity, kDistrun };
 // Throws UsageError naming --container-runtime and the four choices.
 RuntimeChoice parseRuntimeChoice(const std::string& text);
 std::string runtimeName(RuntimeChoice choice);
+
+// The flags as given (--container, --bind, --container-runtime), before
+// the checks that make a ContainerRequest of them (cli/container_flags.h).
+struct ContainerFlags {
+  std::optional<std::string> image;
+  std::vector<std::string> binds;
+  std::string runtime = "auto";
+};
 
 struct ContainerRequest {
   std::string image;        // as given to --container

@@ -7,6 +7,7 @@
 #include "distrun/binding/node_topology.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/system.h"
+#include "distrun/container/container_request.h"
 #include "distrun/launch/agent.h"
 
 namespace distrun::launch {
@@ -42,8 +43,9 @@ struct RunOptions {
   std::optional<std::string> gpuBind;  // closest | none | map:LIST; unset: closest
   bool explain = false;                // print the binding plan, start nothing
   std::optional<std::string> site;
-  bool verbose = false;              // -v: the workers' command first
-  std::vector<std::string> program;  // PROGRAM [ARGS...]
+  bool verbose = false;                 // -v: the workers' command first
+  container::ContainerFlags container;  // --container, --bind, --container-runtime
+  std::vector<std::string> program;     // PROGRAM [ARGS...]
 };
 
 // Everything `resolveAgentConfig` reads besides the flags.

@@ -1,5 +1,7 @@
 #include "distrun/testing/container_tools.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -10,6 +12,9 @@
 #include <sstream>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "distrun/common/unique_fd.h"
 #include "distrun/testing/command.h"
 
 namespace distrun::testing {
@@ -62,6 +67,78 @@ std::string containerToolsMissing(std::initializer_list<std::string> programs) {
     if (fuse && ::access("/dev/fuse", R_OK | W_OK) != 0) return "needs /dev/fuse for " + program;
   }
   return "";
+}
+
+namespace {
+
+std::string fileText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// What the cached image depends on besides the arguments.
+std::string imageInputs() {
+  std::string inputs = fileText("/etc/apt/sources.list");
+  for (const auto& entry : std::filesystem::directory_iterator("/etc/apt/sources.list.d")) {
+    inputs += fileText(entry.path().string());
+  }
+  for (const char* source : {"sif.cc", "image_build.cc", "wrap_options.cc"}) {
+    inputs += fileText(sourcePath(std::string("distrun/container/") + source));
+  }
+  return inputs;
+}
+
+std::string cacheDir() {
+  const char* dir = std::getenv("DISTRUN_TEST_CACHE");
+  return dir != nullptr && *dir != '\0' ? dir : "/var/tmp/distrun-test-cache";
+}
+
+}  // namespace
+
+std::string cachedImage(const std::vector<std::string>& wrapArguments) {
+  std::string key = imageInputs();
+  std::string args;
+  for (const std::string& a : wrapArguments) args += " " + quote(a);
+  key += args;
+  std::string image = cacheDir() + "/" + std::to_string(std::hash<std::string>{}(key)) + ".sif";
+  if (std::filesystem::exists(image)) return image;
+  std::filesystem::create_directories(cacheDir());
+  // One build at a time: tests running in parallel wait for the first.
+  UniqueFd lock(::open((image + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644));
+  if (lock) ::flock(lock.get(), LOCK_EX);
+  if (std::filesystem::exists(image)) return image;
+  CommandResult r = runCommand("timeout 900 " + quote(binaryPath("distrun")) + " wrap -q -o " +
+                               quote(image) + args + " 2>&1");
+  if (r.exitCode != 0) {
+    ADD_FAILURE() << "distrun wrap" << args << " failed (" << r.exitCode << "): " << r.out;
+    return "";
+  }
+  return image;
+}
+
+// Debian's PyTorch, and the libraries distrun-train and distrun-bench load
+// that it does not pull in, so one image serves Python and distrun's own.
+std::string torchImage() {
+  return cachedImage({"--apt",
+                      "python3-torch,libgloo0,libfmt9,libhwloc15,libopenmpi3,"
+                      "libopenblas0-openmp"});
+}
+
+std::vector<std::string> imageMounts() {
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  std::vector<std::string> points;
+  for (std::string line; std::getline(mountinfo, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, devices, root, point;
+    fields >> id >> parent >> devices >> root >> point;
+    if (point.find("/containers/") != std::string::npos &&
+        point.find("/distrun-") != std::string::npos) {
+      points.push_back(point);
+    }
+  }
+  return points;
 }
 
 ScratchDir::ScratchDir(const std::string& name) {

@@ -5,6 +5,7 @@
 // (scripts/install-deps installs them all, so CI skips none).
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace distrun::testing {
 
@@ -12,6 +13,23 @@ namespace distrun::testing {
 // /dev/fuse exists); else one line naming the first missing program and
 // the Debian package that has it.
 std::string containerToolsMissing(std::initializer_list<std::string> programs);
+
+// An image built by the real `distrun wrap -o IMAGE ARGS...`, cached
+// outside the clone (/var/tmp/distrun-test-cache, or
+// $DISTRUN_TEST_CACHE) under a name keyed by its inputs: the arguments,
+// the host's apt sources and distrun's own image code, so a change to any
+// of them builds anew. Building takes a minute or more (mmdebstrap); tests
+// share the result. Fails the calling test (ADD_FAILURE) and returns ""
+// when the build fails.
+std::string cachedImage(const std::vector<std::string>& wrapArguments);
+
+// The image the job tests share: Debian's python3-torch, and the libraries
+// distrun-train and distrun-bench need besides.
+std::string torchImage();
+
+// Mounts of container images on this host now (distrun's node mounts: the
+// mount points under a `distrun-UID/containers/` folder).
+std::vector<std::string> imageMounts();
 
 // A fresh folder under $TMPDIR (or /tmp), removed with everything in it
 // when the object goes (mounts under it are detached first); never under

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Containers, side by side in one run. The container wrapper's case: a
+# Python stack of many small files (Debian's python3-torch and everything
+# it needs) used straight from a folder versus from the one image file
+# `distrun wrap` made of it:
+#   - files on the file system: the folder's count against 1;
+#   - `import torch` cold (page cache dropped before each run) and warm,
+#     both run through bubblewrap with the stack as / (the folder bound,
+#     or the image entered by `distrun enter`), so storage is the only
+#     difference;
+#   - the cost of entering: 8 trivial workers started by `distrun run`,
+#     with and without --container (the node's one mount included).
+# Medians of RUNS runs (cold: COLD_RUNS); ratios last. Needs root (to drop
+# the page cache) and the container tools (scripts/install-deps).
+#   bench/containers.sh [BUILD_DIR] [RUNS] [COLD_RUNS]
+set -euo pipefail
+build=${1:-build}
+runs=${2:-20}
+cold_runs=${3:-5}
+distrun=$(realpath "$build/bin/distrun")
+[[ -x $distrun ]] || { echo "build first: cmake --build $build" >&2; exit 1; }
+[[ $(id -u) -eq 0 ]] || { echo "containers.sh: run as root (it drops the page cache)" >&2; exit 1; }
+
+cache=${DISTRUN_BENCH_CACHE:-/var/tmp/distrun-bench}
+mkdir -p "$cache"
+image=$cache/torch.sif
+tree=$cache/torch-tree
+if [[ ! -f $image ]]; then
+  echo "building $image (distrun wrap --apt python3-torch; minutes, once)" >&2
+  "$distrun" wrap -o "$image" --apt python3-torch >&2
+fi
+if [[ ! -d $tree ]]; then
+  offset=$("$distrun" enter -v "$image" -- /bin/true 2>&1 >/dev/null | grep -o 'offset [0-9]*' | awk '{print $2}' || true)
+  # The same files as a folder on the same disk (the image's own tree).
+  unsquashfs -q -o "${offset:-0}" -d "$tree.partial" "$image" >/dev/null ||
+    unsquashfs -q -d "$tree.partial" "$image" >/dev/null
+  mv "$tree.partial" "$tree"
+fi
+
+now() { date +%s%N; }
+median() { sort -n | awk '{v[NR]=$1} END{print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+ms() { awk -v ns="$1" 'BEGIN{printf "%9.1f ms", ns/1e6}'; }
+
+import_torch=(python3 -c 'import torch')
+from_folder() {
+  bwrap --ro-bind "$tree" / --proc /proc --dev /dev --tmpfs /tmp "${import_torch[@]}"
+}
+from_image() { "$distrun" enter --container-runtime distrun "$image" -- "${import_torch[@]}"; }
+
+# time_median COUNT COLD CMD...: median ns of CMD, the cache dropped first when COLD=1.
+time_median() {
+  local count=$1 cold=$2; shift 2
+  for ((i = 0; i < count; i++)); do
+    [[ $cold == 1 ]] && drop_caches
+    local t0; t0=$(now)
+    "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
+    echo $(( $(now) - t0 ))
+  done | median
+}
+
+files_folder=$(find "$tree" | wc -l)
+bytes_folder=$(du -sb "$tree" | awk '{print $1}')
+bytes_image=$(stat -c %s "$image")
+
+cold_folder=$(time_median "$cold_runs" 1 from_folder)
+cold_image=$(time_median "$cold_runs" 1 from_image)
+warm_folder=$(time_median "$runs" 0 from_folder)
+warm_image=$(time_median "$runs" 0 from_image)
+
+workers=8
+plain() { "$distrun" run --nproc-per-node $workers --cpu-bind none --no-python /bin/true; }
+contained() {
+  "$distrun" run --nproc-per-node $workers --cpu-bind none --container "$image" \
+    --container-runtime distrun --no-python /bin/true
+}
+start_plain=$(time_median "$runs" 0 plain)
+start_contained=$(time_median "$runs" 0 contained)
+
+echo "Python stack: Debian's python3-torch and its dependencies ($(nproc) cores)"
+printf '%-34s %12s %12s\n' "" "folder" "image"
+printf '%-34s %12s %12s\n' "files on the file system" "$files_folder" 1
+printf '%-34s %9.0f MB %9.0f MB\n' "bytes" "$(awk -v b="$bytes_folder" 'BEGIN{print b/1e6}')" \
+  "$(awk -v b="$bytes_image" 'BEGIN{print b/1e6}')"
+printf '%-34s %s %s\n' "import torch, cold (median of $cold_runs)" "$(ms "$cold_folder")" "$(ms "$cold_image")"
+printf '%-34s %s %s\n' "import torch, warm (median of $runs)" "$(ms "$warm_folder")" "$(ms "$warm_image")"
+printf '%-34s %s %s\n' "$workers trivial workers (distrun run)" "$(ms "$start_plain")" "$(ms "$start_contained")"
+echo
+echo "ratios (image / folder; lower is better):"
+awk -v f="$files_folder" 'BEGIN{printf "  files:               1 / %d = %.6f\n", f, 1/f}'
+awk -v a="$cold_image" -v b="$cold_folder" 'BEGIN{printf "  cold import torch:   %.2f\n", a/b}'
+awk -v a="$warm_image" -v b="$warm_folder" 'BEGIN{printf "  warm import torch:   %.2f\n", a/b}'
+awk -v a="$start_contained" -v b="$start_plain" -v n=$workers \
+  'BEGIN{printf "  entering the container: %+.1f ms per worker (%.2fx the start of %d workers)\n", (a-b)/n/1e6, a/b, n}'

@@ -1,0 +1,71 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "distrun/cli/commands.h"
+#include "distrun/cli/container_flags.h"
+#include "distrun/cli/container_launch.h"
+#include "distrun/cli/flag_check.h"
+#include "distrun/common/error.h"
+
+namespace distrun::cli {
+
+namespace {
+
+struct EnterOptions {
+  ContainerFlags container;
+  std::optional<std::string> site;
+  bool verbose = false;
+};
+
+// IMAGE, then PROGRAM [ARGS...] (after IMAGE, or after --).
+std::vector<std::string> splitImage(std::vector<std::string> rest,
+                                    const std::vector<std::string>& afterDashes,
+                                    std::optional<std::string>& image) {
+  if (rest.empty()) {
+    throw UsageError("enter: no IMAGE given: distrun enter [OPTIONS] IMAGE -- PROGRAM [ARGS...]");
+  }
+  image = rest.front();
+  rest.erase(rest.begin());
+  if (!afterDashes.empty() && !rest.empty()) {
+    throw UsageError(fmt::format("enter: '{}' between IMAGE and --: put PROGRAM after --",
+                                 fmt::join(rest, " ")));
+  }
+  std::vector<std::string> program = afterDashes.empty() ? rest : afterDashes;
+  if (program.empty()) {
+    throw UsageError(
+        fmt::format("enter: no PROGRAM given to run in {}: distrun enter "
+                    "[OPTIONS] IMAGE -- PROGRAM [ARGS...]",
+                    *image));
+  }
+  return program;
+}
+
+}  // namespace
+
+Action addEnterCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program) {
+  auto options = std::make_shared<EnterOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "enter",
+      "Run PROGRAM inside the container IMAGE with this environment, as apptainer exec does "
+      "(the wrappers of distrun wrap call it)");
+  cmd->add_option("--bind", options->container.binds,
+                  "SRC[:DST[:ro]]: a host path inside the container (repeatable)");
+  cmd->add_option("--container-runtime", options->container.runtime,
+                  "auto (apptainer, singularity, else distrun's), apptainer, singularity or "
+                  "distrun");
+  cmd->add_option("--site", options->site, "site profile NAME whose binds apply, or 'none'");
+  cmd->add_flag("-v,--verbose", options->verbose, "print the runtime and the mount first");
+  cmd->prefix_command();
+  cmd->footer("IMAGE -- PROGRAM [ARGS...]");
+  return [options, cmd, &ctx, &program] {
+    std::vector<std::string> argv =
+        splitImage(programArguments(*cmd), program, options->container.image);
+    auto site = cluster::selectSiteProfile(options->site, ctx.env,
+                                           cluster::siteSearchPath(ctx.env, ctx.builtinSiteDir));
+    std::optional<container::ContainerRequest> request =
+        containerRequest(options->container, site, ctx.toolDir);
+    return runInContainer(ctx, *request, argv, {}, options->verbose);
+  };
+}
+
+}  // namespace distrun::cli

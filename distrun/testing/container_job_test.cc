@@ -1,0 +1,191 @@
+// Jobs in a container image made by `distrun wrap` (Debian's python3-torch):
+// mpirun and srun tasks through `distrun exec --container`, a two-node
+// PyTorch DDP job through `distrun submit --container`, the node's one
+// mount and what is left of it after a crash or a killed agent.
+// Label container; the Slurm cases share the cluster's lock.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "distrun/testing/container_tools.h"
+#include "distrun/testing/slurm_fixture.h"
+
+namespace distrun::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string missingTools() {
+  return containerToolsMissing({"mmdebstrap", "mksquashfs", "squashfuse", "bwrap"});
+}
+
+// The rank variables a program in the container saw, one JSON line each.
+const char* kReportRank =
+    "python3 -c 'import json, os; print(json.dumps({k: os.environ.get(k) for k in (\"RANK\", "
+    "\"WORLD_SIZE\", \"LOCAL_RANK\", \"DISTRUN_CONTAINER\")} | {\"debian\": "
+    "open(\"/etc/debian_version\").read().strip()}), flush=True)'";
+
+std::map<int, nlohmann::json> reports(const std::string& out) {
+  std::map<int, nlohmann::json> byRank;
+  for (const std::string& line : lines(out)) {
+    if (line.empty() || line[0] != '{') continue;
+    nlohmann::json j = nlohmann::json::parse(line);
+    byRank[std::stoi(j["RANK"].get<std::string>())] = j;
+  }
+  return byRank;
+}
+
+void expectRanks(const std::map<int, nlohmann::json>& byRank, int world, const std::string& image) {
+  ASSERT_EQ(byRank.size(), static_cast<size_t>(world));
+  for (const auto& [rank, j] : byRank) {
+    EXPECT_EQ(j["WORLD_SIZE"], std::to_string(world));
+    EXPECT_EQ(j["DISTRUN_CONTAINER"], image);
+    EXPECT_FALSE(j["debian"].get<std::string>().empty());
+  }
+}
+
+class ContainerMpiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string reason = missingTools(); !reason.empty()) GTEST_SKIP() << reason;
+    if (runCommand("command -v mpirun").exitCode != 0) GTEST_SKIP() << "needs mpirun";
+    image_ = torchImage();
+    ASSERT_FALSE(image_.empty());
+  }
+  std::string image_;
+};
+
+TEST_F(ContainerMpiTest, MpirunTasksRunInsideTheImageWithTheirRanks) {
+  CommandResult r = runCommand("timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 " +
+                               quote(binaryPath("distrun")) + " exec --container " + quote(image_) +
+                               " -- " + kReportRank);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  expectRanks(reports(r.out), 2, image_);
+  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+}
+
+class ContainerSlurmTest : public SlurmTest {
+ protected:
+  void SetUp() override {
+    SlurmTest::SetUp();
+    if (IsSkipped()) return;
+    if (std::string reason = missingTools(); !reason.empty()) GTEST_SKIP() << reason;
+    image_ = torchImage();
+    ASSERT_FALSE(image_.empty());
+  }
+  std::string image_;
+  ScratchDir dir_{"container-job"};
+};
+
+TEST_F(ContainerSlurmTest, SrunTasksOnTwoNodesRunInsideTheImageWithTheirRanks) {
+  CommandResult r = slurm("cd " + quote(dir_.path()) + " && timeout 120 srun -N2 -n4 " + distrun() +
+                          " exec --container " + quote(image_) + " -- " + kReportRank);
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  std::map<int, nlohmann::json> byRank = reports(r.out);
+  expectRanks(byRank, 4, image_);
+  std::set<std::string> localRanks;
+  for (const auto& [rank, j] : byRank) localRanks.insert(j["LOCAL_RANK"].get<std::string>());
+  EXPECT_EQ(localRanks, (std::set<std::string>{"0", "1"}));
+  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+}
+
+// Debian's PyTorch inside the image, two nodes of two ranks: DDP ends with
+// the same parameters on every rank (ddp_check.py checks, and says so).
+TEST_F(ContainerSlurmTest, SubmittedDdpJobOnTwoNodesEndsWithEqualParameters) {
+  std::string examples = sourcePath("examples/python");
+  CommandResult r =
+      slurm("cd " + quote(dir_.path()) + " && timeout 400 " + distrun() +
+            " submit --wait --nodes 2 " + "--time 10 --output " + quote(dir_.path() + "/%j.out") +
+            " --container " + quote(image_) + " --bind " + quote(examples + ":/opt/examples:ro") +
+            " -- run --nproc-per-node 2 /opt/examples/ddp_check.py");
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  std::set<double> checksums;
+  std::set<int> ranks;
+  for (const std::string& line : lines(r.out)) {
+    size_t brace = line.find('{');
+    if (brace == std::string::npos) continue;
+    nlohmann::json j = nlohmann::json::parse(line.substr(brace));
+    ranks.insert(j["rank"].get<int>());
+    checksums.insert(j["checksum"].get<double>());
+    EXPECT_EQ(j["world"], 4);
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3})) << r.out;
+  EXPECT_EQ(checksums.size(), 1u) << r.out;
+}
+
+// distrun's own programs, bound in from the host, run on the image's
+// libraries: a two-rank training and a benchmark.
+TEST_F(ContainerMpiTest, DistrunTrainAndBenchRunInsideTheImage) {
+  CommandResult train =
+      runCommand(quote(binaryPath("distrun")) + " train --container " + quote(image_) +
+                 " --nproc-per-node 2 linear --epochs 1 --progress epochs 2>&1");
+  EXPECT_EQ(train.exitCode, 0) << train.out;
+  EXPECT_THAT(train.out, HasSubstr("linear on 2 ranks"));
+  CommandResult bench = runCommand(quote(binaryPath("distrun")) + " bench --container " +
+                                   quote(image_) + " all_reduce -b 1K -e 4K -n 2 2>&1");
+  EXPECT_EQ(bench.exitCode, 0) << bench.out;
+  EXPECT_THAT(bench.out, HasSubstr("# Avg bus bandwidth"));
+  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+}
+
+// Mounts seen while `command` runs in the background, sampled until it ends.
+size_t mostMountsWhile(const std::string& command, int& exitCode) {
+  ScratchDir logs("container-mounts");
+  int pid = startCommand(command, logs.path() + "/log");
+  size_t most = 0;
+  while (processAlive(pid)) {
+    most = std::max(most, imageMounts().size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  exitCode = waitCommand(pid);
+  return most;
+}
+
+class ContainerNodeMountTest : public ContainerMpiTest {};
+
+TEST_F(ContainerNodeMountTest, FourWorkersShareOneMountThatIsGoneAtTheEnd) {
+  int exitCode = -1;
+  size_t most =
+      mostMountsWhile(quote(binaryPath("distrun")) + " run --nproc-per-node 4 --container " +
+                          quote(image_) + " --no-python /bin/sh -c 'sleep 2'",
+                      exitCode);
+  EXPECT_EQ(exitCode, 0);
+  EXPECT_EQ(most, 1u) << "one mount for the node, not one per worker";
+  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+}
+
+TEST_F(ContainerNodeMountTest, AWorkerThatCrashesLeavesNoMount) {
+  CommandResult r =
+      runCommand(quote(binaryPath("distrun")) + " run --nproc-per-node 2 --container " +
+                 quote(image_) + " --no-python /bin/sh -c 'exit 3'");
+  EXPECT_EQ(r.exitCode, 3) << r.err;
+  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+}
+
+TEST_F(ContainerNodeMountTest, AKilledAgentsMountIsCleanedByTheNextRun) {
+  ScratchDir logs("container-kill");
+  int agent = startCommand(quote(binaryPath("distrun")) + " run --nproc-per-node 2 --container " +
+                               quote(image_) + " --no-python /bin/sh -c 'sleep 60'",
+                           logs.path() + "/log");
+  for (int i = 0; i < 200 && imageMounts().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(imageMounts().size(), 1u);
+  ::kill(agent, SIGKILL);
+  waitCommand(agent);
+  CommandResult next =
+      runCommand(quote(binaryPath("distrun")) + " enter " + quote(image_) + " -- /bin/true");
+  EXPECT_EQ(next.exitCode, 0) << next.err;
+  EXPECT_THAT(imageMounts(), ::testing::IsEmpty()) << "the stale mount was cleaned";
+}
+
+}  // namespace
+}  // namespace distrun::testing
