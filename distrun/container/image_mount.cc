@@ -12,8 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -23,6 +21,7 @@
 #include "distrun/common/tool_process.h"
 #include "distrun/common/unique_fd.h"
 #include "distrun/container/runtime_command.h"
+#include "distrun/container/staging_tree.h"
 
 namespace distrun::container {
 
@@ -184,20 +183,6 @@ std::string methodName(MountMethod method) {
   return "auto";
 }
 
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescapeMountPath(const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 3 < text.size()) {
-      out.push_back(static_cast<char>(std::stoi(text.substr(i + 1, 3), nullptr, 8)));
-      i += 3;
-    } else {
-      out.push_back(text[i]);
-    }
-  }
-  return out;
-}
-
 void detach(const std::string& point, const std::string& path) {
   if (isRoot()) {
     ::umount2(point.c_str(), MNT_DETACH);
@@ -205,24 +190,6 @@ void detach(const std::string& point, const std::string& path) {
   }
   std::optional<std::string> fusermount = findOnPath("fusermount3", path);
   if (fusermount) runTool({*fusermount, "-u", "-z", point});
-}
-
-// Unpacked trees may hold read-only folders (0555): writable first.
-void removeTree(const std::string& path) {
-  std::error_code ignored;
-  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ignored))) return;
-  for (auto it = std::filesystem::recursive_directory_iterator(path, ignored);
-       it != std::filesystem::recursive_directory_iterator(); it.increment(ignored)) {
-    if (it->is_directory(ignored) && !it->is_symlink(ignored)) {
-      std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
-                                   std::filesystem::perm_options::add, ignored);
-    }
-  }
-  std::filesystem::permissions(path, std::filesystem::perms::owner_all,
-                               std::filesystem::perm_options::add, ignored);
-  std::error_code error;
-  std::filesystem::remove_all(path, error);
-  if (error) throw SystemError("remove", path, error.value());
 }
 
 }  // namespace
@@ -262,21 +229,6 @@ std::string mountImage(const ImageFile& image, const std::string& root, MountMet
                                                   kMountMethodVariable, variableValue(method))));
 }
 
-std::vector<std::string> mountsUnder(const std::string& folder) {
-  std::ifstream mountinfo("/proc/self/mountinfo");
-  std::vector<std::string> points;
-  for (std::string line; std::getline(mountinfo, line);) {
-    std::istringstream fields(line);
-    std::string id, parent, devices, root, point;
-    fields >> id >> parent >> devices >> root >> point;
-    point = unescapeMountPath(point);
-    if (point == folder || point.rfind(folder + "/", 0) == 0) points.push_back(point);
-  }
-  std::sort(points.begin(), points.end(),
-            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  return points;
-}
-
 bool HostMountFolder::usable(const std::string& root, const std::string& how) const {
   struct stat st {};
   if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;  // ENOTCONN: dead
@@ -286,7 +238,8 @@ bool HostMountFolder::usable(const std::string& root, const std::string& how) co
 }
 
 void HostMountFolder::clear(const std::string& root) {
-  for (const std::string& point : mountsUnder(root)) detach(point, path_);
+  std::vector<std::string> points = mountsUnder(root);  // in mount order: children last
+  for (auto it = points.rbegin(); it != points.rend(); ++it) detach(*it, path_);
   std::vector<std::string> left = mountsUnder(root);
   if (!left.empty()) {
     throw SystemError(ExitCode::kSystem,
@@ -294,8 +247,14 @@ void HostMountFolder::clear(const std::string& root) {
                                   "unmount: unmount it by hand (fusermount3 -u -z {})",
                                   left.front(), left.front()));
   }
-  removeTree(root);
-  removeTree(root + ".partial");
+  for (const std::string& folder : {root, root + ".partial"}) {
+    if (!removeStaging(folder)) {
+      throw SystemError(ExitCode::kSystem,
+                        fmt::format("cannot remove {}: some files in it stay: remove it by "
+                                    "hand",
+                                    folder));
+    }
+  }
 }
 
 }  // namespace distrun::container

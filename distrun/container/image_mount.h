@@ -34,10 +34,6 @@ MountMethod mountMethodFrom(const Environment& env);
 std::string mountImage(const ImageFile& image, const std::string& root, MountMethod method,
                        const Environment& env);
 
-// The mount points at or under `folder` in this process's mount table
-// (/proc/self/mountinfo), deepest first.
-std::vector<std::string> mountsUnder(const std::string& folder);
-
 // Real mounts: unmounts with umount2 (as root) or fusermount3 -u (else),
 // detaching lazily; a FUSE mount whose daemon died (ENOTCONN) is not usable.
 class HostMountFolder : public MountFolder {

@@ -11,6 +11,7 @@
 
 #include "distrun/common/system.h"
 #include "distrun/container/image_mount.h"
+#include "distrun/container/staging_tree.h"
 #include "distrun/testing/command.h"
 
 namespace distrun::testing {
