@@ -6,19 +6,17 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <deque>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/container/staging_tree.h"
 
 namespace distrun::container {
 
 namespace {
-
-constexpr int kMaxLinks = 40;  // as the kernel's path walk (ELOOP)
 
 bool isFile(const std::string& path) {
   struct stat st {};
@@ -90,32 +88,14 @@ bool atOrUnder(const std::string& path, const std::string& folder) {
          (path.size() == folder.size() || path[folder.size()] == '/');
 }
 
-// `pathInImage` resolved inside the image at `root`, like a chroot's walk.
+// `pathInImage` resolved inside the image at `root`, as a program inside
+// sees it; a loop of links leaves the path unresolved (nothing is there).
 std::string resolveInImage(const std::string& pathInImage, const std::string& root) {
-  std::vector<std::string> parts = split(pathInImage, '/');
-  std::deque<std::string> left(parts.begin(), parts.end());
-  std::string at = "/";
-  int links = 0;
-  while (!left.empty()) {
-    std::string part = left.front();
-    left.pop_front();
-    if (part.empty() || part == ".") continue;
-    if (part == "..") {
-      at = std::filesystem::path(at).parent_path().string();
-      continue;
-    }
-    std::string next = at == "/" ? "/" + part : at + "/" + part;
-    std::error_code error;
-    if (!std::filesystem::is_symlink(root + next, error) || ++links > kMaxLinks) {
-      at = next;
-      continue;
-    }
-    std::string target = std::filesystem::read_symlink(root + next, error).string();
-    std::vector<std::string> targetParts = split(target, '/');
-    left.insert(left.begin(), targetParts.begin(), targetParts.end());
-    if (!target.empty() && target.front() == '/') at = "/";
+  try {
+    return resolveInRoot(root, pathInImage);
+  } catch (const IoError&) {
+    return root + pathInImage;
   }
-  return root + (at == "/" ? "" : at);
 }
 
 }  // namespace

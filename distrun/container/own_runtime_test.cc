@@ -79,10 +79,10 @@ TEST_F(HostPathTest, FollowsTheImagesLinksInsideTheImage) {
   EXPECT_EQ(hostPath("/"), root_);
 }
 
-TEST_F(HostPathTest, ALinkLoopEndsAfterFortyLinks) {
+TEST_F(HostPathTest, ALinkLoopLeavesThePathUnresolved) {
   fs::create_symlink("/usr/bin/ping", root_ + "/usr/bin/pong");
   fs::create_symlink("/usr/bin/pong", root_ + "/usr/bin/ping");
-  EXPECT_THAT(hostPath("/usr/bin/ping"), HasSubstr(root_));
+  EXPECT_EQ(hostPath("/usr/bin/ping"), root_ + "/usr/bin/ping");
 }
 
 TEST_F(HostPathTest, UnderAMountIsTheMountsSourceTheDeepestWinning) {
