@@ -86,7 +86,7 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
       {"train", addTrainCommand(app, ctx)},
       {"submit", addSubmitCommand(app, ctx, program)},
       {"wrap", addWrapCommand(app, ctx)},
-      {"enter", addEnterCommand(app, ctx, program)},
+      {"enter", addEnterCommand(app, ctx)},
   };
   std::vector<std::string> commands;
   for (const auto& [name, action] : actions) commands.push_back(name);

@@ -30,7 +30,7 @@ Action addWrapCommand(CLI::App& app, CliContext& ctx);
 
 // `distrun enter [--bind ...] IMAGE -- PROGRAM [ARGS...]`: PROGRAM inside the
 // container IMAGE with this environment; returns its status.
-Action addEnterCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program);
+Action addEnterCommand(CLI::App& app, CliContext& ctx);
 // `distrun bench ...`: execs distrun-bench from ctx.toolDir with the
 // arguments unchanged.
 Action addBenchCommand(CLI::App& app, CliContext& ctx);

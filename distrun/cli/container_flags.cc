@@ -57,7 +57,8 @@ void addContainerFlags(CLI::App* cmd, ContainerFlags& flags) {
   cmd->add_option("--container", flags.image,
                   "run the workers inside IMAGE (.sif or SquashFS; see docs/containers.md)");
   cmd->add_option("--bind", flags.binds,
-                  "SRC[:DST[:ro]]: a host path inside the container (repeatable)");
+                  "SRC[:DST[:ro]]: a host path inside the container (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--container-runtime", flags.runtime,
                   "auto (apptainer, singularity, else distrun's), apptainer, singularity or "
                   "distrun");

@@ -59,8 +59,9 @@ const Mistake kContainerMistakes[] = {
     {{"enter", kImage},
      "enter: no PROGRAM given to run in " + kImage +
          ": distrun enter [OPTIONS] IMAGE -- PROGRAM [ARGS...]"},
-    {{"enter", kImage, "python3", "--", "train.py"},
-     "enter: 'python3' between IMAGE and --: put PROGRAM after --"},
+    {{"enter", kImage, "--"},
+     "enter: no PROGRAM given to run in " + kImage +
+         ": distrun enter [OPTIONS] IMAGE -- PROGRAM [ARGS...]"},
     {{"enter", "/nonexistent/pytorch.sif", "--", "python3"},
      "container image /nonexistent/pytorch.sif: cannot open",
      true,

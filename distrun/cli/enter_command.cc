@@ -1,5 +1,4 @@
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "distrun/cli/commands.h"
 #include "distrun/cli/container_flags.h"
@@ -17,39 +16,36 @@ struct EnterOptions {
   bool verbose = false;
 };
 
-// IMAGE, then PROGRAM [ARGS...] (after IMAGE, or after --).
+// IMAGE, then PROGRAM [ARGS...], after an optional -- (which PROGRAM's own
+// arguments may hold again, as apptainer exec passes them on).
 std::vector<std::string> splitImage(std::vector<std::string> rest,
-                                    const std::vector<std::string>& afterDashes,
                                     std::optional<std::string>& image) {
-  if (rest.empty()) {
+  if (rest.empty() || rest.front() == "--") {
     throw UsageError("enter: no IMAGE given: distrun enter [OPTIONS] IMAGE -- PROGRAM [ARGS...]");
   }
   image = rest.front();
   rest.erase(rest.begin());
-  if (!afterDashes.empty() && !rest.empty()) {
-    throw UsageError(fmt::format("enter: '{}' between IMAGE and --: put PROGRAM after --",
-                                 fmt::join(rest, " ")));
-  }
-  std::vector<std::string> program = afterDashes.empty() ? rest : afterDashes;
-  if (program.empty()) {
+  if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
+  if (rest.empty()) {
     throw UsageError(
         fmt::format("enter: no PROGRAM given to run in {}: distrun enter "
                     "[OPTIONS] IMAGE -- PROGRAM [ARGS...]",
                     *image));
   }
-  return program;
+  return rest;
 }
 
 }  // namespace
 
-Action addEnterCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program) {
+Action addEnterCommand(CLI::App& app, CliContext& ctx) {
   auto options = std::make_shared<EnterOptions>();
   CLI::App* cmd = app.add_subcommand(
       "enter",
       "Run PROGRAM inside the container IMAGE with this environment, as apptainer exec does "
       "(the wrappers of distrun wrap call it)");
   cmd->add_option("--bind", options->container.binds,
-                  "SRC[:DST[:ro]]: a host path inside the container (repeatable)");
+                  "SRC[:DST[:ro]]: a host path inside the container (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--container-runtime", options->container.runtime,
                   "auto (apptainer, singularity, else distrun's), apptainer, singularity or "
                   "distrun");
@@ -57,9 +53,8 @@ Action addEnterCommand(CLI::App& app, CliContext& ctx, const std::vector<std::st
   cmd->add_flag("-v,--verbose", options->verbose, "print the runtime and the mount first");
   cmd->prefix_command();
   cmd->footer("IMAGE -- PROGRAM [ARGS...]");
-  return [options, cmd, &ctx, &program] {
-    std::vector<std::string> argv =
-        splitImage(programArguments(*cmd), program, options->container.image);
+  return [options, cmd, &ctx] {
+    std::vector<std::string> argv = splitImage(programArguments(*cmd), options->container.image);
     auto site = cluster::selectSiteProfile(options->site, ctx.env,
                                            cluster::siteSearchPath(ctx.env, ctx.builtinSiteDir));
     std::optional<container::ContainerRequest> request =

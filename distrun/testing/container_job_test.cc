@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -27,17 +28,21 @@ std::string missingTools() {
   return containerToolsMissing({"mmdebstrap", "mksquashfs", "squashfuse", "bwrap"});
 }
 
-// The rank variables a program in the container saw, one JSON line each.
+// Each rank writes the variables it saw inside the container, and a file of
+// the image, to REPORT_DIR/RANK.json (the host's /tmp is bound inside);
+// files, not stdout, which mpirun may interleave.
 const char* kReportRank =
-    "python3 -c 'import json, os; print(json.dumps({k: os.environ.get(k) for k in (\"RANK\", "
-    "\"WORLD_SIZE\", \"LOCAL_RANK\", \"DISTRUN_CONTAINER\")} | {\"debian\": "
-    "open(\"/etc/debian_version\").read().strip()}), flush=True)'";
+    "python3 -c 'import json, os; e = os.environ; open(e[\"REPORT_DIR\"] + \"/\" + e[\"RANK\"] "
+    "+ \".json\", \"w\").write(json.dumps({k: e.get(k) for k in (\"RANK\", \"WORLD_SIZE\", "
+    "\"LOCAL_RANK\", \"DISTRUN_CONTAINER\")} | {\"debian\": "
+    "open(\"/etc/debian_version\").read().strip()}))'";
 
-std::map<int, nlohmann::json> reports(const std::string& out) {
+std::map<int, nlohmann::json> reports(const std::string& dir) {
   std::map<int, nlohmann::json> byRank;
-  for (const std::string& line : lines(out)) {
-    if (line.empty() || line[0] != '{') continue;
-    nlohmann::json j = nlohmann::json::parse(line);
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    nlohmann::json j = nlohmann::json::parse(in);
     byRank[std::stoi(j["RANK"].get<std::string>())] = j;
   }
   return byRank;

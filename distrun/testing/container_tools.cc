@@ -84,7 +84,8 @@ std::string imageInputs() {
   for (const auto& entry : std::filesystem::directory_iterator("/etc/apt/sources.list.d")) {
     inputs += fileText(entry.path().string());
   }
-  for (const char* source : {"sif.cc", "image_build.cc", "wrap_options.cc"}) {
+  for (const char* source :
+       {"sif_writer.cc", "image_build.cc", "staging_tree.cc", "debian_sources.cc"}) {
     inputs += fileText(sourcePath(std::string("distrun/container/") + source));
   }
   return inputs;
