@@ -20,6 +20,12 @@ constexpr const char* kEnvScripts =
     "for f in /.singularity.d/env/*.sh; do if [ -f \"$f\" ]; then . \"$f\"; fi; done; "
     "exec \"$@\"";
 
+// The PATH a program starts with inside, as Apptainer sets it: the host's
+// folders mean nothing in the image (a ~/.pyenv shim on the host PATH would
+// shadow the image's python3). The image's environment scripts may extend it.
+constexpr const char* kContainerPath =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 bool isExecutableFile(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
@@ -137,9 +143,9 @@ std::vector<std::string> bwrapCommand(const SandboxSpec& spec, const ImageTree& 
   std::vector<std::string> tree =
       planMounts(image, spec.imageRoot, sandboxMounts(spec, workingDir));
   argv.insert(argv.end(), tree.begin(), tree.end());
-  argv.insert(argv.end(),
-              {"--remount-ro", "/", "--chdir", workingDir, "--setenv", kContainerVariable,
-               spec.image, "--", kSandboxToolInside, "start", "--"});
+  argv.insert(argv.end(), {"--remount-ro", "/", "--chdir", workingDir, "--setenv",
+                           kContainerVariable, spec.image, "--setenv", "PATH", kContainerPath, "--",
+                           kSandboxToolInside, "start", "--"});
   if (spec.envScripts) argv.insert(argv.end(), {"/bin/sh", "-c", kEnvScripts, "distrun-container"});
   argv.insert(argv.end(), program.begin(), program.end());
   return argv;

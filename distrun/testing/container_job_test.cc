@@ -69,11 +69,13 @@ class ContainerMpiTest : public ::testing::Test {
 };
 
 TEST_F(ContainerMpiTest, MpirunTasksRunInsideTheImageWithTheirRanks) {
-  CommandResult r = runCommand("timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 " +
+  ScratchDir dir("container-mpirun");
+  CommandResult r = runCommand("REPORT_DIR=" + quote(dir.path()) +
+                               " timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 " +
                                quote(binaryPath("distrun")) + " exec --container " + quote(image_) +
                                " -- " + kReportRank);
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
-  expectRanks(reports(r.out), 2, image_);
+  expectRanks(reports(dir.path()), 2, image_);
   EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
 }
 
@@ -91,10 +93,12 @@ class ContainerSlurmTest : public SlurmTest {
 };
 
 TEST_F(ContainerSlurmTest, SrunTasksOnTwoNodesRunInsideTheImageWithTheirRanks) {
-  CommandResult r = slurm("cd " + quote(dir_.path()) + " && timeout 120 srun -N2 -n4 " + distrun() +
-                          " exec --container " + quote(image_) + " -- " + kReportRank);
+  CommandResult r =
+      runCommand("cd " + quote(dir_.path()) + " && " + cluster_->env() +
+                 "REPORT_DIR=" + quote(dir_.path()) + " timeout 120 srun -N2 -n4 " + distrun() +
+                 " exec --container " + quote(image_) + " -- " + kReportRank);
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
-  std::map<int, nlohmann::json> byRank = reports(r.out);
+  std::map<int, nlohmann::json> byRank = reports(dir_.path());
   expectRanks(byRank, 4, image_);
   std::set<std::string> localRanks;
   for (const auto& [rank, j] : byRank) localRanks.insert(j["LOCAL_RANK"].get<std::string>());
@@ -102,15 +106,57 @@ TEST_F(ContainerSlurmTest, SrunTasksOnTwoNodesRunInsideTheImageWithTheirRanks) {
   EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
 }
 
+// `distrun wrap --wrappers PREFIX`: PREFIX/bin/where runs /opt/tool/bin/where
+// inside the image, from a host shell, under srun and under distrun run.
+TEST_F(ContainerSlurmTest, WrappersRunTheirProgramInsideFromAShellSrunAndDistrunRun) {
+  const std::string tree = dir_.path() + "/tool";
+  std::filesystem::create_directories(tree + "/bin");
+  {
+    std::ofstream(tree + "/marker") << "inside\n";
+    std::ofstream where(tree + "/bin/where");
+    where << "#!/bin/busybox sh\n"
+             "echo \"task=${RANK:-${SLURM_PROCID:-none}} in=$DISTRUN_CONTAINER "
+             "sees=$(/bin/busybox cat /opt/tool/marker)\"\n";
+  }
+  std::filesystem::permissions(tree + "/bin/where", std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::add);
+  const std::string image = dir_.path() + "/tool.sif";
+  const std::string prefix = dir_.path() + "/prefix";
+  CommandResult built = runCommand(distrun() + " wrap -q -o " + quote(image) +
+                                   " --apt busybox --variant extract --dir " +
+                                   quote(tree + ":/opt/tool") + " --wrappers " + quote(prefix));
+  ASSERT_EQ(built.exitCode, 0) << built.out << built.err;
+  const std::string where = quote(prefix + "/bin/where");
+  const std::string inside = " in=" + image + " sees=inside";
+
+  CommandResult shell = runCommand(where);
+  EXPECT_EQ(shell.out, "task=none" + inside + "\n") << shell.err;
+  CommandResult srun = runCommand("cd " + quote(dir_.path()) + " && " + cluster_->env() +
+                                  " timeout 60 srun -N2 -n2 " + where);
+  EXPECT_THAT(lines(srun.out),
+              ::testing::UnorderedElementsAre("task=0" + inside, "task=1" + inside))
+      << srun.err;
+  CommandResult run = runCommand(distrun() + " run --nproc-per-node 2 --log-prefix '' " + where);
+  EXPECT_THAT(lines(run.out), ::testing::UnorderedElementsAre("task=0" + inside, "task=1" + inside))
+      << run.err;
+  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+}
+
+// The local cluster's node names resolve through nss_wrapper, preloaded
+// from the host (a real cluster's resolve through the bound /etc/hosts or
+// DNS): the ranks in the image need the library to find node1.
+constexpr const char* kNssWrapper = "/usr/lib/x86_64-linux-gnu/libnss_wrapper.so";
+
 // Debian's PyTorch inside the image, two nodes of two ranks: DDP ends with
 // the same parameters on every rank (ddp_check.py checks, and says so).
 TEST_F(ContainerSlurmTest, SubmittedDdpJobOnTwoNodesEndsWithEqualParameters) {
   std::string examples = sourcePath("examples/python");
-  CommandResult r =
-      slurm("cd " + quote(dir_.path()) + " && timeout 400 " + distrun() +
-            " submit --wait --nodes 2 " + "--time 10 --output " + quote(dir_.path() + "/%j.out") +
-            " --container " + quote(image_) + " --bind " + quote(examples + ":/opt/examples:ro") +
-            " -- run --nproc-per-node 2 /opt/examples/ddp_check.py");
+  CommandResult r = runCommand(
+      "cd " + quote(dir_.path()) + " && " + cluster_->env() + " timeout 400 " + distrun() +
+      " submit --wait --nodes 2 " + "--time 10 --output " + quote(dir_.path() + "/%j.out") +
+      " --container " + quote(image_) + " --bind " + quote(examples + ":/opt/examples:ro") +
+      " --bind " + quote(std::string(kNssWrapper) + ":" + kNssWrapper + ":ro") +
+      " -- run --nproc-per-node 2 /opt/examples/ddp_check.py");
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   std::set<double> checksums;
   std::set<int> ranks;
