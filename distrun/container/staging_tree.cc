@@ -254,7 +254,8 @@ std::vector<std::string> mountsUnder(const std::string& path) {
     std::string id, parent, devices, root, point;
     fields >> id >> parent >> devices >> root >> point;
     point = decodeMountPath(point);
-    if (point == path || point.rfind(path + "/", 0) == 0) points.push_back(point);
+    bool under = path == "/" || point == path || point.rfind(path + "/", 0) == 0;
+    if (under) points.push_back(point);
   }
   return points;
 }

@@ -76,7 +76,7 @@ TEST_F(ContainerMpiTest, MpirunTasksRunInsideTheImageWithTheirRanks) {
                                " -- " + kReportRank);
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   expectRanks(reports(dir.path()), 2, image_);
-  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+  EXPECT_THAT(imageMounts(image_), ::testing::IsEmpty());
 }
 
 class ContainerSlurmTest : public SlurmTest {
@@ -103,7 +103,7 @@ TEST_F(ContainerSlurmTest, SrunTasksOnTwoNodesRunInsideTheImageWithTheirRanks) {
   std::set<std::string> localRanks;
   for (const auto& [rank, j] : byRank) localRanks.insert(j["LOCAL_RANK"].get<std::string>());
   EXPECT_EQ(localRanks, (std::set<std::string>{"0", "1"}));
-  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+  EXPECT_THAT(imageMounts(image_), ::testing::IsEmpty());
 }
 
 // `distrun wrap --wrappers PREFIX`: PREFIX/bin/where runs /opt/tool/bin/where
@@ -139,7 +139,7 @@ TEST_F(ContainerSlurmTest, WrappersRunTheirProgramInsideFromAShellSrunAndDistrun
   CommandResult run = runCommand(distrun() + " run --nproc-per-node 2 --log-prefix '' " + where);
   EXPECT_THAT(lines(run.out), ::testing::UnorderedElementsAre("task=0" + inside, "task=1" + inside))
       << run.err;
-  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+  EXPECT_THAT(imageMounts(image), ::testing::IsEmpty());
 }
 
 // The local cluster's node names resolve through nss_wrapper, preloaded
@@ -184,16 +184,17 @@ TEST_F(ContainerMpiTest, DistrunTrainAndBenchRunInsideTheImage) {
                                    quote(image_) + " all_reduce -b 1K -e 4K -n 2 2>&1");
   EXPECT_EQ(bench.exitCode, 0) << bench.out;
   EXPECT_THAT(bench.out, HasSubstr("# Avg bus bandwidth"));
-  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+  EXPECT_THAT(imageMounts(image_), ::testing::IsEmpty());
 }
 
-// Mounts seen while `command` runs in the background, sampled until it ends.
-size_t mostMountsWhile(const std::string& command, int& exitCode) {
+// Mounts of `image` seen while `command` runs in the background, sampled
+// until it ends.
+size_t mostMountsWhile(const std::string& image, const std::string& command, int& exitCode) {
   ScratchDir logs("container-mounts");
   int pid = startCommand(command, logs.path() + "/log");
   size_t most = 0;
   while (processAlive(pid)) {
-    most = std::max(most, imageMounts().size());
+    most = std::max(most, imageMounts(image).size());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   exitCode = waitCommand(pid);
@@ -205,12 +206,13 @@ class ContainerNodeMountTest : public ContainerMpiTest {};
 TEST_F(ContainerNodeMountTest, FourWorkersShareOneMountThatIsGoneAtTheEnd) {
   int exitCode = -1;
   size_t most =
-      mostMountsWhile(quote(binaryPath("distrun")) + " run --nproc-per-node 4 --container " +
+      mostMountsWhile(image_,
+                      quote(binaryPath("distrun")) + " run --nproc-per-node 4 --container " +
                           quote(image_) + " --no-python /bin/sh -c 'sleep 2'",
                       exitCode);
   EXPECT_EQ(exitCode, 0);
   EXPECT_EQ(most, 1u) << "one mount for the node, not one per worker";
-  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+  EXPECT_THAT(imageMounts(image_), ::testing::IsEmpty());
 }
 
 TEST_F(ContainerNodeMountTest, AWorkerThatCrashesLeavesNoMount) {
@@ -218,7 +220,7 @@ TEST_F(ContainerNodeMountTest, AWorkerThatCrashesLeavesNoMount) {
       runCommand(quote(binaryPath("distrun")) + " run --nproc-per-node 2 --container " +
                  quote(image_) + " --no-python /bin/sh -c 'exit 3'");
   EXPECT_EQ(r.exitCode, 3) << r.err;
-  EXPECT_THAT(imageMounts(), ::testing::IsEmpty());
+  EXPECT_THAT(imageMounts(image_), ::testing::IsEmpty());
 }
 
 TEST_F(ContainerNodeMountTest, AKilledAgentsMountIsCleanedByTheNextRun) {
@@ -226,16 +228,16 @@ TEST_F(ContainerNodeMountTest, AKilledAgentsMountIsCleanedByTheNextRun) {
   int agent = startCommand(quote(binaryPath("distrun")) + " run --nproc-per-node 2 --container " +
                                quote(image_) + " --no-python /bin/sh -c 'sleep 60'",
                            logs.path() + "/log");
-  for (int i = 0; i < 200 && imageMounts().empty(); ++i) {
+  for (int i = 0; i < 200 && imageMounts(image_).empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_EQ(imageMounts().size(), 1u);
+  ASSERT_EQ(imageMounts(image_).size(), 1u);
   ::kill(agent, SIGKILL);
   waitCommand(agent);
   CommandResult next =
       runCommand(quote(binaryPath("distrun")) + " enter " + quote(image_) + " -- /bin/true");
   EXPECT_EQ(next.exitCode, 0) << next.err;
-  EXPECT_THAT(imageMounts(), ::testing::IsEmpty()) << "the stale mount was cleaned";
+  EXPECT_THAT(imageMounts(image_), ::testing::IsEmpty()) << "the stale mount was cleaned";
 }
 
 }  // namespace

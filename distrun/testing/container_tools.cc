@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/common/unique_fd.h"
+#include "distrun/container/staging_tree.h"
 #include "distrun/testing/command.h"
 
 namespace distrun::testing {
@@ -41,14 +43,7 @@ bool onPath(const std::string& program) {
 // Lazily unmounts every mount at or under `dir`, deepest first, so removing
 // the folder never descends into an image or a bound host folder.
 void unmountUnder(const std::string& dir) {
-  std::ifstream mountinfo("/proc/self/mountinfo");
-  std::vector<std::string> points;
-  for (std::string line; std::getline(mountinfo, line);) {
-    std::istringstream fields(line);
-    std::string id, parent, devices, root, point;
-    fields >> id >> parent >> devices >> root >> point;
-    if (point == dir || point.rfind(dir + "/", 0) == 0) points.push_back(point);
-  }
+  std::vector<std::string> points = container::mountsUnder(dir);
   for (auto it = points.rbegin(); it != points.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
 }
 
@@ -127,17 +122,15 @@ std::string torchImage() {
                       "libopenblas0-openmp"});
 }
 
-std::vector<std::string> imageMounts() {
-  std::ifstream mountinfo("/proc/self/mountinfo");
+std::vector<std::string> imageMounts(const std::string& image) {
+  struct stat st {};
+  if (::stat(image.c_str(), &st) != 0) return {};
+  // The node mount's folder is named by the image's identity, DEV-INODE-SIZE-...
+  const std::string key = "/containers/" + std::to_string(st.st_dev) + "-" +
+                          std::to_string(st.st_ino) + "-" + std::to_string(st.st_size) + "-";
   std::vector<std::string> points;
-  for (std::string line; std::getline(mountinfo, line);) {
-    std::istringstream fields(line);
-    std::string id, parent, devices, root, point;
-    fields >> id >> parent >> devices >> root >> point;
-    if (point.find("/containers/") != std::string::npos &&
-        point.find("/distrun-") != std::string::npos) {
-      points.push_back(point);
-    }
+  for (const std::string& point : container::mountsUnder("/")) {
+    if (point.find(key) != std::string::npos) points.push_back(point);
   }
   return points;
 }

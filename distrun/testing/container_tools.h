@@ -27,9 +27,10 @@ std::string cachedImage(const std::vector<std::string>& wrapArguments);
 // distrun-train and distrun-bench need besides.
 std::string torchImage();
 
-// Mounts of container images on this host now (distrun's node mounts: the
-// mount points under a `distrun-UID/containers/` folder).
-std::vector<std::string> imageMounts();
+// distrun's node mounts of `image` on this host now (the mount points under
+// `distrun-UID/containers/`, named by the image's identity); other jobs'
+// images on the machine do not count.
+std::vector<std::string> imageMounts(const std::string& image);
 
 // A fresh folder under $TMPDIR (or /tmp), removed with everything in it
 // when the object goes (mounts under it are detached first); never under
