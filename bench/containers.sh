@@ -10,7 +10,8 @@
 #     difference;
 #   - the cost of entering: 8 trivial workers started by `distrun run`,
 #     with and without --container (the node's one mount included).
-# Medians of RUNS runs (cold: COLD_RUNS); ratios last. Needs root (to drop
+# Medians of RUNS runs (cold: COLD_RUNS); ratios last. The images are built
+# once into $DISTRUN_BENCH_CACHE (/var/tmp/distrun-bench). Needs root (to drop
 # the page cache) and the container tools (scripts/install-deps).
 #   bench/containers.sh [BUILD_DIR] [RUNS] [COLD_RUNS]
 set -euo pipefail
@@ -23,14 +24,19 @@ distrun=$(realpath "$build/bin/distrun")
 
 cache=${DISTRUN_BENCH_CACHE:-/var/tmp/distrun-bench}
 mkdir -p "$cache"
-# A bare SquashFS (a SIF holds the same file system behind a 32 KiB header;
-# the runtime reads it at its offset just the same), so that unsquashfs
-# makes the folder of the very same files.
-image=$cache/torch.sqfs
+# Bare SquashFS images (a SIF holds the same file system behind a 32 KiB
+# header and is read at its offset just the same): the default compression
+# (zstd:3) and the fastest to unpack (lz4), the second made from the first
+# by distrun wrap --base; and the folder of the very same files.
+image=$cache/torch-zstd3.sqfs
+image_lz4=$cache/torch-lz4.sqfs
 tree=$cache/torch-tree
 if [[ ! -f $image ]]; then
   echo "building $image (distrun wrap --apt python3-torch; minutes, once)" >&2
   "$distrun" wrap -o "$image" --format squashfs --apt python3-torch >&2
+fi
+if [[ ! -f $image_lz4 ]]; then
+  "$distrun" wrap -q -o "$image_lz4" --format squashfs --compression lz4 --base "$image" >&2
 fi
 if [[ ! -d $tree ]]; then
   rm -rf "$tree.partial"
@@ -48,6 +54,7 @@ from_folder() {
   bwrap --ro-bind "$tree" / --proc /proc --dev /dev --tmpfs /tmp "${import_torch[@]}"
 }
 from_image() { "$distrun" enter --container-runtime distrun "$image" -- "${import_torch[@]}"; }
+from_lz4() { "$distrun" enter --container-runtime distrun "$image_lz4" -- "${import_torch[@]}"; }
 
 # time_median COUNT COLD CMD...: median ns of CMD, the cache dropped first when COLD=1.
 time_median() {
@@ -63,11 +70,14 @@ time_median() {
 files_folder=$(find "$tree" | wc -l)
 bytes_folder=$(du -sb "$tree" | awk '{print $1}')
 bytes_image=$(stat -c %s "$image")
+bytes_lz4=$(stat -c %s "$image_lz4")
 
 cold_folder=$(time_median "$cold_runs" 1 from_folder)
 cold_image=$(time_median "$cold_runs" 1 from_image)
+cold_lz4=$(time_median "$cold_runs" 1 from_lz4)
 warm_folder=$(time_median "$runs" 0 from_folder)
 warm_image=$(time_median "$runs" 0 from_image)
+warm_lz4=$(time_median "$runs" 0 from_lz4)
 
 workers=8
 plain() { "$distrun" run --nproc-per-node $workers --cpu-bind none --no-python /bin/true; }
@@ -78,18 +88,23 @@ contained() {
 start_plain=$(time_median "$runs" 0 plain)
 start_contained=$(time_median "$runs" 0 contained)
 
+mb() { awk -v b="$1" 'BEGIN{printf "%9.0f MB", b/1e6}'; }
 echo "Python stack: Debian's python3-torch and its dependencies ($(nproc) cores)"
-printf '%-34s %12s %12s\n' "" "folder" "image"
-printf '%-34s %12s %12s\n' "files on the file system" "$files_folder" 1
-printf '%-34s %9.0f MB %9.0f MB\n' "bytes" "$(awk -v b="$bytes_folder" 'BEGIN{print b/1e6}')" \
-  "$(awk -v b="$bytes_image" 'BEGIN{print b/1e6}')"
-printf '%-34s %s %s\n' "import torch, cold (median of $cold_runs)" "$(ms "$cold_folder")" "$(ms "$cold_image")"
-printf '%-34s %s %s\n' "import torch, warm (median of $runs)" "$(ms "$warm_folder")" "$(ms "$warm_image")"
-printf '%-34s %s %s\n' "$workers trivial workers (distrun run)" "$(ms "$start_plain")" "$(ms "$start_contained")"
+printf '%-34s %12s %12s %12s\n' "" "folder" "image zstd:3" "image lz4"
+printf '%-34s %12s %12s %12s\n' "files on the file system" "$files_folder" 1 1
+printf '%-34s %s %s %s\n' "bytes" "$(mb "$bytes_folder")" "$(mb "$bytes_image")" "$(mb "$bytes_lz4")"
+printf '%-34s %s %s %s\n' "import torch, cold (median of $cold_runs)" "$(ms "$cold_folder")" \
+  "$(ms "$cold_image")" "$(ms "$cold_lz4")"
+printf '%-34s %s %s %s\n' "import torch, warm (median of $runs)" "$(ms "$warm_folder")" \
+  "$(ms "$warm_image")" "$(ms "$warm_lz4")"
+printf '%-34s %s %s\n' "$workers trivial workers (distrun run)" "$(ms "$start_plain")" \
+  "$(ms "$start_contained")"
 echo
 echo "ratios (image / folder; lower is better):"
 awk -v f="$files_folder" 'BEGIN{printf "  files:               1 / %d = %.6f\n", f, 1/f}'
-awk -v a="$cold_image" -v b="$cold_folder" 'BEGIN{printf "  cold import torch:   %.2f\n", a/b}'
-awk -v a="$warm_image" -v b="$warm_folder" 'BEGIN{printf "  warm import torch:   %.2f\n", a/b}'
+awk -v a="$cold_image" -v l="$cold_lz4" -v b="$cold_folder" \
+  'BEGIN{printf "  cold import torch:   %.2f (zstd:3), %.2f (lz4)\n", a/b, l/b}'
+awk -v a="$warm_image" -v l="$warm_lz4" -v b="$warm_folder" \
+  'BEGIN{printf "  warm import torch:   %.2f (zstd:3), %.2f (lz4)\n", a/b, l/b}'
 awk -v a="$start_contained" -v b="$start_plain" -v n=$workers \
   'BEGIN{printf "  entering the container: %+.1f ms per worker (%.2fx the start of %d workers)\n", (a-b)/n/1e6, a/b, n}'

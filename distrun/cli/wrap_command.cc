@@ -99,6 +99,8 @@ void addSourceFlags(CLI::App* cmd, WrapArguments& a) {
 void addImageFlags(CLI::App* cmd, WrapArguments& a) {
   cmd->add_option("-o,--output", a.output, "the image file to write");
   cmd->add_option("--format", a.format, "sif (default) or squashfs");
+  cmd->add_option("--compression", a.compression,
+                  "zstd[:LEVEL] (default zstd:3), gzip[:LEVEL], xz, lz4 or none");
   cmd->add_option("--env", a.env, "NAME=VALUE set when the image starts (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--path", a.paths, "DIR in the image put in front of PATH (repeatable)")

@@ -49,11 +49,12 @@ BuildStep toolStep(StepKind kind, const std::string& name, std::vector<std::stri
   return step;
 }
 
-std::vector<std::string> squashCommand(const BuildPaths& paths, const BuildInputs& inputs) {
-  std::vector<std::string> argv = {
-      "mksquashfs", paths.root,  paths.squashfs, "-comp",
-      "zstd",       "-noappend", "-processors",  std::to_string(inputs.processors),
-      "-progress"};
+std::vector<std::string> squashCommand(const WrapOptions& o, const BuildPaths& paths,
+                                       const BuildInputs& inputs) {
+  std::vector<std::string> argv = {"mksquashfs", paths.root, paths.squashfs};
+  argv.insert(argv.end(), o.compression.begin(), o.compression.end());
+  argv.insert(argv.end(),
+              {"-noappend", "-processors", std::to_string(inputs.processors), "-progress"});
   if (inputs.allRoot) argv.push_back("-all-root");
   return argv;
 }
@@ -366,7 +367,7 @@ std::vector<BuildStep> planBuild(const WrapOptions& o, const BuildPaths& paths,
     environment.text = environmentLines(o.env, o.paths);
     steps.push_back(environment);
   }
-  steps.push_back(toolStep(StepKind::kSquash, "mksquashfs", squashCommand(paths, inputs)));
+  steps.push_back(toolStep(StepKind::kSquash, "mksquashfs", squashCommand(o, paths, inputs)));
   if (o.format == ImageFormat::kSif) steps.push_back(toolStep(StepKind::kSif, "SIF", {}));
   steps.push_back(toolStep(StepKind::kPublish, "", {}));
   if (!o.wrappers.empty()) steps.push_back(toolStep(StepKind::kWrappers, "", {}));

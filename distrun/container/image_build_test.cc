@@ -148,9 +148,10 @@ TEST_F(ImageBuildTest, ThePlanStacksBaseThenPackagesThenDirs) {
   EXPECT_EQ(steps[2].dir.destination, "/opt/env");
   EXPECT_EQ(steps[3].dir.source, "/home/u/proj");
   EXPECT_EQ(steps[5].text, "export A=1\n");
-  EXPECT_EQ(steps[6].argv,
-            (Argv{"mksquashfs", "/tmp/distrun-wrap-x/root", "/tmp/distrun-wrap-x/image.squashfs",
-                  "-comp", "zstd", "-noappend", "-processors", "8", "-progress"}));
+  EXPECT_EQ(
+      steps[6].argv,
+      (Argv{"mksquashfs", "/tmp/distrun-wrap-x/root", "/tmp/distrun-wrap-x/image.squashfs", "-comp",
+            "zstd", "-Xcompression-level", "3", "-noappend", "-processors", "8", "-progress"}));
 }
 
 TEST_F(ImageBuildTest, NotAsRootFilesArePackedAsRoots) {

@@ -96,6 +96,38 @@ ImageFormat parseFormat(const std::string& text) {
   throw UsageError(fmt::format("--format {}: expected sif or squashfs", text));
 }
 
+// --compression NAME[:LEVEL] as mksquashfs's flags. zstd's default level
+// is 3, not mksquashfs's 15: the Python stack of python3-torch packs in
+// 4.6 s instead of 108 s for 15% more bytes, and unpacks as fast (zstd
+// decompresses at one speed whatever the level).
+std::vector<std::string> compressionFlags(const std::string& text) {
+  const size_t colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  const std::string level = colon == std::string::npos ? "" : text.substr(colon + 1);
+  const std::map<std::string, std::pair<int, int>> levels = {
+      {"zstd", {1, 22}}, {"gzip", {1, 9}}, {"xz", {0, 0}}, {"lz4", {0, 0}}, {"none", {0, 0}}};
+  auto known = levels.find(name);
+  if (known == levels.end()) {
+    throw UsageError(fmt::format(
+        "--compression {}: expected zstd[:LEVEL], gzip[:LEVEL], xz, lz4 or none", text));
+  }
+  if (name == "none") return {"-noI", "-noD", "-noF", "-noX"};
+  std::vector<std::string> flags = {"-comp", name};
+  std::string chosen = level.empty() && name == "zstd" ? "3" : level;
+  if (chosen.empty()) return flags;
+  auto [low, high] = known->second;
+  const bool digits = !chosen.empty() && chosen.size() < 3 &&
+                      chosen.find_first_not_of("0123456789") == std::string::npos;
+  const int value = digits ? std::stoi(chosen) : -1;
+  if (low == high || value < low || value > high) {
+    throw UsageError(fmt::format(
+        "--compression {}: {} takes {}", text, name,
+        low == high ? std::string("no level") : fmt::format("a level from {} to {}", low, high)));
+  }
+  flags.insert(flags.end(), {"-Xcompression-level", chosen});
+  return flags;
+}
+
 void checkVariant(const std::string& variant) {
   const auto& known = debootstrapVariants();
   if (std::find(known.begin(), known.end(), variant) != known.end()) return;
@@ -248,6 +280,7 @@ WrapOptions parseWrapArguments(const WrapArguments& args, const std::string& hos
   WrapOptions o;
   o.output = absoluteNormal(args.output);
   o.format = parseFormat(args.format);
+  o.compression = compressionFlags(args.compression);
   o.packages = parsePackages(args.apt);
   o.suite = suiteFor(args, hostSuite);
   checkVariant(args.variant);

@@ -21,6 +21,7 @@ namespace distrun::container {
 struct WrapArguments {
   std::string output = {};                  // -o IMAGE
   std::string format = "sif";               // --format sif|squashfs
+  std::string compression = "zstd";         // --compression NAME[:LEVEL]
   std::vector<std::string> apt = {};        // --apt PKG[,PKG...], repeatable
   std::string suite = {};                   // --suite; "": the host's release
   std::string variant = "essential";        // --variant (mmdebstrap's)
@@ -46,6 +47,9 @@ struct DirSource {
 struct WrapOptions {
   std::string output;
   ImageFormat format = ImageFormat::kSif;
+  // mksquashfs's compression flags for --compression ("-comp zstd
+  // -Xcompression-level 3" for the default).
+  std::vector<std::string> compression = {"-comp", "zstd", "-Xcompression-level", "3"};
   std::vector<std::string> packages;  // every --apt package, in order
   std::string suite;                  // set whenever packages is not empty
   std::string variant = "essential";

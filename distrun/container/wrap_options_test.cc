@@ -89,7 +89,26 @@ TEST(WrapArgumentsTest, SquashfsFormat) {
   EXPECT_EQ(parse({.format = "squashfs", .dirs = {"/a:/b"}}).format, ImageFormat::kSquashfs);
 }
 
+TEST(WrapArgumentsTest, CompressionIsMksquashfssFlags) {
+  using Flags = std::vector<std::string>;
+  EXPECT_EQ(parse({.dirs = {"/a:/b"}}).compression,
+            (Flags{"-comp", "zstd", "-Xcompression-level", "3"}));
+  EXPECT_EQ(parse({.compression = "zstd:19", .dirs = {"/a:/b"}}).compression,
+            (Flags{"-comp", "zstd", "-Xcompression-level", "19"}));
+  EXPECT_EQ(parse({.compression = "lz4", .dirs = {"/a:/b"}}).compression, (Flags{"-comp", "lz4"}));
+  EXPECT_EQ(parse({.compression = "gzip", .dirs = {"/a:/b"}}).compression,
+            (Flags{"-comp", "gzip"}));
+  EXPECT_EQ(parse({.compression = "none", .dirs = {"/a:/b"}}).compression,
+            (Flags{"-noI", "-noD", "-noF", "-noX"}));
+}
+
 TEST(WrapArgumentsMistakeTest, EachIsNamed) {
+  EXPECT_EQ(usageMessage({.compression = "brotli", .dirs = {"/a:/b"}}),
+            "--compression brotli: expected zstd[:LEVEL], gzip[:LEVEL], xz, lz4 or none");
+  EXPECT_EQ(usageMessage({.compression = "zstd:30", .dirs = {"/a:/b"}}),
+            "--compression zstd:30: zstd takes a level from 1 to 22");
+  EXPECT_EQ(usageMessage({.compression = "lz4:9", .dirs = {"/a:/b"}}),
+            "--compression lz4:9: lz4 takes no level");
   EXPECT_EQ(usageMessage({}),
             "wrap: nothing to put in the image: give --apt PKG[,PKG...], --dir SRC:DEST or "
             "--base IMAGE (see 'distrun wrap --help')");
