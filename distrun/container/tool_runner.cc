@@ -21,7 +21,8 @@ namespace {
 constexpr size_t kRecentBytes = 16 * 1024;
 constexpr size_t kTailLines = 12;
 constexpr int kPollMs = 200;
-constexpr double kDrainAfterExit = 1.0;  // seconds: output left by the tool's children
+constexpr double kGroupGoneSeconds = 2.0;  // the most an interrupt waits for the group
+constexpr double kDrainAfterExit = 1.0;    // seconds: output left by the tool's children
 
 volatile sig_atomic_t gCaught = 0;
 
@@ -83,6 +84,7 @@ class ToolWatch {
     while (output_ || !exitCode_) step();
     if (sent_ != 0) {
       ::kill(-pid_, SIGKILL);  // anything of the tool's still running
+      awaitGroupGone();
       throw BuildInterrupted(sent_);
     }
     return {*exitCode_, tailOf(recent_)};
@@ -97,6 +99,15 @@ class ToolWatch {
       call_.onTick();
       nextTick_ = now() + call_.tickSeconds;
     }
+  }
+
+  // The caller removes the staging folder next: the tool's other processes
+  // (mmdebstrap's apt, mksquashfs's workers) must be gone first, not merely
+  // signalled. Bounded: a process the kernel keeps (a zombie whose new
+  // parent does not reap) must not hang the build.
+  void awaitGroupGone() const {
+    const double deadline = now() + kGroupGoneSeconds;
+    while (::kill(-pid_, 0) == 0 && now() < deadline) ::usleep(20 * 1000);
   }
 
   void forwardInterrupt() {
