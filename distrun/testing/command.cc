@@ -14,16 +14,12 @@
 
 namespace distrun::testing {
 
-namespace {
-
 std::string slurp(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
 }
-
-}  // namespace
 
 CommandResult runCommand(const std::string& command) {
   char errPath[] = "/tmp/distrun-test-stderr-XXXXXX";

@@ -32,6 +32,9 @@ bool waitForLines(const std::string& path, size_t lines, int seconds);
 // The whitespace-separated integers in a file (e.g. pids written by workers).
 std::vector<int> readInts(const std::string& path);
 
+// A file's whole contents, byte for byte; "" when it cannot be read.
+std::string slurp(const std::string& path);
+
 // Single-quotes `arg` for /bin/sh.
 std::string quote(const std::string& arg);
 

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -34,13 +33,6 @@ using container::SifFile;
 
 constexpr const char* kSifSource = "/usr/share/gocode/src/github.com/sylabs/sif/pkg/sif/sif.go";
 constexpr const char* kHello = "hello from the image\n";
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
 
 void spill(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;

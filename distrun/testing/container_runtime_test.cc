@@ -16,6 +16,7 @@
 #include "distrun/container/image_mount.h"
 #include "distrun/container/runtime_command.h"
 #include "distrun/container/sif.h"
+#include "distrun/testing/command.h"
 #include "distrun/testing/container_runtime_fixture.h"
 
 namespace distrun::testing {
@@ -24,11 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // Each way of mounting, for the bare SquashFS image and (suffix "_sif") the
 // same file system in a SIF file, at the partition's offset.

@@ -8,9 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -66,22 +64,15 @@ std::string containerToolsMissing(std::initializer_list<std::string> programs) {
 
 namespace {
 
-std::string fileText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // What the cached image depends on besides the arguments.
 std::string imageInputs() {
-  std::string inputs = fileText("/etc/apt/sources.list");
+  std::string inputs = slurp("/etc/apt/sources.list");
   for (const auto& entry : std::filesystem::directory_iterator("/etc/apt/sources.list.d")) {
-    inputs += fileText(entry.path().string());
+    inputs += slurp(entry.path().string());
   }
   for (const char* source :
        {"sif_writer.cc", "image_build.cc", "staging_tree.cc", "debian_sources.cc"}) {
-    inputs += fileText(sourcePath(std::string("distrun/container/") + source));
+    inputs += slurp(sourcePath(std::string("distrun/container/") + source));
   }
   return inputs;
 }

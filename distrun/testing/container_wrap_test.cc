@@ -11,7 +11,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -39,13 +38,6 @@ std::string wrapCommand(const std::vector<std::string>& args) {
 }
 
 CommandResult wrap(const std::vector<std::string>& args) { return runCommand(wrapCommand(args)); }
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // `unsquashfs -lln` of the image's SquashFS (at its offset in a SIF).
 std::string listing(const std::string& image) {
