@@ -7,18 +7,6 @@
 
 namespace distrun::cli {
 
-namespace {
-
-// The site profile whose binds a --container gets: the detected one (bench
-// has no --site flag of its own).
-std::optional<cluster::SiteProfile> benchSite(const ContainerFlags& flags, CliContext& ctx) {
-  if (!flags.image) return std::nullopt;
-  return cluster::selectSiteProfile(std::nullopt, ctx.env,
-                                    cluster::siteSearchPath(ctx.env, ctx.builtinSiteDir));
-}
-
-}  // namespace
-
 Action addBenchCommand(CLI::App& app, CliContext& ctx) {
   CLI::App* cmd =
       app.add_subcommand("bench",
@@ -32,8 +20,9 @@ Action addBenchCommand(CLI::App& app, CliContext& ctx) {
     ContainerFlags flags = takeContainerFlags(args);
     std::vector<std::string> argv = {ctx.toolDir + "/distrun-bench"};
     argv.insert(argv.end(), args.begin(), args.end());
+    // bench has no --site of its own: the detected profile's binds apply.
     std::optional<container::ContainerRequest> request =
-        containerRequest(flags, benchSite(flags, ctx), ctx.toolDir);
+        containerRequest(flags, std::nullopt, ctx.env, ctx);
     if (request) return runInContainer(ctx, *request, argv, {}, false);
     ctx.exec(argv, {});
     return 0;  // not reached: exec replaces this process or throws

@@ -56,6 +56,10 @@ void refuseWithoutImage(const ContainerFlags& flags) {
 void addContainerFlags(CLI::App* cmd, ContainerFlags& flags) {
   cmd->add_option("--container", flags.image,
                   "run the workers inside IMAGE (.sif or SquashFS; see docs/containers.md)");
+  addBindFlags(cmd, flags);
+}
+
+void addBindFlags(CLI::App* cmd, ContainerFlags& flags) {
   cmd->add_option("--bind", flags.binds,
                   "SRC[:DST[:ro]]: a host path inside the container (repeatable)")
       ->allow_extra_args(false);
@@ -65,8 +69,8 @@ void addContainerFlags(CLI::App* cmd, ContainerFlags& flags) {
 }
 
 std::optional<container::ContainerRequest> containerRequest(
-    const ContainerFlags& flags, const std::optional<cluster::SiteProfile>& site,
-    const std::string& toolDir) {
+    const ContainerFlags& flags, const std::optional<std::string>& siteName, const Environment& env,
+    const CliContext& ctx) {
   container::RuntimeChoice runtime = container::parseRuntimeChoice(flags.runtime);
   if (!flags.image) {
     refuseWithoutImage(flags);
@@ -76,8 +80,11 @@ std::optional<container::ContainerRequest> containerRequest(
   request.image = container::openImage(*flags.image).path;
   request.runtime = runtime;
   for (const std::string& text : flags.binds) request.binds.push_back(userBind(text));
+  std::optional<cluster::SiteProfile> site =
+      cluster::selectSiteProfile(siteName, env, cluster::siteSearchPath(env, ctx.builtinSiteDir));
   if (site) addSiteBinds(*site, request.binds);
-  if (!toolDir.empty() && exists(toolDir)) request.binds.push_back({toolDir, toolDir, true});
+  const std::string& tools = ctx.toolDir;
+  if (!tools.empty() && exists(tools)) request.binds.push_back({tools, tools, true});
   return request;
 }
 

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "distrun/cli/cli.h"
 #include "distrun/cluster/site_profile.h"
 #include "distrun/container/container_request.h"
 
@@ -17,18 +18,23 @@ namespace distrun::cli {
 using container::ContainerFlags;
 
 void addContainerFlags(CLI::App* cmd, ContainerFlags& flags);
+// --bind and --container-runtime alone: `distrun enter` takes IMAGE as its
+// first argument instead of --container.
+void addBindFlags(CLI::App* cmd, ContainerFlags& flags);
 
 // The container the flags ask for, checked before anything starts: the
 // image opens (container::openImage: ImageError, exit 66 or 65), every
 // --bind parses and its source exists (UsageError), the runtime is one of
-// four. The site profile's binds follow the user's, dropped where their
-// source is missing on this node; distrun's own folder `toolDir` is bound
+// four. The binds of the site profile `siteName` selects (--site; unset:
+// the detected one, see cluster::selectSiteProfile), looked for only when
+// there is an image, follow the user's, dropped where their source is
+// missing on this node; distrun's own folder ctx.toolDir is bound
 // read-only at its own path, so distrun-train and distrun-bench run inside.
 // nullopt without --container; UsageError for --bind or
 // --container-runtime without it.
 std::optional<container::ContainerRequest> containerRequest(
-    const ContainerFlags& flags, const std::optional<cluster::SiteProfile>& site,
-    const std::string& toolDir);
+    const ContainerFlags& flags, const std::optional<std::string>& siteName, const Environment& env,
+    const CliContext& ctx);
 
 // The flags again, the image's path made absolute, for a command distrun
 // writes for later (submit's batch script). Empty without --container.

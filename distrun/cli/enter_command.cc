@@ -43,22 +43,15 @@ Action addEnterCommand(CLI::App& app, CliContext& ctx) {
       "enter",
       "Run PROGRAM inside the container IMAGE with this environment, as apptainer exec does "
       "(the wrappers of distrun wrap call it)");
-  cmd->add_option("--bind", options->container.binds,
-                  "SRC[:DST[:ro]]: a host path inside the container (repeatable)")
-      ->allow_extra_args(false);
-  cmd->add_option("--container-runtime", options->container.runtime,
-                  "auto (apptainer, singularity, else distrun's), apptainer, singularity or "
-                  "distrun");
+  addBindFlags(cmd, options->container);
   cmd->add_option("--site", options->site, "site profile NAME whose binds apply, or 'none'");
   cmd->add_flag("-v,--verbose", options->verbose, "print the runtime and the mount first");
   cmd->prefix_command();
   cmd->footer("IMAGE -- PROGRAM [ARGS...]");
   return [options, cmd, &ctx] {
     std::vector<std::string> argv = splitImage(programArguments(*cmd), options->container.image);
-    auto site = cluster::selectSiteProfile(options->site, ctx.env,
-                                           cluster::siteSearchPath(ctx.env, ctx.builtinSiteDir));
     std::optional<container::ContainerRequest> request =
-        containerRequest(options->container, site, ctx.toolDir);
+        containerRequest(options->container, options->site, ctx.env, ctx);
     return runInContainer(ctx, *request, argv, {}, options->verbose);
   };
 }

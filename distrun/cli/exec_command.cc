@@ -93,13 +93,8 @@ int runExec(const ExecOptions& o, CliContext& ctx) {
     throw UsageError("exec: no PROGRAM given: distrun exec [OPTIONS] -- PROGRAM [ARGS...]");
   }
   const cluster::UserEnvironment user(ctx.env);
-  std::optional<container::ContainerRequest> request = containerRequest(
-      o.container,
-      o.container.image
-          ? cluster::selectSiteProfile(o.site, user.env,
-                                       cluster::siteSearchPath(user.env, ctx.builtinSiteDir))
-          : std::nullopt,
-      ctx.toolDir);
+  std::optional<container::ContainerRequest> request =
+      containerRequest(o.container, o.site, user.env, ctx);
   cluster::ThisTask setup = prepareRank(ctx, user.env, o.site);
   cluster::makeNodeDirs(setup.environment);
   checkMasterPort(setup);

@@ -137,11 +137,7 @@ launch::RunContext runContext(const Environment& env, CliContext& ctx) {
 std::optional<container::ContainerRequest> workersContainer(const RunOptions& o,
                                                             const Environment& env,
                                                             CliContext& ctx) {
-  if (!o.container.image) return containerRequest(o.container, std::nullopt, ctx.toolDir);
-  return containerRequest(
-      o.container,
-      cluster::selectSiteProfile(o.site, env, cluster::siteSearchPath(env, ctx.builtinSiteDir)),
-      ctx.toolDir);
+  return containerRequest(o.container, o.site, env, ctx);
 }
 
 }  // namespace

@@ -160,11 +160,11 @@ void addSlurmFlags(CLI::App* cmd, submit::SubmitRequest& r) {
 
 // --container and its binds, checked now (the image opens, the binds exist
 // here), passed on to the job's distrun command after its name.
-std::vector<std::string> withContainer(std::vector<std::string> command,
-                                       const ContainerFlags& flags) {
-  containerRequest(flags, std::nullopt, "");
-  if (command.empty() || !flags.image) return command;
-  std::vector<std::string> args = containerArguments(flags);
+std::vector<std::string> withContainer(std::vector<std::string> command, const SubmitOptions& o,
+                                       CliContext& ctx) {
+  containerRequest(o.container, o.site, ctx.env, ctx);
+  if (command.empty() || !o.container.image) return command;
+  std::vector<std::string> args = containerArguments(o.container);
   command.insert(command.begin() + 1, args.begin(), args.end());
   return command;
 }
@@ -196,7 +196,7 @@ Action addSubmitCommand(CLI::App& app, CliContext& ctx, const std::vector<std::s
           fmt::format("submit: put the distrun command after --: distrun submit [OPTIONS] -- {}",
                       fmt::join(rest, " ")));
     }
-    options->request.command = withContainer(program, options->container);
+    options->request.command = withContainer(program, *options, ctx);
     return runSubmit(*options, ctx);
   };
 }
