@@ -78,15 +78,11 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
   app.set_version_flag("--version", std::string("distrun ") + DISTRUN_VERSION);
   app.require_subcommand(1);
   std::vector<std::pair<std::string, Action>> actions = {
-      {"hostnames", addHostnamesCommand(app, ctx)},
-      {"env", addEnvCommand(app, ctx)},
-      {"exec", addExecCommand(app, ctx, program)},
-      {"run", addRunCommand(app, ctx, program)},
-      {"bench", addBenchCommand(app, ctx)},
-      {"train", addTrainCommand(app, ctx)},
-      {"submit", addSubmitCommand(app, ctx, program)},
-      {"wrap", addWrapCommand(app, ctx)},
-      {"enter", addEnterCommand(app, ctx)},
+      {"hostnames", addHostnamesCommand(app, ctx)}, {"env", addEnvCommand(app, ctx)},
+      {"exec", addExecCommand(app, ctx, program)},  {"run", addRunCommand(app, ctx, program)},
+      {"bench", addBenchCommand(app, ctx)},         {"doctor", addDoctorCommand(app, ctx)},
+      {"train", addTrainCommand(app, ctx)},         {"submit", addSubmitCommand(app, ctx, program)},
+      {"wrap", addWrapCommand(app, ctx)},           {"enter", addEnterCommand(app, ctx)},
   };
   std::vector<std::string> commands;
   for (const auto& [name, action] : actions) commands.push_back(name);

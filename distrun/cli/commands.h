@@ -35,6 +35,10 @@ Action addEnterCommand(CLI::App& app, CliContext& ctx);
 // arguments unchanged.
 Action addBenchCommand(CLI::App& app, CliContext& ctx);
 
+// `distrun doctor ...`: execs distrun-doctor from ctx.toolDir with the
+// arguments unchanged (docs/doctor.md).
+Action addDoctorCommand(CLI::App& app, CliContext& ctx);
+
 // `distrun train [LAUNCHER FLAGS] WORKLOAD [TRAINING FLAGS]`: `distrun run`
 // with ctx.toolDir/distrun-train as the program. Launcher flags may also
 // follow WORKLOAD: sortTrainCommandLine puts them first before the parse.

@@ -153,6 +153,8 @@ void addSlurmFlags(CLI::App* cmd, submit::SubmitRequest& r) {
   cmd->add_option("--signal-grace", r.signalGrace,
                   "seconds of warning (USR1) before the time limit (default 120)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--doctor", r.doctor,
+                "run distrun doctor on every node before the command; stop the job if it fails");
   cmd->add_option("--max-requeues", r.maxRequeues,
                   "times a job that checkpointed on the warning is requeued (default 3)")
       ->check(CLI::NonNegativeNumber);

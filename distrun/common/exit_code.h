@@ -23,6 +23,9 @@ enum class ExitCode : int {
   // (distrun-train, any program joining the protocol) exit with it, the
   // agent passes it on, and the batch script requeues the job on it.
   kCheckpointed = 79,
+  // `distrun doctor`: a check failed on some node (or a node did not answer);
+  // the report names it. Warnings alone exit 0.
+  kCheckFailed = 80,
   kNotExecutable = 126,  // the program exists but cannot be run (as a shell)
   kNotFound = 127,       // the program does not exist (as a shell)
 };

@@ -2,5 +2,7 @@
 #include "distrun/doctor/checks.h"
 
 namespace distrun::doctor {
-CheckResult checkCpuBinding(const ProbeContext&) { return skip("checkCpuBinding", "not built yet"); }
+CheckResult checkCpuBinding(const ProbeContext&) {
+  return skip("checkCpuBinding", "not built yet");
+}
 }  // namespace distrun::doctor

@@ -9,8 +9,7 @@ const std::vector<Check>& nodeChecks() {
       {"hostnames", "every node of the job resolves from this node", checkHostnames},
       {"master-port", "MASTER_PORT is free on the master node", checkMasterPort},
       {"cpu-binding", "the task's CPUs hold the binding plan's cores", checkCpuBinding},
-      {"cgroup", "the cgroup's CPU and memory limits hold what the job asked for",
-       checkCgroup},
+      {"cgroup", "the cgroup's CPU and memory limits hold what the job asked for", checkCgroup},
       {"shm", "/dev/shm is large enough for shared-memory collectives and data loaders",
        checkSharedMemory},
       {"limits", "locked-memory and open-file limits", checkLimits},
@@ -32,10 +31,11 @@ const std::vector<std::string>& jobCheckNames() {
 }
 
 std::vector<std::string> allCheckNames() {
-  std::vector<std::string> names;
-  for (const Check& check : nodeChecks()) names.push_back(check.name);
-  for (const std::string& name : jobCheckNames()) names.push_back(name);
-  return names;
+  // The report's order: can the nodes meet, is each node set up, does the
+  // software work, are they fast.
+  return {"answer", "scheduler", "hostnames",     "master-port", "clock",        "cpu-binding",
+          "cgroup", "shm",       "limits",        "tmpdir",      "snapshot-dir", "network",
+          "gpu",    "python",    "torch-version", "matmul",      "straggler",    "allreduce"};
 }
 
 namespace {

@@ -30,7 +30,8 @@ const std::vector<Check>& nodeChecks();
 // the median), "torch-version" (the same on every node).
 const std::vector<std::string>& jobCheckNames();
 
-// Every check name --checks accepts, in report order.
+// Every check name --checks accepts, in the report's order (node and job
+// checks mixed: "clock" after "master-port", "allreduce" last).
 std::vector<std::string> allCheckNames();
 
 // A result for `check` on the node of `ctx`. Shorthands for the checks.

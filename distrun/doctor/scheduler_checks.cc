@@ -4,5 +4,7 @@
 namespace distrun::doctor {
 CheckResult checkScheduler(const ProbeContext&) { return skip("checkScheduler", "not built yet"); }
 CheckResult checkHostnames(const ProbeContext&) { return skip("checkHostnames", "not built yet"); }
-CheckResult checkMasterPort(const ProbeContext&) { return skip("checkMasterPort", "not built yet"); }
+CheckResult checkMasterPort(const ProbeContext&) {
+  return skip("checkMasterPort", "not built yet");
+}
 }  // namespace distrun::doctor

@@ -37,6 +37,10 @@ struct BatchJob {
   std::string cpuBind = "none";                                  // srun --cpu-bind
   std::vector<std::pair<std::string, std::string>> environment;  // exported before the step
   std::vector<std::string> step;  // the distrun command the step runs, argv
+  // `distrun doctor` and its flags, run as a step of its own (one task per
+  // node, holding the node) before `step`; its failure ends the job with
+  // its exit status. Empty: none (submit without --doctor).
+  std::vector<std::string> doctorStep;
 };
 
 // The exit status by which a worker (distrun-train, or any program joining

@@ -43,6 +43,17 @@ std::string srunLine(const BatchJob& job) {
   return line + fmt::format(" --cpu-bind={} \\\n  {} &\n", job.cpuBind, quoted(job.step));
 }
 
+// The doctor's step: every node checked, one task per node holding it,
+// before the command starts; a failure ends the job with its status.
+std::string doctorLines(const BatchJob& job) {
+  if (job.doctorStep.empty()) return "";
+  return fmt::format(
+      "# distrun doctor checks every node first; a failed check ends the job here.\n"
+      "srun --nodes={} --ntasks-per-node=1 --cpus-per-task=\"$SLURM_CPUS_ON_NODE\" "
+      "--cpu-bind=none \\\n  {} || exit $?\n",
+      job.nodes, quoted(job.doctorStep));
+}
+
 // USR1 reaches this shell (B: in --signal) and goes on to the step; srun
 // forwards it to every task. `wait` returns early when the trap runs, so
 // the loop waits until the step has really ended.
@@ -88,6 +99,7 @@ std::string batchScript(const BatchJob& job) {
   for (const auto& [name, value] : job.environment) {
     out += fmt::format("export {}={}\n", name, shellQuote(value));
   }
+  out += doctorLines(job);
   out += stepWithPreemption(job);
   out += requeueOnCheckpoint(job);
   return out;

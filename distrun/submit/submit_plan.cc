@@ -12,31 +12,50 @@
 namespace distrun::submit {
 namespace {
 
-const std::vector<std::string> kCommands = {"run", "train", "bench", "exec"};
+const std::vector<std::string> kCommands = {"run", "train", "bench", "exec", "doctor"};
 
 void checkCommand(const std::vector<std::string>& command) {
   if (command.empty()) {
-    throw UsageError("submit: expected a distrun command after -- (run, train, bench or exec)");
+    throw UsageError(
+        "submit: expected a distrun command after -- (run, train, bench, exec or doctor)");
   }
   if (std::find(kCommands.begin(), kCommands.end(), command[0]) != kCommands.end()) return;
   std::optional<std::string> near = closestName(command[0], kCommands);
   throw UsageError(
       fmt::format("submit: '{}' is not a distrun command a batch job runs: expected "
-                  "run, train, bench or exec{}",
+                  "run, train, bench, exec or doctor{}",
                   command[0], near ? " (did you mean " + *near + "?)" : ""));
 }
 
-// The value of the command's own --nproc-per-node (torchrun's spellings),
-// looked for up to a "--".
-std::optional<std::string> commandRanks(const std::vector<std::string>& command) {
+// The value of one of the command's own flags (any of `spellings`, as
+// "--flag V" or "--flag=V"), looked for up to a "--".
+std::optional<std::string> commandFlag(const std::vector<std::string>& command,
+                                       const std::vector<std::string>& spellings) {
   for (size_t i = 1; i < command.size() && command[i] != "--"; ++i) {
     const std::string& a = command[i];
-    for (const char* flag : {"--nproc-per-node", "--nproc_per_node"}) {
+    for (const std::string& flag : spellings) {
       if (a == flag && i + 1 < command.size()) return command[i + 1];
-      if (a.rfind(std::string(flag) + "=", 0) == 0) return a.substr(a.find('=') + 1);
+      if (a.rfind(flag + "=", 0) == 0) return a.substr(a.find('=') + 1);
     }
   }
   return std::nullopt;
+}
+
+// The value of the command's own --nproc-per-node (torchrun's spellings).
+std::optional<std::string> commandRanks(const std::vector<std::string>& command) {
+  return commandFlag(command, {"--nproc-per-node", "--nproc_per_node"});
+}
+
+// `distrun doctor` for the nodes of the job, told what the command will
+// need: its ranks per node, its container and the folder of its snapshot.
+std::vector<std::string> doctorStep(const SubmitRequest& r, std::optional<int> ranks) {
+  std::vector<std::string> step = {r.distrun, "doctor"};
+  if (ranks) step.insert(step.end(), {"--nproc-per-node", std::to_string(*ranks)});
+  for (const char* flag : {"--container", "--snapshot"}) {
+    if (auto value = commandFlag(r.command, {flag})) step.insert(step.end(), {flag, *value});
+  }
+  if (r.command[0] == "train") step.insert(step.end(), {"--python", "none"});  // LibTorch
+  return step;
 }
 
 std::optional<int> siteNumber(const cluster::SiteProfile* site, const std::string& key) {
@@ -156,6 +175,7 @@ BatchJob planBatchJob(const SubmitRequest& r, const cluster::SiteProfile* site) 
   } else {
     agentPerNode(job, r, ranks);
   }
+  if (r.doctor) job.doctorStep = doctorStep(r, ranks);
   return job;
 }
 

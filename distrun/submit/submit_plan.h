@@ -25,6 +25,8 @@ struct SubmitRequest {
   std::vector<std::string> sbatchArgs;
   int signalGrace = 120;
   int maxRequeues = 3;
+  // --doctor: `distrun doctor` on every node before the command's step.
+  bool doctor = false;
   std::string distrun = "distrun";  // the path the script runs distrun by
 };
 

@@ -79,10 +79,10 @@ TEST(SubmitPlanTest, TheUsersFlagsWinOverTheSitesDefaults) {
 
 TEST(SubmitPlanTest, MistakesAreUsageErrorsNamingTheFlag) {
   EXPECT_EQ(refusal(request({})),
-            "submit: expected a distrun command after -- (run, train, bench or exec)");
+            "submit: expected a distrun command after -- (run, train, bench, exec or doctor)");
   EXPECT_EQ(refusal(request({"trian", "mnist"})),
             "submit: 'trian' is not a distrun command a batch job runs: expected run, train, "
-            "bench or exec (did you mean train?)");
+            "bench, exec or doctor (did you mean train?)");
   SubmitRequest twice = request({"run", "--nproc-per-node", "2", "x.py"});
   twice.nprocPerNode = 4;
   EXPECT_EQ(refusal(twice),
@@ -100,6 +100,40 @@ TEST(SubmitPlanTest, MistakesAreUsageErrorsNamingTheFlag) {
   tooMany.gpusPerNode = 5;
   EXPECT_THAT(refusal(tooMany, &mn5),
               ::testing::StartsWith("--gpus-per-node 5: the node has 4 GPUs (from the site "));
+}
+
+// --doctor: the doctor on every node first, told what the command needs.
+TEST(SubmitPlanTest, DoctorRunsFirstWithTheCommandsRanksContainerAndSnapshot) {
+  SubmitRequest r = request({"train", "--container", "img.sif", "mnist", "--snapshot", "s.snap"});
+  r.nprocPerNode = 4;
+  r.doctor = true;
+  BatchJob job = planBatchJob(r, nullptr);
+  EXPECT_EQ(job.doctorStep,
+            (std::vector<std::string>{"distrun", "doctor", "--nproc-per-node", "4", "--container",
+                                      "img.sif", "--snapshot", "s.snap", "--python", "none"}));
+  const std::string script = batchScript(job);
+  const size_t doctor = script.find(
+      "srun --nodes=1 --ntasks-per-node=1 --cpus-per-task=\"$SLURM_CPUS_ON_NODE\" "
+      "--cpu-bind=none \\\n  distrun doctor --nproc-per-node 4 --container img.sif --snapshot "
+      "s.snap --python none || exit $?\n");
+  ASSERT_NE(doctor, std::string::npos) << script;
+  EXPECT_LT(doctor, script.find("\n  distrun train")) << script;
+}
+
+TEST(SubmitPlanTest, WithoutDoctorTheScriptHasNoDoctorStep) {
+  BatchJob job = planBatchJob(request({"run", "x.py"}), nullptr);
+  EXPECT_TRUE(job.doctorStep.empty());
+  EXPECT_EQ(batchScript(job).find("doctor"), std::string::npos);
+}
+
+TEST(SubmitPlanTest, DoctorIsACommandABatchJobRunsOnePerNode) {
+  SubmitRequest r = request({"doctor", "--min-busbw", "10"});
+  r.nodes = 4;
+  BatchJob job = planBatchJob(r, nullptr);
+  EXPECT_EQ(job.tasksPerNode, 1);
+  EXPECT_TRUE(job.taskTakesTheNode);
+  EXPECT_EQ(job.step, (std::vector<std::string>{"distrun", "doctor", "--nproc-per-node", "1",
+                                                "--min-busbw", "10"}));
 }
 
 }  // namespace

@@ -1,0 +1,80 @@
+#include "distrun/doctor/clock_check.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "distrun/doctor/checks.h"
+#include "distrun/doctor/meeting.h"
+#include "distrun/rdzv/store_client.h"
+
+namespace distrun::doctor {
+
+namespace {
+
+constexpr const char* kCheck = "clock";
+
+std::string clockFix() {
+  return "the node's time service (chronyd, ntpd) is not keeping its clock: ask the admins "
+         "(chronyc tracking shows the offset)";
+}
+
+CheckResult withFigures(CheckResult r, const ClockSample& s) {
+  r.values["skew_ms"] = s.skewMs();
+  r.values["uncertainty_ms"] = s.uncertaintyMs();
+  return r;
+}
+
+}  // namespace
+
+CheckResult judgeClock(const std::optional<ClockSample>& sample, const std::string& masterNode) {
+  if (!sample) {
+    return warn(kCheck, "rank 0's node " + masterNode + " did not answer the clock exchange",
+                "see rank 0's output: its node may be overloaded");
+  }
+  const double beyond = std::abs(sample->skewMs()) - sample->uncertaintyMs();
+  const std::string detail =
+      fmt::format("{:+.1f} ms against {} (+/- {:.1f} ms)", sample->skewMs(), masterNode,
+                  sample->uncertaintyMs());
+  if (beyond > kClockFailMs) {
+    return withFigures(fail(kCheck, detail + fmt::format("; over {:.0f} ms", kClockFailMs),
+                            clockFix()),
+                       *sample);
+  }
+  if (beyond > kClockWarnMs) {
+    return withFigures(warn(kCheck, detail + fmt::format("; over {:.0f} ms", kClockWarnMs),
+                            clockFix()),
+                       *sample);
+  }
+  return withFigures(ok(kCheck, detail), *sample);
+}
+
+double wallClockMs() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(system_clock::now().time_since_epoch()).count();
+}
+
+std::optional<ClockSample> askClock(rdzv::StoreClient& store, int nodeRank,
+                                    std::chrono::milliseconds wait) {
+  ClockSample s;
+  s.askedMs = wallClockMs();
+  store.set(clockAskKey(nodeRank), fmt::format("{:.3f}", s.askedMs));
+  std::optional<std::string> answer = store.get(clockAnswerKey(nodeRank), wait);
+  s.answeredMs = wallClockMs();
+  if (!answer) return std::nullopt;
+  s.masterMs = std::stod(*answer);
+  return s;
+}
+
+void answerClocks(rdzv::StoreClient& store, int numNodes,
+                  std::chrono::steady_clock::time_point deadline) {
+  using namespace std::chrono;
+  for (int node = 1; node < numNodes; ++node) {
+    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
+    if (!store.get(clockAskKey(node), std::max(left, milliseconds(1)))) continue;
+    store.set(clockAnswerKey(node), fmt::format("{:.3f}", wallClockMs()));
+  }
+}
+
+}  // namespace distrun::doctor
