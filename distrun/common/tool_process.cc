@@ -5,15 +5,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <climits>
+#include <csignal>
 
 #include "distrun/common/error.h"
 #include "distrun/common/sigpipe.h"
 #include "distrun/common/unique_fd.h"
 
+extern char** environ;
+
 namespace distrun {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = std::optional<Clock::time_point>;
+
+// How long a killed tool may take to be reaped: one stuck in the kernel (a
+// hung file system) is left behind rather than waited on.
+constexpr std::chrono::seconds kReapWait{2};
 
 struct Pipe {
   UniqueFd read, write;
@@ -25,44 +37,106 @@ Pipe makePipe() {
   return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-[[noreturn]] void execChild(const std::vector<std::string>& argv, Pipe& in, Pipe& out, Pipe& err) {
+// argv and the environment as exec takes them, made before fork: the child
+// of a process with threads may only make async-signal-safe calls.
+class ExecArgs {
+ public:
+  ExecArgs(const std::vector<std::string>& argv,
+           const std::optional<std::map<std::string, std::string>>& environment) {
+    for (const std::string& a : argv) argv_.push_back(const_cast<char*>(a.c_str()));
+    argv_.push_back(nullptr);
+    if (!environment) return;
+    for (const auto& [name, value] : *environment) variables_.push_back(name + "=" + value);
+    for (std::string& v : variables_) envp_.push_back(v.data());
+    envp_.push_back(nullptr);
+  }
+  char** argv() { return argv_.data(); }
+  char** envp() { return envp_.empty() ? nullptr : envp_.data(); }
+
+ private:
+  std::vector<std::string> variables_;
+  std::vector<char*> argv_, envp_;
+};
+
+// A started tool: its pid and our ends of its three pipes.
+struct Child {
+  pid_t pid = -1;
+  UniqueFd in, out, err;
+};
+
+[[noreturn]] void execChild(ExecArgs& args, Pipe& in, Pipe& out, Pipe& err, bool ownGroup) {
+  if (ownGroup) ::setpgid(0, 0);
   ::dup2(in.read.get(), STDIN_FILENO);
   ::dup2(out.write.get(), STDOUT_FILENO);
   ::dup2(err.write.get(), STDERR_FILENO);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  ::execvp(args[0], args.data());
+  // execvp searches the PATH of `environ`: the tool's own environment's.
+  if (args.envp() != nullptr) environ = args.envp();
+  ::execvp(args.argv()[0], args.argv());
   ::_exit(errno == ENOENT ? 127 : 126);
 }
 
-// Feeds `input` and drains both outputs until the tool closes them.
-void exchange(const std::string& input, UniqueFd in, UniqueFd out, UniqueFd err,
-              ToolResult& result) {
-  size_t written = 0;
-  if (input.empty()) in.reset();
+Child spawn(const std::vector<std::string>& argv,
+            const std::optional<std::map<std::string, std::string>>& environment, bool ownGroup) {
+  ExecArgs args(argv, environment);
+  Pipe in = makePipe(), out = makePipe(), err = makePipe();
+  pid_t pid = ::fork();
+  if (pid < 0) throw SystemError("fork", argv.front(), errno);
+  if (pid == 0) execChild(args, in, out, err, ownGroup);
+  // Also here, so that a kill of the group reaches the tool however early.
+  if (ownGroup) ::setpgid(pid, pid);
+  // Writes give way when the tool's input is full, so that its output,
+  // which it may be blocked writing, can be read meanwhile.
+  if (::fcntl(in.write.get(), F_SETFL, O_NONBLOCK) != 0) {
+    throw SystemError("fcntl", "a tool's input", errno);
+  }
+  return {pid, std::move(in.write), std::move(out.read), std::move(err.read)};
+}
+
+int pollTimeoutMs(const Deadline& deadline) {
+  if (!deadline) return -1;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT_MAX));
+}
+
+void readInto(const pollfd& polled, UniqueFd& fd, std::string& text) {
+  if (polled.revents == 0) return;
   std::array<char, 4096> buffer;
-  while (out || err) {
-    std::array<pollfd, 3> fds = {pollfd{out.get(), POLLIN, 0}, pollfd{err.get(), POLLIN, 0},
-                                 pollfd{in.get(), POLLOUT, 0}};
-    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+  ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+  if (n <= 0)
+    fd.reset();
+  else
+    text.append(buffer.data(), static_cast<size_t>(n));
+}
+
+void feed(const std::string& input, size_t& written, UniqueFd& in) {
+  ssize_t n = writeWithoutSigpipe(in.get(), input.data() + written, input.size() - written);
+  if (n > 0) written += static_cast<size_t>(n);
+  if ((n < 0 && errno != EAGAIN) || written == input.size()) in.reset();
+}
+
+// Feeds `input` and drains both outputs until the tool closes them (true)
+// or the deadline passes (false).
+bool exchange(const std::string& input, Child& child, ToolResult& result,
+              const Deadline& deadline) {
+  size_t written = 0;
+  if (input.empty()) child.in.reset();
+  while (child.out || child.err) {
+    if (deadline && Clock::now() >= *deadline) return false;
+    std::array<pollfd, 3> fds = {pollfd{child.out.get(), POLLIN, 0},
+                                 pollfd{child.err.get(), POLLIN, 0},
+                                 pollfd{child.in.get(), POLLOUT, 0}};
+    if (::poll(fds.data(), fds.size(), pollTimeoutMs(deadline)) < 0 && errno != EINTR) {
       throw SystemError("poll", "a tool's output", errno);
     }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[static_cast<size_t>(i)].revents == 0) continue;
-      UniqueFd& fd = i == 0 ? out : err;
-      ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
-      if (n <= 0)
-        fd.reset();
-      else
-        (i == 0 ? result.out : result.err).append(buffer.data(), static_cast<size_t>(n));
-    }
-    if (in && fds[2].revents != 0) {
-      ssize_t n = writeWithoutSigpipe(in.get(), input.data() + written, input.size() - written);
-      if (n > 0) written += static_cast<size_t>(n);
-      if ((n < 0 && errno != EAGAIN) || written == input.size()) in.reset();
-    }
+    readInto(fds[0], child.out, result.out);
+    readInto(fds[1], child.err, result.err);
+    if (child.in && fds[2].revents != 0) feed(input, written, child.in);
   }
+  return true;
+}
+
+int exitStatus(int status) {
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
 int waitFor(pid_t pid) {
@@ -70,27 +144,56 @@ int waitFor(pid_t pid) {
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw SystemError("waitpid", "a tool", errno);
   }
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  return exitStatus(status);
+}
+
+// Reaps the tool once it ends (its exit code), or nullopt when it is still
+// running at `deadline`.
+std::optional<int> reapBy(pid_t pid, Clock::time_point deadline) {
+  int status = 0;
+  for (;;) {
+    pid_t reaped = ::waitpid(pid, &status, WNOHANG);
+    if (reaped == pid) return exitStatus(status);
+    if (reaped < 0 && errno != EINTR) throw SystemError("waitpid", "a tool", errno);
+    if (Clock::now() >= deadline) return std::nullopt;
+    ::usleep(5'000);
+  }
+}
+
+// Kills the tool's whole group and reaps the tool, waiting kReapWait at most.
+int killAndReap(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+  try {
+    return reapBy(pid, Clock::now() + kReapWait).value_or(128 + SIGKILL);
+  } catch (const SystemError&) {
+    return 128 + SIGKILL;
+  }
 }
 
 }  // namespace
 
 ToolResult runTool(const std::vector<std::string>& argv, const std::string& input) {
-  Pipe in = makePipe(), out = makePipe(), err = makePipe();
-  pid_t pid = ::fork();
-  if (pid < 0) throw SystemError("fork", argv.front(), errno);
-  if (pid == 0) execChild(argv, in, out, err);
-  in.read.reset();
-  // Writes give way when the tool's input is full, so that its output,
-  // which it may be blocked writing, can be read meanwhile.
-  if (::fcntl(in.write.get(), F_SETFL, O_NONBLOCK) != 0) {
-    throw SystemError("fcntl", "a tool's input", errno);
-  }
-  out.write.reset();
-  err.write.reset();
+  Child child = spawn(argv, std::nullopt, /*ownGroup=*/false);
   ToolResult result;
-  exchange(input, std::move(in.write), std::move(out.read), std::move(err.read), result);
-  result.exitCode = waitFor(pid);
+  exchange(input, child, result, std::nullopt);
+  result.exitCode = waitFor(child.pid);
+  return result;
+}
+
+ToolResult runToolWithin(const ToolRequest& request) {
+  Child child = spawn(request.argv, request.environment, /*ownGroup=*/true);
+  const Clock::time_point deadline = Clock::now() + request.limit;
+  ToolResult result;
+  std::optional<int> exitCode;
+  try {
+    // A tool that closed its output may still run: its end is awaited too.
+    if (exchange(request.input, child, result, deadline)) exitCode = reapBy(child.pid, deadline);
+  } catch (...) {
+    killAndReap(child.pid);
+    throw;
+  }
+  result.timedOut = !exitCode;
+  result.exitCode = exitCode ? *exitCode : killAndReap(child.pid);
   return result;
 }
 

@@ -1,6 +1,103 @@
-// PLACEHOLDER: replaced by its owner this round.
+// "python": the Python the training scripts will run imports torch, within
+// the time limit, in the task's environment (or inside --container IMAGE).
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "distrun/common/strings.h"
+#include "distrun/common/tool_process.h"
 #include "distrun/doctor/checks.h"
 
 namespace distrun::doctor {
-CheckResult checkPython(const ProbeContext&) { return skip("checkPython", "not built yet"); }
+namespace {
+
+constexpr const char* kPython = "python";
+constexpr const char* kImport =
+    "import sys, torch; print(torch.__version__, sys.version.split()[0])";
+constexpr int kNotFound = 127;  // runTool's exit code for a program that is not there
+
+std::vector<std::string> pythonArgv(const ProbeContext& ctx) {
+  std::vector<std::string> argv;
+  if (ctx.options.container) {
+    const std::string distrun = ctx.toolDir.empty() ? "distrun" : ctx.toolDir + "/distrun";
+    argv = {distrun, "enter", *ctx.options.container, "--"};
+  }
+  argv.insert(argv.end(), {ctx.options.python, "-c", kImport});
+  return argv;
+}
+
+std::string lastLine(const std::string& text) {
+  std::string last;
+  for (const std::string& line : split(text, '\n')) {
+    if (!trim(line).empty()) last = std::string(trim(line));
+  }
+  return last;
+}
+
+std::string otherPython() { return "--python PATH or --container IMAGE"; }
+
+std::string where(const ProbeContext& ctx) {
+  return ctx.options.container ? " (in container " + *ctx.options.container + ")" : "";
+}
+
+CheckResult imported(const ProbeContext& ctx, const ToolResult& r) {
+  const std::string line = lastLine(r.out);
+  std::istringstream words(line);
+  std::string torch, python;
+  if (!(words >> torch >> python)) {
+    return fail(
+        kPython,
+        fmt::format("{} printed '{}' where the versions of torch and Python were "
+                    "expected{}",
+                    ctx.options.python, line, where(ctx)),
+        "make sure that program is a Python interpreter, or name another: " + otherPython());
+  }
+  CheckResult result = ok(kPython, fmt::format("torch {}, Python {}{}", torch, python, where(ctx)));
+  result.facts["torch_version"] = torch;
+  result.facts["python_version"] = python;
+  if (ctx.options.container) result.facts["container"] = *ctx.options.container;
+  return result;
+}
+
+CheckResult notFound(const ProbeContext& ctx) {
+  const std::string& python = ctx.options.python;
+  const std::string missing = python.find('/') == std::string::npos ? python + " is not on PATH"
+                                                                    : python + " does not exist";
+  return warn(kPython, missing + ": fine for distrun train, not for Python training scripts",
+              "install Python with PyTorch, or name one: " + otherPython());
+}
+
+CheckResult timedOut(const ProbeContext& ctx) {
+  return fail(kPython,
+              fmt::format("{} -c 'import torch' did not finish within {:g} s{}", ctx.options.python,
+                          std::chrono::duration<double>(ctx.limit()).count(), where(ctx)),
+              "something under Python hangs (a hung file system holding site-packages, a lock "
+              "there): look at `ps -eo pid,stat,wchan,cmd` on the node, or use another: " +
+                  otherPython());
+}
+
+CheckResult importFailed(const ProbeContext& ctx, const ToolResult& r) {
+  std::string why = lastLine(r.err);
+  if (why.empty()) {
+    why = fmt::format("{} -c 'import torch' exited with {}", ctx.options.python, r.exitCode);
+  }
+  return fail(
+      kPython, why + where(ctx),
+      "install PyTorch for that Python (pip install torch), or name another: " + otherPython());
+}
+
+}  // namespace
+
+CheckResult checkPython(const ProbeContext& ctx) {
+  ToolRequest request;
+  request.argv = pythonArgv(ctx);
+  request.limit = ctx.limit();
+  request.environment = ctx.env.all();
+  const ToolResult r = runToolWithin(request);
+  if (r.timedOut) return timedOut(ctx);
+  if (r.exitCode == 0) return imported(ctx, r);
+  if (r.exitCode == kNotFound && !ctx.options.container) return notFound(ctx);
+  return importFailed(ctx, r);
+}
+
 }  // namespace distrun::doctor
