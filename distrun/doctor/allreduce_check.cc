@@ -23,8 +23,8 @@ comm_bench::BenchOptions sweep(const ProbeContext& ctx) {
   o.iters = 5;
   o.warmupIters = 2;
   o.checkIters = 1;
-  o.timeoutSeconds = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::seconds>(ctx.limit()).count());
+  o.timeoutSeconds =
+      static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(ctx.limit()).count());
   return o;
 }
 
@@ -71,8 +71,8 @@ CheckResult judgeAllreduce(const AllreduceFigures& f, std::optional<double> minB
              "the network or a node's memory corrupts data: run distrun bench all_reduce on "
              "subsets of the nodes to find it, and tell the admins");
   } else if (minBusbw && f.busbwGbps < *minBusbw) {
-    r = fail(kCheck, fmt::format("{}; at least {:.2f} GB/s wanted (--min-busbw)", detail,
-                                 *minBusbw),
+    r = fail(kCheck,
+             fmt::format("{}; at least {:.2f} GB/s wanted (--min-busbw)", detail, *minBusbw),
              "the nodes talk over a slow network: check the network check's interfaces "
              "(NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME) and ask the admins about the fabric");
   } else {

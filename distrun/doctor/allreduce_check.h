@@ -14,7 +14,7 @@ namespace distrun::doctor {
 // between the nodes.
 struct AllreduceFigures {
   int nodes = 0;
-  size_t bytes = 0;     // the largest size of the sweep
+  size_t bytes = 0;      // the largest size of the sweep
   double busbwGbps = 0;  // bus bandwidth at that size (out of place), GB/s
   double timeUs = 0;
   long long wrong = 0;  // elements that came back wrong (should be 0)

@@ -34,18 +34,15 @@ CheckResult judgeClock(const std::optional<ClockSample>& sample, const std::stri
                 "see rank 0's output: its node may be overloaded");
   }
   const double beyond = std::abs(sample->skewMs()) - sample->uncertaintyMs();
-  const std::string detail =
-      fmt::format("{:+.1f} ms against {} (+/- {:.1f} ms)", sample->skewMs(), masterNode,
-                  sample->uncertaintyMs());
+  const std::string detail = fmt::format("{:+.1f} ms against {} (+/- {:.1f} ms)", sample->skewMs(),
+                                         masterNode, sample->uncertaintyMs());
   if (beyond > kClockFailMs) {
-    return withFigures(fail(kCheck, detail + fmt::format("; over {:.0f} ms", kClockFailMs),
-                            clockFix()),
-                       *sample);
+    return withFigures(
+        fail(kCheck, detail + fmt::format("; over {:.0f} ms", kClockFailMs), clockFix()), *sample);
   }
   if (beyond > kClockWarnMs) {
-    return withFigures(warn(kCheck, detail + fmt::format("; over {:.0f} ms", kClockWarnMs),
-                            clockFix()),
-                       *sample);
+    return withFigures(
+        warn(kCheck, detail + fmt::format("; over {:.0f} ms", kClockWarnMs), clockFix()), *sample);
   }
   return withFigures(ok(kCheck, detail), *sample);
 }

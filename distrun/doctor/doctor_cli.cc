@@ -37,7 +37,8 @@ void addFlags(CLI::App& app, DoctorOptions& o, RawFlags& raw) {
                  "ranks per node the training will run, for the binding and GPU checks");
   app.add_option("--time-limit", raw.timeLimit, "seconds one check may run (default 60)");
   app.add_option("--container", o.container, "import torch inside this image (python check)");
-  app.add_option("--python", o.python, "the Python the training uses (default python3; none: no Python)");
+  app.add_option("--python", o.python,
+                 "the Python the training uses (default python3; none: no Python)");
   app.add_option("--snapshot", o.snapshot, "the snapshot the training writes: check its folder");
   app.add_option("--straggler-margin", raw.stragglerPercent,
                  "percent slower than the median that makes a straggler (default 25)");
@@ -66,8 +67,8 @@ void resolve(DoctorOptions& o, const RawFlags& raw) {
   }
   if (!raw.checks.empty()) o.checks = parseChecks(raw.checks);
   if (raw.timeLimit < 1) {
-    throw UsageError(fmt::format("--time-limit {}: expected whole seconds, at least 1",
-                                 raw.timeLimit));
+    throw UsageError(
+        fmt::format("--time-limit {}: expected whole seconds, at least 1", raw.timeLimit));
   }
   o.timeLimit = std::chrono::seconds(raw.timeLimit);
   if (o.minBusbw && !(*o.minBusbw > 0)) {
@@ -106,8 +107,7 @@ int check(const DoctorOptions& options, const Environment& env, DoctorContext& c
   auto probe = makeProbeContext(env, ctx.hostFacts(), options, ctx.builtinSiteDir, ctx.toolDir);
   std::optional<DoctorReport> report = runProbe(probe, ctx.err);
   if (!report) return 0;  // not rank 0: rank 0 prints and exits with the verdict
-  report->seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   writeReport(ctx.out, *report, options.format);
   ctx.out.flush();
   return worstState(*report) == CheckState::kFail ? toInt(ExitCode::kCheckFailed) : 0;
@@ -140,8 +140,7 @@ int runDoctorCli(const std::vector<std::string>& args, DoctorContext& ctx) {
     }
     const MapEnvironment env = cluster::withoutLeftovers(ctx.env);
     // An unknown --site is the user's mistake: refused before srun starts.
-    cluster::selectSiteProfile(options.site, env,
-                               cluster::siteSearchPath(env, ctx.builtinSiteDir));
+    cluster::selectSiteProfile(options.site, env, cluster::siteSearchPath(env, ctx.builtinSiteDir));
     if (!raw.here && outsideAStep(env)) {
       ctx.exec(srunOverAllocation(env, ctx.executable, args));
       return 0;  // not reached: exec replaces this process or throws

@@ -104,8 +104,8 @@ NodeReport reportOf(const std::string& node, std::vector<CheckResult> results) {
 }
 
 CheckResult binding(CheckState state, const std::string& localRank, const std::string& detail) {
-  CheckResult r = state == CheckState::kOk ? ok("cpu-binding", detail)
-                                           : fail("cpu-binding", detail, "fix it");
+  CheckResult r =
+      state == CheckState::kOk ? ok("cpu-binding", detail) : fail("cpu-binding", detail, "fix it");
   r.facts["local_rank"] = localRank;
   return r;
 }
@@ -129,7 +129,8 @@ TEST(AssembleTest, NodesInSchedulerOrderWithAnswerFirstAndAllreduceOnAnsweredNod
   EXPECT_EQ(allreduce->state, CheckState::kSkip);
   EXPECT_EQ(allreduce->detail, "not measured: 1 task(s) did not report in time");
   EXPECT_EQ(report.nodes[0].results.front().check, "answer");
-  EXPECT_THAT(report.checks, ElementsAre("answer", "tmpdir", "allreduce"));
+  EXPECT_THAT(report.checks,
+              ElementsAre("answer", "tmpdir", "torch-version", "straggler", "allreduce"));
   EXPECT_EQ(worstState(report), CheckState::kFail);
 }
 
@@ -178,7 +179,10 @@ struct Cli {
     DoctorContext ctx{.env = env,
                       .out = out,
                       .err = err,
-                      .hostFacts = [] { return HostFacts{"vm", 2}; },
+                      .hostFacts =
+                          [] {
+                            return HostFacts{"vm", 2};
+                          },
                       .executable = "/opt/distrun/bin/distrun-doctor",
                       .builtinSiteDir = std::string(DISTRUN_SOURCE_DIR) + "/share/sites",
                       .toolDir = "/opt/distrun/bin",
@@ -195,13 +199,18 @@ TEST(DoctorCliTest, MistakesAreRefusedBeforeAnythingRuns) {
   };
   const std::vector<Row> rows = {
       {{"--format", "yaml"}, 64, "distrun: error: --format yaml: expected table, json or nhc\n"},
-      {{"--checks", "tmpdr"}, 64, "distrun: error: --checks: 'tmpdr' is not a check: did you "
-                                  "mean tmpdir?\n"},
-      {{"--time-limit", "0"}, 64, "distrun: error: --time-limit 0: expected whole seconds, at "
-                                  "least 1\n"},
+      {{"--checks", "tmpdr"},
+       64,
+       "distrun: error: --checks: 'tmpdr' is not a check: did you "
+       "mean tmpdir?\n"},
+      {{"--time-limit", "0"},
+       64,
+       "distrun: error: --time-limit 0: expected whole seconds, at "
+       "least 1\n"},
       {{"--min-busbw", "0"}, 64, "distrun: error: --min-busbw 0: expected GB/s above 0\n"},
       {{"--nproc-per-node", "0"}, 64, "distrun: error: --nproc-per-node 0: expected at least 1\n"},
-      {{"--straggler-margin", "-5"}, 64,
+      {{"--straggler-margin", "-5"},
+       64,
        "distrun: error: --straggler-margin -5: expected a percentage above 0\n"},
       {{"--container", "/nonexistent/img.sif"}, 66, "/nonexistent/img.sif"},
       {{"--site", "nosuchsite"}, 78, "nosuchsite"},
@@ -229,10 +238,9 @@ TEST(DoctorCliTest, InAnAllocationOutsideAStepItStartsItselfWithSrun) {
   cli.env = MapEnvironment{
       {"SLURM_JOB_ID", "42"}, {"SLURM_JOB_NUM_NODES", "4"}, {"SLURM_CPUS_ON_NODE", "128"}};
   cli.run({"--format", "json"});
-  EXPECT_THAT(cli.execed,
-              ElementsAre("srun", "--ntasks-per-node=1", "--cpu-bind=none",
-                          "--kill-on-bad-exit=0", "--nodes=4", "--cpus-per-task=128",
-                          "/opt/distrun/bin/distrun-doctor", "--format", "json"));
+  EXPECT_THAT(cli.execed, ElementsAre("srun", "--ntasks-per-node=1", "--cpu-bind=none",
+                                      "--kill-on-bad-exit=0", "--nodes=4", "--cpus-per-task=128",
+                                      "/opt/distrun/bin/distrun-doctor", "--format", "json"));
 }
 
 TEST(DoctorCliTest, ListNamesEveryCheck) {

@@ -12,9 +12,8 @@ namespace distrun::doctor {
 
 int doctorPort(int masterPort) {
   const int offset = masterPort - cluster::kFirstDerivedPort + cluster::kDerivedPortCount / 2;
-  const int wrapped =
-      ((offset % cluster::kDerivedPortCount) + cluster::kDerivedPortCount) %
-      cluster::kDerivedPortCount;
+  const int wrapped = ((offset % cluster::kDerivedPortCount) + cluster::kDerivedPortCount) %
+                      cluster::kDerivedPortCount;
   return cluster::kFirstDerivedPort + wrapped;
 }
 
@@ -23,8 +22,9 @@ namespace {
 std::string required(const Environment& env, const std::string& name) {
   auto value = env.get(name);
   if (!value || value->empty()) {
-    throw ConfigError(name + " is not set: distrun doctor needs it to gather the nodes' "
-                             "results (run it under srun, or set it)");
+    throw ConfigError(name +
+                      " is not set: distrun doctor needs it to gather the nodes' "
+                      "results (run it under srun, or set it)");
   }
   return *value;
 }
@@ -49,10 +49,10 @@ Meeting meetingOf(const ProbeContext& ctx) {
   Meeting m;
   m.host = required(ctx.env, "MASTER_ADDR");
   m.port = doctorPort(portFrom(required(ctx.env, "MASTER_PORT")));
-  m.token = ctx.env.get("DISTRUN_TOKEN")
-                .value_or(fmt::format("{:016x}", fnv1a(fmt::format("doctor/{}:{}/{}/{}", m.host,
-                                                                   m.port, ctx.layout.worldSize,
-                                                                   ::getuid()))));
+  m.token =
+      ctx.env.get("DISTRUN_TOKEN")
+          .value_or(fmt::format("{:016x}", fnv1a(fmt::format("doctor/{}:{}/{}/{}", m.host, m.port,
+                                                             ctx.layout.worldSize, ::getuid()))));
   m.answerWindow = answerWindow(ctx);
   return m;
 }

@@ -31,8 +31,8 @@ int doctorPort(int masterPort);
 Meeting meetingOf(const ProbeContext& ctx);
 
 // The store keys of the exchange, one home for each.
-std::string reportKey(int rank);         // a task's NodeReport (report_format.h text)
-std::string clockAskKey(int nodeRank);   // a node's wall clock when it asked
+std::string reportKey(int rank);           // a task's NodeReport (report_format.h text)
+std::string clockAskKey(int nodeRank);     // a node's wall clock when it asked
 std::string clockAnswerKey(int nodeRank);  // rank 0's wall clock when it answered
 inline constexpr const char* kAllreduceKey = "doctor/allreduce";  // "go" or "skip:REASON"
 inline constexpr const char* kDoneKey = "doctor/done";            // rank 0's exit status

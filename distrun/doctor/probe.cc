@@ -118,9 +118,10 @@ void followJob(const ProbeContext& ctx, rdzv::StoreClient& store, const Meeting&
   std::optional<std::string> decision = store.get(kAllreduceKey, wait);
   if (decision) allreduceOf(ctx, meeting, *decision, err);
   if (!store.get(kDoneKey, wait)) {
-    throw TimeoutError(fmt::format("rank 0 of distrun doctor (on {}) did not finish its report "
-                                   "within {} s: see its output",
-                                   ctx.layout.masterHost, (2 * wait).count() / 1000));
+    throw TimeoutError(
+        fmt::format("rank 0 of distrun doctor (on {}) did not finish its report "
+                    "within {} s: see its output",
+                    ctx.layout.masterHost, (2 * wait).count() / 1000));
   }
   store.add(kLeftKey, 1);
 }

@@ -2,6 +2,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "distrun/doctor/check_result.h"
 
@@ -17,7 +18,8 @@ namespace distrun::doctor {
 void writeTable(std::ostream& out, const DoctorReport& report);
 
 // The report as scripts read it: one JSON document, schema in
-// docs/doctor.md ("schema": "distrun-doctor/1").
+// docs/doctor.md ("schema": "distrun-doctor/1"). Text that is not UTF-8 is
+// written with U+FFFD in place of the bad bytes.
 void writeJson(std::ostream& out, const DoctorReport& report);
 
 // The report in the form of LBNL Node Health Check, which Slurm's
@@ -36,5 +38,16 @@ void writeReport(std::ostream& out, const DoctorReport& report, const std::strin
 // not a node report.
 std::string nodeReportText(const NodeReport& report);
 NodeReport parseNodeReport(const std::string& text, const std::string& from);
+
+// The checks of `report` in print order: report.checks, then any check a
+// node answered that it does not list.
+std::vector<std::string> reportedChecks(const DoctorReport& report);
+
+// The worst state of `check` on any node; kSkip when no node ran it.
+CheckState checkState(const DoctorReport& report, const std::string& check);
+
+// `text` with every control character (newline, tab, ...) made a blank: a
+// detail or fix as the one line that the table and NHC print.
+std::string oneLine(const std::string& text);
 
 }  // namespace distrun::doctor

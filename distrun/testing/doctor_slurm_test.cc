@@ -19,8 +19,8 @@
 namespace distrun::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 // Every node's task: `distrun doctor FLAGS`, after INJECT on node2 only (a
 // shell snippet: `export TMPDIR=...`, or `prefix="taskset -c 1"` to start
@@ -153,8 +153,8 @@ TEST_F(DoctorTest, ATakenMasterPortFailsOnTheMasterNode) {
   socklen_t length = sizeof(address);
   ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
   const int port = ntohs(address.sin_port);
-  CommandResult r = doctor("--format json --checks master-port", "",
-                           "MASTER_PORT=" + std::to_string(port));
+  CommandResult r =
+      doctor("--format json --checks master-port", "", "MASTER_PORT=" + std::to_string(port));
   ::close(listener);
   EXPECT_EQ(r.exitCode, 80) << r.out << r.err;
   json report = parse(r);
@@ -164,8 +164,7 @@ TEST_F(DoctorTest, ATakenMasterPortFailsOnTheMasterNode) {
 }
 
 TEST_F(DoctorTest, AnInterfaceThatDoesNotExistFailsOnItsNode) {
-  CommandResult r =
-      doctor("--format json --checks network", "export NCCL_SOCKET_IFNAME=nosuch0");
+  CommandResult r = doctor("--format json --checks network", "export NCCL_SOCKET_IFNAME=nosuch0");
   EXPECT_EQ(r.exitCode, 80) << r.out << r.err;
   json report = parse(r);
   EXPECT_EQ(failedOn(report, "network"), Nodes{"node2"}) << r.out;
@@ -205,8 +204,9 @@ TEST_F(DoctorTest, ASlowNodeIsFlaggedAsStraggler) {
   const std::string busy = "taskset -c 1 sh -c 'while :; do :; done'";
   CommandResult r = doctor(
       "--format json --checks matmul,straggler",
-      "for i in 1 2 3 4; do " + busy + " & done; prefix='taskset -c 1'; trap 'kill $(jobs -p)' "
-      "EXIT; $prefix " +
+      "for i in 1 2 3 4; do " + busy +
+          " & done; prefix='taskset -c 1'; trap 'kill $(jobs -p)' "
+          "EXIT; $prefix " +
           quote(binaryPath("distrun")) +
           " doctor --format json --checks matmul,straggler; status=$?; kill $(jobs -p); exit "
           "$status");
@@ -216,8 +216,7 @@ TEST_F(DoctorTest, ASlowNodeIsFlaggedAsStraggler) {
 }
 
 TEST_F(DoctorTest, ANodeThatNeverAnswersIsReportedAfterTheWindow) {
-  CommandResult r = doctor("--format json --time-limit 5 --checks tmpdir",
-                           "exec sleep 60");
+  CommandResult r = doctor("--format json --time-limit 5 --checks tmpdir", "exec sleep 60");
   EXPECT_EQ(r.exitCode, 80) << r.out << r.err;
   json report = parse(r);
   EXPECT_EQ(failedOn(report, "answer"), Nodes{"node2"}) << r.out;
