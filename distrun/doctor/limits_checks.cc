@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -26,7 +26,8 @@ std::string tryCreating(const std::string& folder) {
   std::vector<char> buffer(name.begin(), name.end());
   buffer.push_back('\0');
   UniqueFd fd(::mkstemp(buffer.data()));
-  if (!fd) return std::strerror(errno);
+  // error_code's message, not strerror: the checks run in threads at once.
+  if (!fd) return std::error_code(errno, std::generic_category()).message();
   ::unlink(buffer.data());
   return "";
 }
