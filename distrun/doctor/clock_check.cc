@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -66,11 +68,16 @@ std::optional<ClockSample> askClock(rdzv::StoreClient& store, int nodeRank,
 
 void answerClocks(rdzv::StoreClient& store, int numNodes,
                   std::chrono::steady_clock::time_point deadline) {
-  using namespace std::chrono;
-  for (int node = 1; node < numNodes; ++node) {
-    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
-    if (!store.get(clockAskKey(node), std::max(left, milliseconds(1)))) continue;
-    store.set(clockAnswerKey(node), fmt::format("{:.3f}", wallClockMs()));
+  std::vector<int> waiting;
+  for (int node = 1; node < numNodes; ++node) waiting.push_back(node);
+  while (!waiting.empty() && std::chrono::steady_clock::now() < deadline) {
+    const size_t before = waiting.size();
+    std::erase_if(waiting, [&](int node) {
+      if (!store.tryGet(clockAskKey(node))) return false;
+      store.set(clockAnswerKey(node), fmt::format("{:.3f}", wallClockMs()));
+      return true;
+    });
+    if (waiting.size() == before) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 

@@ -43,8 +43,9 @@ double wallClockMs();
 std::optional<ClockSample> askClock(rdzv::StoreClient& store, int nodeRank,
                                     std::chrono::milliseconds wait);
 
-// Rank 0's side: answers nodes 1 .. numNodes-1 in turn, each as soon as it
-// asked, until `deadline`; a node that has not asked by then gets no
+// Rank 0's side: answers nodes 1 .. numNodes-1, each as soon as it asked
+// (it polls every node still waiting, so one node that never asks delays
+// no other), until `deadline`; a node that has not asked by then gets no
 // answer. Runs on a thread of its own with a client of its own.
 void answerClocks(rdzv::StoreClient& store, int numNodes,
                   std::chrono::steady_clock::time_point deadline);

@@ -69,7 +69,9 @@ std::vector<std::optional<NodeReport>> collectReports(rdzv::StoreClient& store, 
                                                       Deadline deadline) {
   std::vector<std::optional<NodeReport>> reports;
   for (int rank = 0; rank < worldSize; ++rank) {
-    std::optional<std::string> text = store.get(reportKey(rank), left(deadline));
+    // Read at once when it is there, however late it has become.
+    std::optional<std::string> text = store.tryGet(reportKey(rank));
+    if (!text) text = store.get(reportKey(rank), left(deadline));
     if (text) {
       reports.push_back(parseNodeReport(*text, "rank " + std::to_string(rank)));
     } else {
@@ -135,7 +137,7 @@ std::optional<DoctorReport> runInJob(const std::shared_ptr<const ProbeContext>& 
   if (lead) server = std::make_unique<rdzv::StoreServer>("0.0.0.0", meeting.port, meeting.token);
   rdzv::StoreClient store(meeting.host, meeting.port, meeting.token, meeting.answerWindow);
   std::jthread clocks;  // joined on every way out
-  if (lead) {
+  if (lead && isSelected(ctx->options, "clock") && ctx->layout.numNodes > 1) {
     clocks = std::jthread([&] {
       rdzv::StoreClient own(meeting.host, meeting.port, meeting.token, meeting.answerWindow);
       answerClocks(own, ctx->layout.numNodes, deadline);
@@ -147,8 +149,8 @@ std::optional<DoctorReport> runInJob(const std::shared_ptr<const ProbeContext>& 
     followJob(*ctx, store, meeting, err);
     return std::nullopt;
   }
-  if (clocks.joinable()) clocks.join();
   DoctorReport report = leadJob(ctx, store, meeting, deadline, err);
+  if (clocks.joinable()) clocks.join();
   store.set(kDoneKey, "done");
   waitForOthers(store, ctx->layout.worldSize);
   return report;
