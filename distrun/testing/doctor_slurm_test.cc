@@ -202,14 +202,11 @@ TEST_F(DoctorTest, AHungProbeIsEndedByItsTimeLimit) {
 // takes several times the others'.
 TEST_F(DoctorTest, ASlowNodeIsFlaggedAsStraggler) {
   const std::string busy = "taskset -c 1 sh -c 'while :; do :; done'";
-  CommandResult r = doctor(
-      "--format json --checks matmul,straggler",
-      "for i in 1 2 3 4; do " + busy +
-          " & done; prefix='taskset -c 1'; trap 'kill $(jobs -p)' "
-          "EXIT; $prefix " +
-          quote(binaryPath("distrun")) +
-          " doctor --format json --checks matmul,straggler; status=$?; kill $(jobs -p); exit "
-          "$status");
+  CommandResult r = doctor("--format json --checks matmul,straggler",
+                           "pids=''; for i in 1 2 3 4; do " + busy +
+                               " & pids=\"$pids $!\"; done; trap 'kill $pids' EXIT; taskset -c 1 " +
+                               quote(binaryPath("distrun")) +
+                               " doctor --format json --checks matmul,straggler; exit $?");
   EXPECT_EQ(r.exitCode, 80) << r.out << r.err;
   json report = parse(r);
   EXPECT_EQ(failedOn(report, "straggler"), Nodes{"node2"}) << r.out;
@@ -252,9 +249,9 @@ TEST_F(SubmitDoctorTest, DoctorAsTheJobChecksEveryNode) {
 TEST_F(SubmitDoctorTest, AFailedDoctorKeepsTheTrainingFromStarting) {
   CommandResult r =
       submitAndWait("--nodes 2 --doctor -- train --nproc-per-node 1 linear --epochs 1",
-                    " TMPDIR=/nonexistent-tmpdir");
+                    " NCCL_SOCKET_IFNAME=nosuch0");
   EXPECT_EQ(r.exitCode, 80) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("fail tmpdir on node[1-2]: "));
+  EXPECT_THAT(r.out, HasSubstr("fail network on node[1-2]: "));
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("distrun-train:")));
 }
 
