@@ -28,14 +28,13 @@ TEST_P(DistrunMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
 
 const Mistake kCommandMistakes[] = {
     {{},
-     "expected a command: hostnames, env, exec, run, bench, train, submit, wrap, enter (see "
-     "'distrun "
-     "--help')"},
+     "expected a command: hostnames, env, exec, run, bench, doctor, train, submit, wrap, enter "
+     "(see 'distrun --help')"},
     {{"rnu"}, "unknown command 'rnu' (did you mean 'run'?)"},
     {{"exce", "--", "true"}, "unknown command 'exce' (did you mean 'exec'?)"},
     {{"frobnicate"},
-     "unknown command 'frobnicate': expected one of hostnames, env, exec, run, bench, train, "
-     "submit, wrap, enter"},
+     "unknown command 'frobnicate': expected one of hostnames, env, exec, run, bench, doctor, "
+     "train, submit, wrap, enter"},
     {{"--verison"}, "unknown flag --verison: did you mean --version?"},
     {{"--nproc-per-node", "2", "run", "ddp.py"},
      "unknown flag --nproc-per-node before the command: flags follow it (distrun COMMAND "
@@ -254,13 +253,13 @@ const Mistake kSubmitMistakes[] = {
     {{"submit", "--nodes", "2", "train", "mnist"},
      "submit: put the distrun command after --: distrun submit [OPTIONS] -- train mnist"},
     {{"submit", "--nodes", "2"},
-     "submit: expected a distrun command after -- (run, train, bench or exec)"},
+     "submit: expected a distrun command after -- (run, train, bench, exec or doctor)"},
     {{"submit", "--", "trian", "mnist"},
-     "submit: 'trian' is not a distrun command a batch job runs: expected run, train, bench or "
-     "exec (did you mean train?)"},
+     "submit: 'trian' is not a distrun command a batch job runs: expected run, train, bench, "
+     "exec or doctor (did you mean train?)"},
     {{"submit", "--", "hostnames"},
-     "submit: 'hostnames' is not a distrun command a batch job runs: expected run, train, bench "
-     "or exec"},
+     "submit: 'hostnames' is not a distrun command a batch job runs: expected run, train, bench, "
+     "exec or doctor"},
     {{"submit", "--time", "1h", "--", "train", "mnist"},
      "--time '1h': expected Slurm's MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, "
      "DAYS-HOURS, DAYS-HOURS:MINUTES or DAYS-HOURS:MINUTES:SECONDS (e.g. 90, 1:30:00, 2-00)"},

@@ -52,15 +52,29 @@ TEST(ReadFolderTest, MissingPathsAndFilesAreNotFolders) {
   EXPECT_FALSE(file.freeBytes);
 }
 
+// Root writes regardless of mode bits: as root, the reading runs in a child
+// that became the user nobody (65534) first.
 TEST(ReadFolderTest, AFolderWithoutWritePermissionSaysWhy) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root writes regardless of mode bits";
   FakeTree tree;
   tree.makeFolder("/locked");
-  std::filesystem::permissions(tree.path("/locked"), std::filesystem::perms::owner_read |
-                                                         std::filesystem::perms::owner_exec);
-  FolderFacts f = readFolder(tree.path("/locked"));
-  EXPECT_EQ(f.createError, "Permission denied");
-  std::filesystem::permissions(tree.path("/locked"), std::filesystem::perms::owner_all);
+  namespace fs = std::filesystem;
+  fs::permissions(tree.root(), fs::perms::owner_all | fs::perms::group_read |
+                                   fs::perms::group_exec | fs::perms::others_read |
+                                   fs::perms::others_exec);
+  fs::permissions(tree.path("/locked"), fs::perms::owner_read | fs::perms::owner_exec |
+                                            fs::perms::others_read | fs::perms::others_exec);
+  auto createError = [&] { return readFolder(tree.path("/locked")).createError; };
+  if (::geteuid() != 0) {
+    EXPECT_EQ(createError(), "Permission denied");
+  } else {
+    EXPECT_EXIT(
+        {
+          if (::setgid(65534) != 0 || ::setuid(65534) != 0) std::_Exit(2);
+          std::_Exit(createError() == "Permission denied" ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "");
+  }
+  fs::permissions(tree.path("/locked"), fs::perms::owner_all);
 }
 
 // --- shm ---

@@ -35,8 +35,8 @@ TEST(DoctorProcessTest, TheTableSaysAllPassedAndWhyChecksWereSkipped) {
                                " doctor --python /usr/bin/python3");
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   EXPECT_THAT(r.out, ::testing::HasSubstr("18 checks: all passed"));
-  EXPECT_THAT(r.out, ::testing::HasSubstr(
-                         "skip allreduce on "));  // the reason follows the node's name
+  EXPECT_THAT(r.out,
+              ::testing::HasSubstr("skip allreduce on "));  // the reason follows the node's name
 }
 
 }  // namespace
