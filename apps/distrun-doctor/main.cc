@@ -1,8 +1,6 @@
 // `distrun-doctor`: the checks of `distrun doctor`, a binary of its own so
 // that the launcher (`distrun`) does not load Gloo. `distrun doctor` execs it.
-#include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -11,12 +9,11 @@
 
 #include "distrun/cli/cli.h"
 #include "distrun/common/environment.h"
+#include "distrun/common/system.h"
 #include "distrun/doctor/doctor_cli.h"
 
 int main(int argc, char** argv) {
-  char path[PATH_MAX] = {};
-  ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
-  const std::string executable = n > 0 ? std::string(path, static_cast<size_t>(n)) : argv[0];
+  const std::string executable = distrun::executablePath(argv[0]);
   distrun::ProcessEnvironment env;
   distrun::doctor::DoctorContext ctx{
       .env = env,

@@ -1,27 +1,16 @@
 // The `distrun` command: a thin shell over distrun::cli::runCli.
-#include <unistd.h>
 
-#include <climits>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "distrun/cli/cli.h"
 #include "distrun/common/environment.h"
-
-namespace {
-
-std::string executablePath(const char* argv0) {
-  char path[PATH_MAX] = {};
-  ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
-  return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string(argv0);
-}
-
-}  // namespace
+#include "distrun/common/system.h"
 
 int main(int argc, char** argv) {
   distrun::ProcessEnvironment env;
-  const std::string executable = executablePath(argv[0]);
+  const std::string executable = distrun::executablePath(argv[0]);
   distrun::cli::CliContext ctx{
       .env = env,
       .out = std::cout,

@@ -66,6 +66,12 @@ int bindTcp(int port) {
 
 }  // namespace
 
+std::string executablePath(const char* argv0) {
+  char path[PATH_MAX] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string(argv0);
+}
+
 HostFacts readHostFacts() {
   char name[HOST_NAME_MAX + 1] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0) {

@@ -13,6 +13,10 @@ struct HostFacts {
   int usableCpus = 1;    // how many usableCpus() lists
 };
 
+// The path of this process's executable (/proc/self/exe), or `argv0` when
+// it cannot be read: how distrun's programs find their siblings and share/.
+std::string executablePath(const char* argv0);
+
 // Reads the facts of the machine this process runs on. Throws SystemError
 // when gethostname or sched_getaffinity fails.
 HostFacts readHostFacts();

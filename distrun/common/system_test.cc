@@ -103,5 +103,10 @@ TEST(UsableCpusTest, ListsTheAffinityMask) {
   EXPECT_EQ(usableCpus(), all);
 }
 
+TEST(ExecutablePathTest, IsThisProgramsFile) {
+  const std::string path = executablePath("fallback");
+  EXPECT_EQ(path.substr(path.rfind('/') + 1), "common_test");
+}
+
 }  // namespace
 }  // namespace distrun
