@@ -33,20 +33,28 @@ std::string tryCreating(const std::string& folder) {
 }
 
 // What the user is told for one folder: its name in the detail, and what
-// to do when it is missing, unwritable or short of room.
+// to do when it is missing, short of room, or refuses a file for another
+// reason (permissions, a read-only or pseudo file system).
 struct FolderWords {
   std::string check;
   std::string label;  // "$TMPDIR /scratch/tmp"
   std::string missingFix;
   std::string spaceFix;
+  std::string writeFix;
 };
+
+// A file the folder refused: for want of room (ENOSPC, EDQUOT), or else.
+bool outOfRoom(const std::string& createError) {
+  return createError == std::error_code(ENOSPC, std::generic_category()).message() ||
+         createError == std::error_code(EDQUOT, std::generic_category()).message();
+}
 
 CheckResult judgeFolder(const FolderFacts& f, const SpaceNeed& need, const FolderWords& w) {
   if (!f.exists) return fail(w.check, w.label + " does not exist", w.missingFix);
   if (!f.isFolder) return fail(w.check, w.label + " is not a folder", w.missingFix);
   if (!f.createError.empty()) {
     return fail(w.check, fmt::format("cannot create a file in {}: {}", w.label, f.createError),
-                w.spaceFix);
+                outOfRoom(f.createError) ? w.spaceFix : w.writeFix);
   }
   if (!f.freeBytes) return ok(w.check, w.label + " is writable; its free space is unknown");
   std::string has = fmt::format("{} has {} free", w.label, formatBytes(*f.freeBytes));
@@ -151,7 +159,8 @@ CheckResult judgeSharedMemory(const FolderFacts& shm) {
        "mount a tmpfs on /dev/shm (a container needs the host's: docker run --ipc=host or "
        "--shm-size=16g; apptainer binds it)",
        "give /dev/shm more room (docker run --shm-size=16g, or --ipc=host) or remove what earlier "
-       "jobs left in it"});
+       "jobs left in it",
+       "/dev/shm must be writable by every user (mode 1777): ask the admins"});
 }
 
 CheckResult judgeTmpdir(const FolderFacts& tmp, bool fromVariable) {
@@ -163,7 +172,8 @@ CheckResult judgeTmpdir(const FolderFacts& tmp, bool fromVariable) {
                      {"tmpdir", label, missing,
                       "export TMPDIR=FOLDER on a node-local disk with room (a folder of your own "
                       "on the node's scratch), or free space in " +
-                          tmp.path});
+                          tmp.path,
+                      "export TMPDIR=FOLDER, a node-local folder you can write to"});
 }
 
 SnapshotFacts readSnapshotFacts(const std::optional<std::string>& snapshot) {
@@ -187,7 +197,9 @@ CheckResult judgeSnapshotDir(const SnapshotFacts& s) {
                      {"snapshot-dir", label, "choose --snapshot in a folder",
                       fmt::format("free space in {} or choose --snapshot in a folder with room "
                                   "(a project or scratch file system)",
-                                  s.folder)});
+                                  s.folder),
+                      "choose --snapshot in a folder you can write to (a project or scratch "
+                      "file system)"});
 }
 
 LimitsFacts readLimits(const std::string& root) {

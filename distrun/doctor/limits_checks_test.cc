@@ -106,6 +106,13 @@ TEST(SharedMemoryTest, UnwritableFails) {
   CheckResult r = judgeSharedMemory(f);
   EXPECT_EQ(r.state, CheckState::kFail);
   EXPECT_EQ(r.detail, "cannot create a file in /dev/shm: Read-only file system");
+  EXPECT_EQ(r.fix, "/dev/shm must be writable by every user (mode 1777): ask the admins");
+}
+
+TEST(SharedMemoryTest, NoRoomForAFileFailsWithTheSpaceFix) {
+  FolderFacts f = folderWith("/dev/shm", kGiB, kGiB);
+  f.createError = "No space left on device";
+  CheckResult r = judgeSharedMemory(f);
   EXPECT_EQ(r.fix,
             "give /dev/shm more room (docker run --shm-size=16g, or --ipc=host) or remove what "
             "earlier jobs left in it");
@@ -199,6 +206,19 @@ TEST(TmpdirTest, UnwritableFails) {
   CheckResult r = judgeTmpdir(f, true);
   EXPECT_EQ(r.state, CheckState::kFail);
   EXPECT_EQ(r.detail, "cannot create a file in $TMPDIR /scratch: Permission denied");
+  EXPECT_EQ(r.fix, "export TMPDIR=FOLDER, a node-local folder you can write to");
+}
+
+TEST(SnapshotDirTest, APseudoFileSystemIsNotShortOfRoom) {
+  SnapshotFacts s;
+  s.snapshot = "/proc/x.snap";
+  s.folder = "/proc";
+  s.facts = folderWith("/proc", kGiB, kGiB);
+  s.facts.createError = "No such file or directory";
+  CheckResult r = judgeSnapshotDir(s);
+  EXPECT_EQ(r.state, CheckState::kFail);
+  EXPECT_EQ(r.fix,
+            "choose --snapshot in a folder you can write to (a project or scratch file system)");
 }
 
 TEST(TmpdirTest, ReadsTmpdirFromTheTasksEnvironment) {
