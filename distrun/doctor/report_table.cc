@@ -246,6 +246,18 @@ size_t writeSection(std::ostream& out, const std::vector<std::string>& lines) {
   return lines.size() + 1;
 }
 
+// The figures a user runs the doctor to see, when every node that passed
+// shares them: the allreduce's bus bandwidth among the nodes.
+std::vector<std::string> measuredLines(const DoctorReport& report) {
+  std::vector<std::string> lines;
+  for (const char* check : {"allreduce"}) {
+    std::vector<Group> groups = groupsOf(report, check, CheckState::kOk);
+    if (groups.size() != 1) continue;
+    for (const std::string& line : groupBlock(groups.front()).lines) lines.push_back(line);
+  }
+  return lines;
+}
+
 size_t writeRows(std::ostream& out, const DoctorReport& report,
                  const std::vector<std::string>& checks) {
   size_t nameWidth = 0;
@@ -287,6 +299,7 @@ std::string oneLine(const std::string& text) {
 void writeTable(std::ostream& out, const DoctorReport& report) {
   const std::vector<std::string> checks = reportedChecks(report);
   size_t used = writeRows(out, report, checks);
+  used += writeSection(out, measuredLines(report));
   used +=
       writeSection(out, fitted(blocksIn(report, checks, {CheckState::kFail, CheckState::kWarn}),
                                linesLeft(used, kSkipReserve), "distinct failures and warnings"));

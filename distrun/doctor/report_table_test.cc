@@ -314,5 +314,21 @@ TEST(ReportTableTest, AnUnknownFormatIsAUsageError) {
   EXPECT_EQ(out.str(), "");
 }
 
+// The bus bandwidth is what users run the doctor for: shown under the rows
+// when every node that passed measured the same.
+TEST(ReportTableTest, TheAllreducesFigureFollowsTheRows) {
+  DoctorReport report = healthyReport();
+  report.checks.push_back("allreduce");
+  for (NodeReport& node : report.nodes) {
+    node.results.push_back(ok("allreduce", "1.23 GB/s bus bandwidth, 64 MiB among 3 nodes"));
+  }
+  const std::string text = table(report);
+  EXPECT_THAT(text, HasSubstr("allreduce  ok node[1-3]\n\n"
+                              "ok allreduce on node[1-3]: 1.23 GB/s bus bandwidth, 64 MiB among 3 "
+                              "nodes\n"));
+  report.nodes[2].find("allreduce")->detail = "another figure";
+  EXPECT_THAT(table(report), Not(HasSubstr("ok allreduce on")));
+}
+
 }  // namespace
 }  // namespace distrun::doctor
