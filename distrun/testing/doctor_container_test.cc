@@ -10,8 +10,8 @@
 namespace distrun::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 json pythonResult(const CommandResult& r) {
   json report = json::parse(r.out);
@@ -40,8 +40,8 @@ TEST(DoctorContainerTest, PythonImportsTorchInsideTheImage) {
 }
 
 TEST(DoctorContainerTest, AMissingImageIsRefusedBeforeAnythingRuns) {
-  CommandResult r = runCommand(quote(binaryPath("distrun")) +
-                               " doctor --container /nonexistent/torch.sif");
+  CommandResult r =
+      runCommand(quote(binaryPath("distrun")) + " doctor --container /nonexistent/torch.sif");
   EXPECT_EQ(r.exitCode, 66) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("distrun: error: container image /nonexistent/torch.sif"));
   EXPECT_EQ(r.out, "");
