@@ -151,8 +151,8 @@ std::string processText(const GpuFacts& f, const GpuProcess& p) {
 std::vector<Finding> processFindings(const GpuFacts& f, CheckResult& result) {
   if (!f.processList) return {};
   const ToolResult& list = *f.processList;
-  if (timedOut(list) || (list.exitCode != 0 && f.processes.empty())) {
-    std::string why = timedOut(list)
+  if (list.timedOut || (list.exitCode != 0 && f.processes.empty())) {
+    std::string why = list.timedOut
                           ? "did not answer within " + seconds(f.limit)
                           : fmt::format("exit {}: {}", list.exitCode,
                                         firstLine(list.err.empty() ? list.out : list.err));
@@ -206,7 +206,7 @@ std::optional<CheckResult> toolFailure(const GpuFacts& f) {
                             "the GPUs",
                             f.tool));
   }
-  if (timedOut(l)) {
+  if (l.timedOut) {
     return fail(kCheck, fmt::format("{} did not answer within {}", f.tool, seconds(f.limit)),
                 "the GPU or its driver hangs: leave this node out (sbatch --exclude) and tell the "
                 "admins");

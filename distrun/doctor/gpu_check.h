@@ -54,10 +54,9 @@ std::vector<GpuProcess> parseRocmProcesses(const std::string& text);
 // Runs a tool (argv[0] looked up on PATH) and collects what it left: the
 // seam between the check and nvidia-smi. The real one is limitedRunner.
 using ToolRunner = std::function<ToolResult(const std::vector<std::string>& argv)>;
-// Runs argv under coreutils `timeout`: after `limit` its process group gets
-// SIGTERM, 2 s later SIGKILL; exit code 124 or 137 then (timedOut()).
+// Runs argv with runToolWithin: after `limit` its process group is killed
+// and the result has timedOut set.
 ToolRunner limitedRunner(std::chrono::milliseconds limit);
-bool timedOut(const ToolResult& result);
 
 // What the gpu check learns of this node.
 struct GpuFacts {

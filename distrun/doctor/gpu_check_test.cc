@@ -69,7 +69,7 @@ TEST(GpuCheckTest, AMissingToolWarns) {
 
 TEST(GpuCheckTest, AToolThatHangsFails) {
   GpuFacts f = healthy();
-  f.listing = ToolResult{124, "", ""};
+  f.listing = ToolResult{137, "", "", true};
   f.gpus.clear();
   CheckResult r = judgeGpus(f);
   EXPECT_EQ(r.state, CheckState::kFail);
@@ -77,7 +77,7 @@ TEST(GpuCheckTest, AToolThatHangsFails) {
   EXPECT_EQ(r.fix,
             "the GPU or its driver hangs: leave this node out (sbatch --exclude) and tell the "
             "admins");
-  f.listing->exitCode = 137;  // killed after the grace
+  f.listing->exitCode = 0;  // the tool ended, but what it started outlived the limit
   EXPECT_EQ(judgeGpus(f).detail, "nvidia-smi did not answer within 20 s");
 }
 
@@ -251,7 +251,7 @@ TEST(GpuCheckTest, AProcessListThatFailsWarns) {
             "nvidia-smi cannot list the GPUs' processes: exit 2: Failed to initialize NVML: "
             "Unknown Error");
   EXPECT_EQ(r.fix, "run nvidia-smi on the node to see why");
-  f.processList = ToolResult{124, "", ""};
+  f.processList = ToolResult{137, "", "", true};
   EXPECT_EQ(judgeGpus(f).detail,
             "nvidia-smi cannot list the GPUs' processes: did not answer within 20 s");
 }

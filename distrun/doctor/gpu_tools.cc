@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/common/system.h"
 #include "distrun/doctor/gpu_check.h"
 
 namespace distrun::doctor {
@@ -85,14 +85,6 @@ ToolResult runSafely(const ToolRunner& run, const std::vector<std::string>& argv
   }
 }
 
-std::optional<std::string> readAll(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 std::vector<GpuDevice> parseNvidiaGpus(const std::string& csv) {
@@ -160,15 +152,12 @@ std::vector<GpuProcess> parseRocmProcesses(const std::string& text) {
 
 ToolRunner limitedRunner(std::chrono::milliseconds limit) {
   return [limit](const std::vector<std::string>& argv) {
-    std::vector<std::string> limited = {
-        "timeout", "--kill-after=2",
-        fmt::format("{:.1f}", static_cast<double>(limit.count()) / 1000.0)};
-    limited.insert(limited.end(), argv.begin(), argv.end());
-    return runTool(limited);
+    ToolRequest request;
+    request.argv = argv;
+    request.limit = limit;
+    return runToolWithin(request);
   };
 }
-
-bool timedOut(const ToolResult& result) { return result.exitCode == 124 || result.exitCode == 137; }
 
 GpuVendor findGpuVendor(const std::string& root, std::vector<std::string>& deviceFiles) {
   std::error_code ec;
@@ -202,7 +191,7 @@ void readGpuTools(GpuFacts& f, const ToolRunner& run, const std::string& root) {
   f.gpus = nvidia ? parseNvidiaGpus(f.listing->out) : parseRocmGpus(f.listing->out);
   // rocm-smi exits non-zero when any one figure is unsupported: its GPU
   // lines are the answer that counts.
-  if (f.gpus.empty() || timedOut(*f.listing)) return;
+  if (f.gpus.empty() || f.listing->timedOut) return;
   std::vector<std::string> processes =
       nvidia
           ? std::vector<std::string>{"nvidia-smi",
@@ -213,7 +202,7 @@ void readGpuTools(GpuFacts& f, const ToolRunner& run, const std::string& root) {
   f.processes =
       nvidia ? parseNvidiaProcesses(f.processList->out) : parseRocmProcesses(f.processList->out);
   for (const GpuProcess& p : f.processes) {
-    f.processCgroups[p.pid] = readAll(fmt::format("{}/proc/{}/cgroup", root, p.pid));
+    f.processCgroups[p.pid] = readFileIfPresent(fmt::format("{}/proc/{}/cgroup", root, p.pid));
   }
 }
 

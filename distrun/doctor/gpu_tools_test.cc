@@ -197,10 +197,10 @@ TEST(ReadGpuToolsTest, AsksRocmSmiOnAmdNodes) {
 
 TEST(LimitedRunnerTest, EndsAToolThatRunsPastItsLimit) {
   ToolResult r = limitedRunner(std::chrono::milliseconds(200))({"sleep", "30"});
-  EXPECT_TRUE(timedOut(r)) << r.exitCode;
+  EXPECT_TRUE(r.timedOut) << r.exitCode;
   r = limitedRunner(std::chrono::seconds(30))({"true"});
   EXPECT_EQ(r.exitCode, 0);
-  EXPECT_FALSE(timedOut(r));
+  EXPECT_FALSE(r.timedOut);
   r = limitedRunner(std::chrono::seconds(30))({"distrun-no-such-tool"});
   EXPECT_EQ(r.exitCode, 127);
 }
