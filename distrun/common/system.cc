@@ -115,6 +115,15 @@ bool processExited(long pid) {
   return !status || status->state == 'Z' || status->state == 'X';
 }
 
+std::optional<std::string> readFileIfPresent(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return content.str();
+}
+
 std::string readTextFile(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {

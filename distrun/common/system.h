@@ -39,6 +39,11 @@ std::optional<ProcessStatus> readProcessStatus(long pid);
 // parent has not reaped it yet still answers kill(pid, 0)) counts as exited.
 bool processExited(long pid);
 
+// A whole file's contents, or nullopt when it cannot be opened or read
+// (a /proc or /sys file of a process or device that is gone, an optional
+// configuration file). Never throws.
+std::optional<std::string> readFileIfPresent(const std::string& path);
+
 // Reads a whole text file. Throws IoError naming `what` and the path.
 std::string readTextFile(const std::string& path, const std::string& what);
 

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -106,6 +108,17 @@ TEST(UsableCpusTest, ListsTheAffinityMask) {
 TEST(ExecutablePathTest, IsThisProgramsFile) {
   const std::string path = executablePath("fallback");
   EXPECT_EQ(path.substr(path.rfind('/') + 1), "common_test");
+}
+
+TEST(ReadFileIfPresentTest, TheWholeFileOrNothing) {
+  const std::string path = ::testing::TempDir() + "/read-if-present-" + std::to_string(::getpid());
+  EXPECT_EQ(readFileIfPresent(path), std::nullopt);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "two\nlines\n";
+  }
+  EXPECT_EQ(readFileIfPresent(path), std::optional<std::string>("two\nlines\n"));
+  std::remove(path.c_str());
 }
 
 }  // namespace

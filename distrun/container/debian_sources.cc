@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "distrun/common/strings.h"
+#include "distrun/common/system.h"
 
 namespace distrun::container {
 
@@ -13,12 +13,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string readWhole(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string readWhole(const std::string& path) { return readFileIfPresent(path).value_or(""); }
 
 std::string unquote(std::string_view value) {
   if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&

@@ -17,6 +17,7 @@
 
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/common/system.h"
 #include "distrun/common/unique_fd.h"
 
 namespace distrun::container {
@@ -101,12 +102,7 @@ void makeFileIfMissing(const std::string& root, const std::string& pathInImage,
   if (!present(path)) writeNewFile(path, contents, mode);
 }
 
-std::string readWhole(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string readWhole(const std::string& path) { return readFileIfPresent(path).value_or(""); }
 
 std::string decodeMountPath(const std::string& field) {
   std::string path;

@@ -4,13 +4,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/common/system.h"
 #include "distrun/doctor/checks.h"
 #include "distrun/doctor/node_facts.h"
 
@@ -24,11 +24,9 @@ namespace fs = std::filesystem;
 constexpr uint64_t kNoLimitAbove = uint64_t{1} << 62;
 
 std::optional<std::string> readWord(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return std::string(trim(text.str()));
+  std::optional<std::string> text = readFileIfPresent(path);
+  if (!text) return std::nullopt;
+  return std::string(trim(*text));
 }
 
 std::optional<uint64_t> readNumber(const std::string& path) {

@@ -2,28 +2,19 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/common/system.h"
 #include "distrun/doctor/checks.h"
 
 namespace distrun::doctor {
 namespace {
 
-std::optional<std::string> readSmallFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::optional<binding::CpuList> readCpuListFile(const std::string& path) {
-  std::optional<std::string> text = readSmallFile(path);
+  std::optional<std::string> text = readFileIfPresent(path);
   if (!text) return std::nullopt;
   try {
     return binding::parseCpuList(trim(*text), path);
