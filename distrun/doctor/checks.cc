@@ -24,10 +24,15 @@ const std::vector<Check>& nodeChecks() {
   return checks;
 }
 
-const std::vector<std::string>& jobCheckNames() {
-  static const std::vector<std::string> names = {"answer", "clock", "allreduce", "straggler",
-                                                 "torch-version"};
-  return names;
+const std::vector<JobCheck>& jobChecks() {
+  static const std::vector<JobCheck> checks = {
+      {"answer", "every task reported to rank 0 in time"},
+      {"clock", "the node's clock against rank 0's node"},
+      {"torch-version", "the same torch version on every node"},
+      {"straggler", "no node's matmul far slower than the median"},
+      {"allreduce", "bus bandwidth among the nodes (--min-busbw)"},
+  };
+  return checks;
 }
 
 std::vector<std::string> allCheckNames() {

@@ -23,12 +23,18 @@ struct Check {
 // The checks every node runs, in report order.
 const std::vector<Check>& nodeChecks();
 
-// The checks rank 0 makes across nodes once every node answered (or its
-// time ran out), by name, in report order after the node checks:
-// "answer" (the node reported), "clock" (skew against rank 0's node),
-// "allreduce" (bus bandwidth among the nodes), "straggler" (matmul against
-// the median), "torch-version" (the same on every node).
-const std::vector<std::string>& jobCheckNames();
+// A check made across nodes (by rank 0, or by each node against rank 0):
+// its name and one line for `distrun doctor --list`.
+struct JobCheck {
+  std::string name;
+  std::string what;
+};
+
+// The checks across nodes: "answer" (the node reported), "clock" (skew
+// against rank 0's node), "torch-version" (the same on every node),
+// "straggler" (matmul against the median), "allreduce" (bus bandwidth
+// among the nodes).
+const std::vector<JobCheck>& jobChecks();
 
 // Every check name --checks accepts, in the report's order (node and job
 // checks mixed: "clock" after "master-port", "allreduce" last).

@@ -90,11 +90,9 @@ void resolve(DoctorOptions& o, const RawFlags& raw) {
 
 void writeCheckList(std::ostream& out) {
   for (const Check& check : nodeChecks()) out << fmt::format("{:<14} {}\n", check.name, check.what);
-  out << fmt::format("{:<14} {}\n", "answer", "every task reported to rank 0 in time")
-      << fmt::format("{:<14} {}\n", "clock", "the node's clock against rank 0's node")
-      << fmt::format("{:<14} {}\n", "torch-version", "the same torch version on every node")
-      << fmt::format("{:<14} {}\n", "straggler", "no node's matmul far slower than the median")
-      << fmt::format("{:<14} {}\n", "allreduce", "bus bandwidth among the nodes (--min-busbw)");
+  for (const JobCheck& check : jobChecks()) {
+    out << fmt::format("{:<14} {}\n", check.name, check.what);
+  }
 }
 
 // Inside an allocation (SLURM_JOB_ID) but not in one of its steps.

@@ -86,8 +86,7 @@ std::optional<CheckResult> allreduceOf(const ProbeContext& ctx, const Meeting& m
                                        const std::string& decision, std::ostream& err) {
   if (ctx.layout.localRank != 0 || decision != "go") return std::nullopt;
   try {
-    CheckResult r = judgeAllreduce(measureAllreduce(ctx, meeting), ctx.options.minBusbw);
-    return r;
+    return judgeAllreduce(measureAllreduce(ctx, meeting), ctx.options.minBusbw);
   } catch (const Error& e) {
     if (ctx.layout.rank != 0) err << "distrun doctor: allreduce: " << e.what() << "\n";
     return allreduceFailed(e.what());
