@@ -84,6 +84,9 @@ void addDistrunFlags(CLI::App* cmd, RunOptions& o) {
       "--term-timeout", o.termTimeout,
       "seconds between forwarding SIGTERM and SIGKILL (default 25, under Slurm's KillWait)");
   cmd->add_option("--join-timeout", o.joinTimeout, "seconds to wait for every node (default 300)");
+  cmd->add_option("--hang-timeout", o.hangTimeout,
+                  "end the job (exit 75) when a worker made no progress (CPU time or output) "
+                  "for SECONDS (default 0: off)");
   cmd->add_option(
       "--log-prefix", o.logPrefix,
       "console prefix: {node} {rank} {local_rank} {role} {host} (default '[{node}:{rank}] ')");

@@ -32,6 +32,8 @@ namespace {
 
 // How long node 0 keeps the store up for the other agents to read the end.
 constexpr auto kExitBarrier = std::chrono::seconds(10);
+// How often the workers' progress is sampled with --hang-timeout.
+constexpr auto kSampleInterval = std::chrono::seconds(1);
 
 // A rendezvous round joined on another thread, so that the loop keeps
 // reading the agent's signals meanwhile. The thread wakes the loop through
@@ -124,8 +126,14 @@ class Agent::Loop {
                             workerOutput(config_, a.world.round, rank, local));
       feed(supervisor_.workerStarted(local, pid, now()));
     }
+    if (config_.hangTimeout.count() > 0) nextSample_ = now() + kSampleInterval;
   }
-  void operator()(const SignalWorkers& a) { round().group.signalAll(a.signal); }
+  // A stopped worker (SIGSTOP) gets a signal that ends the job only once
+  // it runs again: SIGCONT follows, so that it is not left to SIGKILL.
+  void operator()(const SignalWorkers& a) {
+    round().group.signalAll(a.signal);
+    if (a.signal != SIGUSR1 && a.signal != SIGUSR2) round().group.signalAll(SIGCONT);
+  }
   void operator()(const KillWorkers&) { round().group.signalAll(SIGKILL); }
   void operator()(const WakeAt& a) { wakeAt_ = a.time; }
   void operator()(const PublishEvent& a) {
@@ -147,6 +155,7 @@ class Agent::Loop {
   void operator()(const EndRound&) {
     round_.reset();
     wakeAt_.reset();
+    nextSample_.reset();
     killAdoptedOrphans();
   }
   void operator()(const LeaveJob&);
@@ -192,6 +201,7 @@ class Agent::Loop {
     takeStoreEvents();
     reapWorkers();
     takeDeadline();
+    sampleProgress();
   }
 
   void takeSignals() {
@@ -222,9 +232,17 @@ class Agent::Loop {
     wakeAt_.reset();
     feed(supervisor_.deadlinePassed(t));
   }
+  void sampleProgress() {
+    TimePoint t = now();
+    if (!round_ || !nextSample_ || t < *nextSample_) return;
+    nextSample_ = t + kSampleInterval;
+    feed(supervisor_.progressSampled(round_->group.progress(agent_.probe_), t));
+  }
   int pollTimeout() const {
-    if (!wakeAt_) return -1;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*wakeAt_ - now());
+    std::optional<TimePoint> next = wakeAt_;
+    if (nextSample_ && (!next || *nextSample_ < *next)) next = nextSample_;
+    if (!next) return -1;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now());
     return static_cast<int>(std::max<long long>(left.count(), 0)) + 1;
   }
 
@@ -238,6 +256,7 @@ class Agent::Loop {
   std::unique_ptr<Join> join_;
   std::unique_ptr<RoundIo> round_;
   std::optional<TimePoint> wakeAt_;
+  std::optional<TimePoint> nextSample_;  // with --hang-timeout, while workers run
   std::optional<int> exitCode_;
   std::deque<Action> pending_;
   bool feeding_ = false;
@@ -257,8 +276,13 @@ void Agent::Loop::operator()(const WriteFailureReport& a) {
 }
 
 Agent::Agent(AgentConfig config, const Environment& env, std::ostream& err, const Clock& clock,
-             ProcessLauncher& launcher)
-    : config_(std::move(config)), env_(env), err_(err), clock_(clock), launcher_(launcher) {}
+             ProcessLauncher& launcher, const ProgressProbe& probe)
+    : config_(std::move(config)),
+      env_(env),
+      err_(err),
+      clock_(clock),
+      launcher_(launcher),
+      probe_(probe) {}
 
 const Clock& Agent::steadyClock() {
   static const SteadyClock clock;

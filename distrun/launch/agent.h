@@ -7,6 +7,7 @@
 #include "distrun/launch/agent_config.h"
 #include "distrun/launch/clock.h"
 #include "distrun/launch/process_launcher.h"
+#include "distrun/launch/progress_probe.h"
 
 namespace distrun::launch {
 
@@ -22,10 +23,12 @@ namespace distrun::launch {
 // store, IoError when the failure report cannot be written.
 class Agent {
  public:
-  // `env` is the environment the workers inherit; `clock` and `launcher`
-  // must outlive the agent.
+  // `env` is the environment the workers inherit; `clock`, `launcher` and
+  // `probe` (where --hang-timeout reads the workers' CPU time) must outlive
+  // the agent.
   Agent(AgentConfig config, const Environment& env, std::ostream& err,
-        const Clock& clock = steadyClock(), ProcessLauncher& launcher = systemProcessLauncher());
+        const Clock& clock = steadyClock(), ProcessLauncher& launcher = systemProcessLauncher(),
+        const ProgressProbe& probe = ProcProgressProbe::system());
   int run();
 
   // One SteadyClock for the whole process.
@@ -39,6 +42,7 @@ class Agent {
   std::ostream& err_;
   const Clock& clock_;
   ProcessLauncher& launcher_;
+  const ProgressProbe& probe_;
 };
 
 }  // namespace distrun::launch

@@ -42,6 +42,7 @@ struct AgentConfig {
   int maxRestarts = 0;
   std::chrono::milliseconds joinTimeout{std::chrono::seconds(300)};
   std::chrono::milliseconds termTimeout{std::chrono::seconds(25)};
+  std::chrono::milliseconds hangTimeout{0};  // --hang-timeout; 0: off
   std::string role = "default";
   std::string logPrefix = "[{node}:{rank}] ";
   std::string logDir;            // empty: no per-rank files

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distrun/common/error.h"
+#include "distrun/common/exit_code.h"
 
 namespace distrun::launch {
 
@@ -38,11 +39,46 @@ void printPythonAdvice(const WorkerFailure& f, std::ostream& out) {
       f.python, module);
 }
 
+// "stopped by a signal (state T), no progress for 31 s (--hang-timeout 30)"
+std::string hangHeadline(const WorkerFailure& f) {
+  return fmt::format("{}no progress for {:.0f} s (--hang-timeout {:g})",
+                     f.stopped ? "stopped by a signal (state T), " : "", f.hungSeconds,
+                     f.hangTimeout);
+}
+
+// What "no progress" measured, and what to do about it.
+void printHangAdvice(const WorkerFailure& f, std::ostream& out) {
+  out << fmt::format(
+      "distrun: no progress: rank {}'s processes used no CPU time and wrote no output for "
+      "{:.0f} s\n",
+      f.rank, f.hungSeconds);
+  if (f.stopped) {
+    out << fmt::format(
+        "distrun: something sent rank {} SIGSTOP (or SIGTSTP, SIGTTIN, SIGTTOU): find what; "
+        "a stopped worker never resumes by itself\n",
+        f.rank);
+  }
+  out << fmt::format(
+      "distrun: to see where rank {} waits, run 'py-spy dump --pid {}' or 'gdb -p {}' on {} "
+      "before --hang-timeout ends it, or raise --hang-timeout if it is only slow\n",
+      f.rank, f.pid, f.pid, f.host);
+}
+
 }  // namespace
 
 std::string signalName(int signal) {
   const char* abbrev = ::sigabbrev_np(signal);
   return abbrev ? std::string("SIG") + abbrev : std::to_string(signal);
+}
+
+int WorkerFailure::agentExitCode() const {
+  if (hung()) return toInt(ExitCode::kTimeout);
+  return signal != 0 ? 128 + signal : exitCode;
+}
+
+std::string WorkerFailure::cause() const {
+  if (hung()) return fmt::format("no progress for {:.0f} s", hungSeconds);
+  return signal ? fmt::format("signal {}", signal) : fmt::format("exit code {}", exitCode);
 }
 
 std::string WorkerFailure::toJson() const {
@@ -58,6 +94,11 @@ std::string WorkerFailure::toJson() const {
   j["time"] = time;
   j["stderr_tail"] = stderrTail;
   j["python"] = python;
+  if (hung()) {
+    j["hung_seconds"] = hungSeconds;
+    j["hang_timeout"] = hangTimeout;
+    j["stopped"] = stopped;
+  }
   return j.dump();
 }
 
@@ -75,6 +116,9 @@ WorkerFailure WorkerFailure::fromJson(const std::string& text) {
     f.time = j.at("time");
     f.stderrTail = j.at("stderr_tail").get<std::vector<std::string>>();
     f.python = j.value("python", "");
+    f.hungSeconds = j.value("hung_seconds", 0.0);
+    f.hangTimeout = j.value("hang_timeout", 0.0);
+    f.stopped = j.value("stopped", false);
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw RendezvousError(fmt::format("malformed failure record from a peer: {}", e.what()));
@@ -95,6 +139,7 @@ void printFailureReport(const WorkerFailure& f, const std::string& runId, int re
   std::string how = f.signal != 0
                         ? fmt::format("killed by signal {} ({})", f.signal, signalName(f.signal))
                         : fmt::format("exit code {}", f.exitCode);
+  if (f.hung()) how = hangHeadline(f);
   out << fmt::format(
       "distrun: job {} failed (restart {} of {}): first failure was rank {} (local "
       "rank {}) on node {} ({}), pid {}, {}, at {}\n",
@@ -102,6 +147,7 @@ void printFailureReport(const WorkerFailure& f, const std::string& runId, int re
   if (!logFolder.empty()) {
     out << fmt::format("distrun: rank {}'s log files are in {} on {}\n", f.rank, logFolder, f.host);
   }
+  if (f.hung()) printHangAdvice(f, out);
   if (!f.python.empty()) out << fmt::format("distrun: rank {} ran Python {}\n", f.rank, f.python);
   if (f.stderrTail.empty()) {
     out << "distrun: rank " << f.rank << " wrote nothing to stderr\n";

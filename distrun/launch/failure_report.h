@@ -21,9 +21,19 @@ struct WorkerFailure {
   // For a Python program, the Python that ran it and where it came from:
   // "/usr/bin/python3 (the first python3 on PATH)". Empty otherwise.
   std::string python;
+  // A hung worker (--hang-timeout; docs/launcher.md, "Hung workers"): it
+  // made no progress for hungSeconds (0: it did not hang, it exited) by the
+  // limit of hangTimeout seconds, and whether a signal had stopped it.
+  double hungSeconds = 0;
+  double hangTimeout = 0;
+  bool stopped = false;
 
-  // What the agent exits with: the worker's code, or 128 + signal.
-  int agentExitCode() const { return signal != 0 ? 128 + signal : exitCode; }
+  bool hung() const { return hungSeconds > 0; }
+  // What the agent exits with: 75 (ExitCode::kTimeout) for a hung worker,
+  // else the worker's code, or 128 + signal.
+  int agentExitCode() const;
+  // "exit code 3", "signal 9", "no progress for 31 s": for one-line reports.
+  std::string cause() const;
   std::string toJson() const;
   // Throws RendezvousError when `json` is not a failure record.
   static WorkerFailure fromJson(const std::string& json);

@@ -25,6 +25,8 @@ const char* kindName(JobEvent::Kind kind) {
       return "checkpoint";
     case JobEvent::Kind::kStoreLost:
       return "lost";
+    case JobEvent::Kind::kHang:
+      return "hang";
   }
   return "?";
 }
@@ -34,7 +36,7 @@ JobEvent decode(const std::string& text) {
   std::string kind = text.substr(0, nl);
   std::string payload = nl == std::string::npos ? "" : text.substr(nl + 1);
   for (auto k : {JobEvent::Kind::kFailure, JobEvent::Kind::kSignal, JobEvent::Kind::kComplete,
-                 JobEvent::Kind::kCheckpoint}) {
+                 JobEvent::Kind::kCheckpoint, JobEvent::Kind::kHang}) {
     if (kind == kindName(k)) return JobEvent{k, payload};
   }
   return JobEvent{JobEvent::Kind::kStoreLost, fmt::format("unknown event '{}' in the store", kind)};

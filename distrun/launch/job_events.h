@@ -21,6 +21,7 @@ struct JobEvent {
     kComplete,    // every node's workers exited 0 (or 79, checkpointed)
     kCheckpoint,  // a worker exited 79 (checkpointed); payload: its rank
     kStoreLost,   // (local) the watcher lost the store; payload: why
+    kHang,        // a node's answer to a suspected hang; payload: HangAnswer JSON
   };
   Kind kind;
   std::string payload;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 
@@ -278,11 +279,25 @@ void checkNotOneOfSeveralMpiTasks(const RunOptions& o, const cluster::JobLayout&
 
 }  // namespace
 
+namespace {
+
+// Progress is sampled every second: a shorter limit would only look precise.
+void checkHangTimeout(double seconds) {
+  if (seconds == 0 || (std::isfinite(seconds) && seconds >= 1)) return;
+  throw UsageError(fmt::format(
+      "--hang-timeout {:g}: expected 0 (off) or a number of seconds of at least 1 (progress is "
+      "sampled every second)",
+      seconds));
+}
+
+}  // namespace
+
 void checkRunOptions(const RunOptions& o, const cluster::JobLayout& layout) {
   if (o.program.empty()) {
     throw UsageError("run: no PROGRAM given: distrun run [OPTIONS] PROGRAM [ARGS...]");
   }
   parseRdzvConf(o.rdzvConf);
+  checkHangTimeout(o.hangTimeout);
   checkStandalone(o);
   checkNotOneOfSeveralMpiTasks(o, layout);
 }
@@ -395,6 +410,7 @@ AgentConfig resolveAgentConfig(const RunOptions& o, const RunContext& ctx) {
   }
   c.maxRestarts = o.maxRestarts;
   c.termTimeout = seconds(o.termTimeout);
+  c.hangTimeout = seconds(o.hangTimeout);
   c.joinTimeout = seconds(o.joinTimeout.value_or(joinTimeoutFrom(o.rdzvConf).value_or(300)));
   c.role = o.role;
   c.logPrefix = o.logPrefix;

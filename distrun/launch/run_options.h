@@ -37,6 +37,7 @@ struct RunOptions {
   std::optional<std::string> localAddr;
   std::optional<std::string> python;
   double termTimeout = 25;
+  double hangTimeout = 0;  // seconds without progress before a worker is hung; 0: off
   std::optional<double> joinTimeout;
   std::string logPrefix = "[{node}:{rank}] ";
   std::string cpuBind = "cores";       // none | cores | numa | site | mask:LIST
@@ -73,7 +74,8 @@ void checkBindOptions(const RunOptions& options, const RunContext& ctx);
 // one torchrun knows, --standalone is not contradicted by a flag placing
 // the store or the node, and distrun run is not one of several tasks of an
 // mpirun job (`layout`, the scheduler's) without flags that place the
-// nodes. Throws UsageError naming the flag or variable.
+// nodes, and --hang-timeout is 0 or at least 1 second. Throws UsageError
+// naming the flag or variable.
 void checkRunOptions(const RunOptions& options, const cluster::JobLayout& layout);
 
 // Decides the node's role, the store, the token and the workers' command.

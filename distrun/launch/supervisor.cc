@@ -41,6 +41,8 @@ std::string describeEvent(const JobEvent& e) {
       return "checkpoint of rank " + e.payload;
     case Kind::kStoreLost:
       return "store lost: " + e.payload;
+    case Kind::kHang:
+      return "hang answer " + e.payload;
   }
   return "?";
 }
@@ -216,6 +218,8 @@ Actions Supervisor::storeEvent(const JobEvent& event, TimePoint now) {
       return checkpointPublished(std::stoi(event.payload), now);
     case Kind::kStoreLost:
       return storeLost(event.payload, now);
+    case Kind::kHang:
+      return hangPublished(HangAnswer::fromJson(event.payload), now);
   }
   return {};
 }
@@ -348,9 +352,7 @@ std::string Supervisor::restartLine(const WorkerFailure& f) const {
   return fmt::format(
       "distrun: node {}: rank {} failed ({}); restarting all workers "
       "(restart {} of {})\n",
-      config_.layout.nodeRank, f.rank,
-      f.signal ? fmt::format("signal {}", f.signal) : fmt::format("exit code {}", f.exitCode),
-      round_ + 1, config_.maxRestarts);
+      config_.layout.nodeRank, f.rank, f.cause(), round_ + 1, config_.maxRestarts);
 }
 
 // Node 0 prints the whole report; the other agents one line naming it.

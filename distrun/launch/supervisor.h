@@ -10,6 +10,7 @@
 #include "distrun/launch/agent_config.h"
 #include "distrun/launch/clock.h"
 #include "distrun/launch/failure_report.h"
+#include "distrun/launch/hang_watch.h"
 #include "distrun/launch/job_events.h"
 #include "distrun/rdzv/rendezvous.h"
 
@@ -103,7 +104,11 @@ std::string describe(const Action& action);
 //   and the grace before SIGKILL), and one line naming the workers (ranks
 //   and pids) that SIGKILL ends, and why;
 // - the store lost mid-round stops the workers and ends with a
-//   RendezvousError, unless the job's end was already known.
+//   RendezvousError, unless the job's end was already known;
+// - hung workers (--hang-timeout; docs/launcher.md, "Hung workers"): a
+//   worker without progress for the timeout makes its node publish a hang
+//   answer, every node answers with its likeliest cause, and the one named
+//   from all answers is published as the failure (exit 75).
 class Supervisor {
  public:
   enum class Phase {
@@ -138,6 +143,10 @@ class Supervisor {
   Actions signalPublished(int signal, TimePoint now);
   Actions checkpointPublished(int rank, TimePoint now);
   Actions jobCompleted(TimePoint now);
+  // A sample of this node's running workers (about every second while they
+  // run, with --hang-timeout), and a node's hang answer from the store.
+  Actions progressSampled(const std::vector<WorkerProgress>& workers, TimePoint now);
+  Actions hangPublished(const HangAnswer& answer, TimePoint now);
 
   Phase phase() const { return phase_; }
   int round() const { return round_; }
@@ -159,6 +168,7 @@ class Supervisor {
     bool doneMarked = false;
     std::string lost;  // why the store was lost
     std::optional<TimePoint> killAt;
+    HangWatch hang;  // --hang-timeout
   };
 
   bool inRound() const;
@@ -178,6 +188,8 @@ class Supervisor {
   Actions endCheckpointed();
   std::string restartLine(const WorkerFailure& failure) const;
   std::string failureText(const WorkerFailure& failure) const;
+  Actions publishHangAnswer();
+  Actions hangVerdict(TimePoint now);
 
   AgentConfig config_;
   int storePort_;

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
+#include <set>
 
 namespace distrun::launch {
 
@@ -42,6 +44,7 @@ void WorkerGroup::pumpOutput(const std::vector<pollfd>& fds) {
       ssize_t n = ::read(p.fd, buffer, sizeof(buffer));
       if (n > 0) {
         std::string_view bytes(buffer, static_cast<size_t>(n));
+        m.outputBytes += n;
         isOut ? m.output->onStdout(bytes) : m.output->onStderr(bytes);
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         (isOut ? m.process.stdoutFd : m.process.stderrFd).reset();
@@ -101,6 +104,21 @@ void WorkerGroup::signalAll(int signal) {
   for (Member& m : members_) {
     if (m.running) launcher_.signal(m.process.pid, signal);
   }
+}
+
+std::vector<WorkerProgress> WorkerGroup::progress(const ProgressProbe& probe) const {
+  std::set<int> groups;
+  for (const Member& m : members_) {
+    if (m.running) groups.insert(m.process.pid);
+  }
+  std::map<int, GroupUsage> usage = probe.usage(groups);
+  std::vector<WorkerProgress> out;
+  for (const Member& m : members_) {
+    if (!m.running) continue;
+    GroupUsage used = usage.count(m.process.pid) ? usage.at(m.process.pid) : GroupUsage{};
+    out.push_back(WorkerProgress{recordOf(m), used.cpuTicks, m.outputBytes, used.stopped});
+  }
+  return out;
 }
 
 WorkerFailure WorkerGroup::recordOf(const Member& m) const {

@@ -8,6 +8,7 @@
 
 #include "distrun/launch/failure_report.h"
 #include "distrun/launch/process_launcher.h"
+#include "distrun/launch/progress_probe.h"
 #include "distrun/launch/worker.h"
 #include "distrun/launch/worker_output.h"
 
@@ -44,6 +45,10 @@ class WorkerGroup {
   // Signals every running worker's process group.
   void signalAll(int signal);
 
+  // The progress counters of every running worker (--hang-timeout): its
+  // group's CPU time from `probe` and the bytes it wrote so far.
+  std::vector<WorkerProgress> progress(const ProgressProbe& probe) const;
+
  private:
   struct Member {
     int rank;
@@ -53,6 +58,7 @@ class WorkerGroup {
     bool running = true;
     int exitCode = 0;
     int signal = 0;
+    long long outputBytes = 0;  // read from its stdout and stderr
   };
 
   Member* memberWithPid(pid_t pid);

@@ -1,0 +1,157 @@
+#include "distrun/launch/hang_watch.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/common/error.h"
+
+namespace distrun::launch {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+constexpr std::chrono::milliseconds kTimeout = 10s;
+
+WorkerProgress progressOf(int localRank, long long cpu, long long bytes = 0,
+                          bool stopped = false, int firstRank = 0) {
+  WorkerProgress p;
+  p.record.rank = firstRank + localRank;
+  p.record.localRank = localRank;
+  p.record.pid = 1000 + firstRank + localRank;
+  p.record.host = "node";
+  p.cpuTicks = cpu;
+  p.outputBytes = bytes;
+  p.stopped = stopped;
+  return p;
+}
+
+WorkerFailure hungWorker(int rank, double seconds, bool stopped) {
+  WorkerFailure f;
+  f.rank = rank;
+  f.hungSeconds = seconds;
+  f.stopped = stopped;
+  return f;
+}
+
+class HangWatchTest : public ::testing::Test {
+ protected:
+  // One sample `by` after the last one.
+  bool sample(std::vector<WorkerProgress> workers, std::chrono::seconds by = 1s) {
+    now_ += by;
+    return watch_.sample(workers, kTimeout, now_);
+  }
+
+  HangWatch watch_;
+  TimePoint now_{};
+};
+
+TEST_F(HangWatchTest, AWorkerWithoutProgressForTheTimeoutIsReportedOnce) {
+  EXPECT_FALSE(sample({progressOf(0, 5), progressOf(1, 7)}));
+  EXPECT_FALSE(sample({progressOf(0, 6), progressOf(1, 7)}, 9s));
+  EXPECT_TRUE(sample({progressOf(0, 7), progressOf(1, 7)}, 1s));
+  HangAnswer answer = watch_.answer(0);
+  ASSERT_TRUE(answer.worker);
+  EXPECT_EQ(answer.worker->rank, 1);
+  EXPECT_EQ(answer.worker->hungSeconds, 10);
+  EXPECT_EQ(answer.worker->hangTimeout, 10);
+  EXPECT_FALSE(answer.worker->stopped);
+  EXPECT_TRUE(watch_.answered());
+  EXPECT_FALSE(sample({progressOf(0, 8), progressOf(1, 7)})) << "answered already";
+}
+
+TEST_F(HangWatchTest, CpuTimeAndOutputAreEachProgress) {
+  sample({progressOf(0, 5, 100)});
+  EXPECT_FALSE(sample({progressOf(0, 6, 100)}, 9s));
+  EXPECT_FALSE(sample({progressOf(0, 6, 101)}, 9s)) << "output resets the time";
+  EXPECT_FALSE(sample({progressOf(0, 6, 101)}, 9s));
+  EXPECT_TRUE(sample({progressOf(0, 6, 101)}, 1s));
+}
+
+TEST_F(HangWatchTest, AWorkerThatExitedIsNoLongerWatched) {
+  sample({progressOf(0, 5), progressOf(1, 5)});
+  EXPECT_FALSE(sample({progressOf(0, 6)}, 10s));
+  EXPECT_FALSE(watch_.answer(0).worker) << "rank 0 progressed, rank 1 exited";
+}
+
+TEST_F(HangWatchTest, TheAnswerNamesAStoppedWorkerBeforeOneIdleLonger) {
+  sample({progressOf(0, 5), progressOf(1, 5), progressOf(2, 5)});
+  sample({progressOf(0, 5), progressOf(1, 6), progressOf(2, 6)}, 3s);
+  EXPECT_TRUE(sample({progressOf(0, 5), progressOf(1, 6, 0, true), progressOf(2, 7)}, 7s));
+  HangAnswer answer = watch_.answer(3);
+  EXPECT_EQ(answer.nodeRank, 3);
+  ASSERT_TRUE(answer.worker);
+  EXPECT_EQ(answer.worker->rank, 1);
+  EXPECT_TRUE(answer.worker->stopped);
+  EXPECT_EQ(answer.worker->hungSeconds, 7);
+}
+
+TEST_F(HangWatchTest, TheAnswerNamesTheWorkerIdleLongest) {
+  sample({progressOf(0, 5), progressOf(1, 5)});
+  sample({progressOf(0, 6), progressOf(1, 5)}, 2s);
+  EXPECT_TRUE(sample({progressOf(0, 6), progressOf(1, 5)}, 8s));
+  EXPECT_EQ(watch_.answer(0).worker->rank, 1);
+}
+
+TEST_F(HangWatchTest, ANodeWhoseWorkersAllProgressAnswersNone) {
+  sample({progressOf(0, 5)});
+  sample({progressOf(0, 6)});
+  HangAnswer answer = watch_.answer(1);
+  EXPECT_EQ(answer.nodeRank, 1);
+  EXPECT_FALSE(answer.worker);
+}
+
+TEST_F(HangWatchTest, TheVerdictWaitsForEveryNodeAndComesOnce) {
+  EXPECT_FALSE(watch_.verdict(2, now_)) << "no answer yet";
+  watch_.take(HangAnswer{0, hungWorker(0, 12, false)}, now_);
+  EXPECT_FALSE(watch_.verdict(2, now_));
+  watch_.take(HangAnswer{0, hungWorker(1, 30, false)}, now_);
+  EXPECT_FALSE(watch_.verdict(2, now_)) << "a node's second answer does not count";
+  watch_.take(HangAnswer{1, hungWorker(3, 11, true)}, now_);
+  std::optional<WorkerFailure> named = watch_.verdict(2, now_);
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->rank, 3) << "stopped, on the node that answered second";
+  EXPECT_FALSE(watch_.verdict(2, now_));
+}
+
+TEST_F(HangWatchTest, TheVerdictComesAfterTheGraceWithoutEveryAnswer) {
+  watch_.take(HangAnswer{1, hungWorker(2, 12, false)}, now_);
+  watch_.take(HangAnswer{2, std::nullopt}, now_);
+  EXPECT_FALSE(watch_.verdict(3, now_ + kHangAnswerGrace - 1ms));
+  std::optional<WorkerFailure> named = watch_.verdict(3, now_ + kHangAnswerGrace);
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->rank, 2);
+}
+
+TEST(LikelierHangCauseTest, StoppedThenIdleLongestThenLowerRank) {
+  EXPECT_TRUE(likelierHangCause(hungWorker(5, 1, true), hungWorker(0, 60, false)));
+  EXPECT_FALSE(likelierHangCause(hungWorker(0, 60, false), hungWorker(5, 1, true)));
+  EXPECT_TRUE(likelierHangCause(hungWorker(5, 20, false), hungWorker(0, 10, false)));
+  EXPECT_TRUE(likelierHangCause(hungWorker(1, 10, true), hungWorker(2, 10, true)));
+  EXPECT_FALSE(likelierHangCause(hungWorker(2, 10, true), hungWorker(1, 10, true)));
+}
+
+TEST(HangAnswerTest, CrossesNodesAsJson) {
+  WorkerFailure w = hungWorker(3, 12.5, true);
+  w.host = "gpu02";
+  w.pid = 4711;
+  w.hangTimeout = 10;
+  w.stderrTail = {"step 40"};
+  HangAnswer back = HangAnswer::fromJson(HangAnswer{1, w}.toJson());
+  EXPECT_EQ(back.nodeRank, 1);
+  ASSERT_TRUE(back.worker);
+  EXPECT_EQ(back.worker->toJson(), w.toJson());
+  EXPECT_FALSE(HangAnswer::fromJson(HangAnswer{2, std::nullopt}.toJson()).worker);
+}
+
+TEST(HangAnswerTest, AMalformedAnswerIsARendezvousError) {
+  try {
+    HangAnswer::fromJson("{\"node\": 1}");
+    FAIL() << "no error";
+  } catch (const RendezvousError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("malformed hang answer from a peer: "));
+  }
+}
+
+}  // namespace
+}  // namespace distrun::launch
