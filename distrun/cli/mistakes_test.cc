@@ -62,6 +62,14 @@ const Mistake kRunMistakes[] = {
     {{"run", "--nproc-per-node"}, "--nproc-per-node", true},
     {{"run", "--max-restarts", "two", "ddp.py"},
      "Could not convert: --max-restarts = two (see 'distrun run --help')"},
+    {{"run", "--hang-timeout", "soon", "ddp.py"},
+     "Could not convert: --hang-timeout = soon (see 'distrun run --help')"},
+    {{"run", "--hang-timeout", "-1", "ddp.py"},
+     "--hang-timeout -1: expected 0 (off) or a number of seconds of at least 1 (progress is "
+     "sampled every second)"},
+    {{"train", "--hang-timeout", "0.2", "linear"},
+     "--hang-timeout 0.2: expected 0 (off) or a number of seconds of at least 1 (progress is "
+     "sampled every second)"},
     {{"run", "--frobnicate", "2", "--", "ddp.py"},
      "run: unknown flag --frobnicate (see 'distrun run --help')"},
 };

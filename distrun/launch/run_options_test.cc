@@ -1,5 +1,7 @@
 #include "distrun/launch/run_options.h"
 
+#include <limits>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -279,6 +281,27 @@ TEST(ResolveTest, RdzvConfJoinTimeoutAndLogs) {
   EXPECT_EQ(*c.consoleRanks, (std::set<int>{0, 2}));
   o.logPrefix = "{nope}";
   EXPECT_THAT(usageError(o), ::testing::StartsWith("--log-prefix '{nope}'"));
+}
+
+TEST(ResolveTest, HangTimeoutIsOffByDefaultAndInSeconds) {
+  RunOptions o = withProgram({"true"});
+  EXPECT_EQ(resolve(o).hangTimeout.count(), 0);
+  o.hangTimeout = 90;
+  EXPECT_EQ(resolve(o).hangTimeout, std::chrono::seconds(90));
+  o.hangTimeout = 1.5;
+  EXPECT_EQ(resolve(o).hangTimeout, std::chrono::milliseconds(1500));
+}
+
+TEST(ResolveTest, HangTimeoutIsZeroOrAtLeastASecond) {
+  RunOptions o = withProgram({"true"});
+  o.hangTimeout = -5;
+  EXPECT_EQ(usageError(o),
+            "--hang-timeout -5: expected 0 (off) or a number of seconds of at least 1 (progress "
+            "is sampled every second)");
+  o.hangTimeout = 0.5;
+  EXPECT_THAT(usageError(o), ::testing::StartsWith("--hang-timeout 0.5: expected 0 (off)"));
+  o.hangTimeout = std::numeric_limits<double>::infinity();
+  EXPECT_THAT(usageError(o), ::testing::StartsWith("--hang-timeout inf: expected 0 (off)"));
 }
 
 }  // namespace

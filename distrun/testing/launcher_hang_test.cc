@@ -1,0 +1,123 @@
+// `distrun run --hang-timeout` with shell workers, one of which stops
+// itself (SIGSTOP) while the others wait (label: multiproc): the job ends
+// with exit 75 naming that rank, on one node and across two agents, and no
+// process is left. Durations are bounded, never asserted.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/common/system.h"
+#include "distrun/common/unique_fd.h"
+#include "distrun/rdzv/socket.h"
+#include "distrun/testing/command.h"
+
+namespace distrun::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// A worker body that records its pid in `pids`, as launcher_test.cc's.
+class LauncherHangTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "launcher_hang_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string distrun() const { return quote(binaryPath("distrun")); }
+  std::string worker(const std::string& body) const {
+    return "sh -c " + quote("echo $$ >> " + path("pids") + "; " + body);
+  }
+  std::string log(const std::string& name) const {
+    return readTextFile(path(name), "launcher hang test log");
+  }
+  void expectAllGone() {
+    std::vector<int> pids = readInts(path("pids"));
+    ASSERT_FALSE(pids.empty());
+    for (int pid : pids) EXPECT_FALSE(processAlive(pid)) << "pid " << pid << " survived";
+  }
+  // The pid rank `rank` wrote to its own file.
+  int pidOfRank(int rank) {
+    std::vector<int> pids = readInts(path("rank" + std::to_string(rank)));
+    return pids.empty() ? 0 : pids.front();
+  }
+  // Rank `rank` stops itself (after `delay`); the others wait, as ranks
+  // blocked on a peer do, without CPU time or output.
+  std::string stopRank(int rank, const std::string& delay = "0") const {
+    return worker("echo $$ > " + path("rank$RANK") + "; if [ $RANK = " + std::to_string(rank) +
+                  " ]; then sleep " + delay + "; kill -STOP $$; fi; sleep 300");
+  }
+  static int freePort() {
+    int port = 0;
+    UniqueFd listener(rdzv::listenTcp("127.0.0.1", 0, &port));
+    return port;
+  }
+  std::string twoNodeFlags(int node, int port) const {
+    return "--nnodes 2 --node-rank " + std::to_string(node) +
+           " --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
+           " --local-addr 127.0.0.1 --join-timeout 60 ";
+  }
+
+  std::string dir_;
+};
+
+TEST_F(LauncherHangTest, AStoppedRankEndsTheJobWithExit75NamingIt) {
+  CommandResult r = runCommand("timeout 120 " + distrun() +
+                               " run --nproc-per-node 3 --hang-timeout 2 --rdzv-id hung "
+                               "--log-dir " +
+                               quote(dir_) + " " + stopRank(1));
+  EXPECT_EQ(r.exitCode, 75) << r.err;
+  int pid = pidOfRank(1);
+  EXPECT_THAT(r.err, HasSubstr("distrun: job hung failed (restart 0 of 0): first failure was "
+                               "rank 1 (local rank 1) on node 0 (127.0.0.1), pid " +
+                               std::to_string(pid) + ", stopped by a signal (state T), no "
+                               "progress for "));
+  EXPECT_THAT(r.err, HasSubstr(" s (--hang-timeout 2), at "));
+  EXPECT_THAT(r.err, HasSubstr("distrun: no progress: rank 1's processes used no CPU time and "
+                               "wrote no output for "));
+  EXPECT_THAT(r.err, HasSubstr("'py-spy dump --pid " + std::to_string(pid) + "'"));
+  std::string report = log("hung/failure.json");
+  EXPECT_THAT(report, HasSubstr("\"rank\":1,"));
+  EXPECT_THAT(report, HasSubstr("\"stopped\":true"));
+  expectAllGone();
+}
+
+TEST_F(LauncherHangTest, AnIdleRankIsNamedWhileAnotherWritesOutput) {
+  CommandResult r = runCommand(
+      "timeout 120 " + distrun() + " run --nproc-per-node 2 --hang-timeout 2 " +
+      worker("if [ $RANK = 0 ]; then while :; do echo tick; sleep 0.2; done; fi; sleep 300"));
+  EXPECT_EQ(r.exitCode, 75) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("first failure was rank 1 (local rank 1) on node 0"));
+  EXPECT_THAT(r.err, Not(HasSubstr("stopped by a signal")));
+  expectAllGone();
+}
+
+// Node 0's ranks wait from the start; node 1's rank 2 stops itself a
+// second later, so node 0 notices first: both agents name rank 2.
+TEST_F(LauncherHangTest, TwoAgentsNameTheStoppedRankOfNodeOne) {
+  int port = freePort();
+  int node0 = startCommand("env DISTRUN_TOKEN=t " + distrun() + " run " + twoNodeFlags(0, port) +
+                               "--nproc-per-node 2 --hang-timeout 3 " + stopRank(2, "1"),
+                           path("node0.log"));
+  CommandResult node1 =
+      runCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " + twoNodeFlags(1, port) +
+                 "--nproc-per-node 1 --hang-timeout 3 " + stopRank(2, "1"));
+  EXPECT_EQ(node1.exitCode, 75) << node1.err;
+  EXPECT_EQ(waitCommand(node0), 75) << log("node0.log");
+  EXPECT_THAT(log("node0.log"),
+              HasSubstr("first failure was rank 2 (local rank 0) on node 1 (127.0.0.1), pid " +
+                        std::to_string(pidOfRank(2)) + ", stopped by a signal (state T)"));
+  EXPECT_THAT(node1.err, HasSubstr("distrun: node 1: stopped: rank 2 on node 1 failed\n"));
+  expectAllGone();
+}
+
+}  // namespace
+}  // namespace distrun::testing
