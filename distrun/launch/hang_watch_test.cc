@@ -13,8 +13,8 @@ using ::testing::HasSubstr;
 
 constexpr std::chrono::milliseconds kTimeout = 10s;
 
-WorkerProgress progressOf(int localRank, long long cpu, long long bytes = 0,
-                          bool stopped = false, int firstRank = 0) {
+WorkerProgress progressOf(int localRank, long long cpu, long long bytes = 0, bool stopped = false,
+                          int firstRank = 0) {
   WorkerProgress p;
   p.record.rank = firstRank + localRank;
   p.record.localRank = localRank;

@@ -14,8 +14,8 @@ namespace distrun::launch {
 // workers"): who it is and its progress counters. A plain value the agent
 // builds (WorkerGroup::progress) and the Supervisor judges.
 struct WorkerProgress {
-  WorkerFailure record;    // rank, pid, host, the time now, the stderr tail so far
-  long long cpuTicks = 0;  // CPU time its process group used, in clock ticks
+  WorkerFailure record;       // rank, pid, host, the time now, the stderr tail so far
+  long long cpuTicks = 0;     // CPU time its process group used, in clock ticks
   long long outputBytes = 0;  // bytes it wrote to stdout and stderr
   bool stopped = false;       // a process of its group is stopped by a signal (state T)
 };

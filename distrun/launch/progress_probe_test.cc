@@ -13,8 +13,8 @@ namespace {
 // A /proc/PID/stat line: state, process group and the four CPU times.
 std::string statLine(int pid, const std::string& command, char state, int pgrp, int utime,
                      int stime, int cutime = 0, int cstime = 0) {
-  return std::to_string(pid) + " (" + command + ") " + state + " 1 " + std::to_string(pgrp) +
-         " " + std::to_string(pgrp) + " 0 -1 4194560 100 0 0 0 " + std::to_string(utime) + " " +
+  return std::to_string(pid) + " (" + command + ") " + state + " 1 " + std::to_string(pgrp) + " " +
+         std::to_string(pgrp) + " 0 -1 4194560 100 0 0 0 " + std::to_string(utime) + " " +
          std::to_string(stime) + " " + std::to_string(cutime) + " " + std::to_string(cstime) +
          " 20 0 1 0 12345 1000000 200 18446744073709551615\n";
 }

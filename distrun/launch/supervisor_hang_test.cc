@@ -87,8 +87,8 @@ class SupervisorHangTest : public ::testing::Test {
     return s;
   }
   // One sample of both workers of `s`'s node, `by` after the last one.
-  Actions sample(Supervisor& s, int firstRank, long long cpu0, long long cpu1, bool stopped1 = false,
-                 std::chrono::seconds by = 1s) {
+  Actions sample(Supervisor& s, int firstRank, long long cpu0, long long cpu1,
+                 bool stopped1 = false, std::chrono::seconds by = 1s) {
     return s.progressSampled(
         {progressOf(firstRank, 0, cpu0), progressOf(firstRank, 1, cpu1, stopped1)}, at(by));
   }

@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -100,6 +101,47 @@ TEST(WorkerGroupTest, SignalsReachOnlyRunningWorkersAndTheRestAreKilledAtTheEnd)
   }
   EXPECT_THAT(launcher.signals, ElementsAre(Pair(102, SIGUSR1), Pair(102, SIGKILL)));
   EXPECT_THAT(launcher.waited, ElementsAre(102));
+}
+
+// What --hang-timeout samples: the probe's CPU time per process group and
+// the bytes each running worker wrote.
+class FakeProgressProbe : public ProgressProbe {
+ public:
+  std::map<int, GroupUsage> usage(const std::set<int>& groups) const override {
+    asked = groups;
+    return {{101, GroupUsage{42, false}}, {102, GroupUsage{7, true}}};
+  }
+  mutable std::set<int> asked;
+};
+
+TEST(WorkerGroupTest, ProgressIsTheGroupsCpuTimeAndTheOutputRead) {
+  FakeProcessLauncher launcher;
+  WorkerGroup group(launcher, 0, "a");
+  group.add(4, 0, WorkerSpec{{"w"}, {}, {}}, quietOutput());
+  group.add(5, 1, WorkerSpec{{"w"}, {}, {}}, quietOutput());
+  group.add(6, 2, WorkerSpec{{"w"}, {}, {}}, quietOutput());
+  ASSERT_EQ(::write(launcher.stdoutOf[101].get(), "step 1\n", 7), 7);
+  ASSERT_EQ(::write(launcher.stderrOf[101].get(), "warn\n", 5), 5);
+  std::vector<pollfd> fds;
+  group.addPollFds(fds);
+  ASSERT_GT(::poll(fds.data(), fds.size(), 1000), 0);
+  group.pumpOutput(fds);
+  launcher.exits.push_back({103, 0, 0});
+  group.reap();
+
+  FakeProgressProbe probe;
+  std::vector<WorkerProgress> progress = group.progress(probe);
+  EXPECT_EQ(probe.asked, (std::set<int>{101, 102})) << "running workers only";
+  ASSERT_EQ(progress.size(), 2u);
+  EXPECT_EQ(progress[0].record.rank, 4);
+  EXPECT_EQ(progress[0].record.pid, 101);
+  EXPECT_EQ(progress[0].cpuTicks, 42);
+  EXPECT_EQ(progress[0].outputBytes, 12);
+  EXPECT_THAT(progress[0].record.stderrTail, ElementsAre("warn"));
+  EXPECT_FALSE(progress[0].stopped);
+  EXPECT_EQ(progress[1].record.rank, 5);
+  EXPECT_EQ(progress[1].outputBytes, 0);
+  EXPECT_TRUE(progress[1].stopped);
 }
 
 }  // namespace

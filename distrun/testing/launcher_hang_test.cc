@@ -78,7 +78,8 @@ TEST_F(LauncherHangTest, AStoppedRankEndsTheJobWithExit75NamingIt) {
   int pid = pidOfRank(1);
   EXPECT_THAT(r.err, HasSubstr("distrun: job hung failed (restart 0 of 0): first failure was "
                                "rank 1 (local rank 1) on node 0 (127.0.0.1), pid " +
-                               std::to_string(pid) + ", stopped by a signal (state T), no "
+                               std::to_string(pid) +
+                               ", stopped by a signal (state T), no "
                                "progress for "));
   EXPECT_THAT(r.err, HasSubstr(" s (--hang-timeout 2), at "));
   EXPECT_THAT(r.err, HasSubstr("distrun: no progress: rank 1's processes used no CPU time and "
