@@ -18,7 +18,8 @@ namespace distrun::launch {
 // agent's signals, the store's event sequence and the workers' pipes,
 // feeds what happened to the Supervisor and carries out its actions.
 // run() returns the exit code: 0, the first failing worker's code
-// (128+signal for a signal), or 128+N when the agent got signal N. Throws
+// (128+signal for a signal; 75 for a hung one, with --hang-timeout), or
+// 128+N when the agent got signal N. Throws
 // RendezvousError/TimeoutError when the job cannot form or loses its
 // store, IoError when the failure report cannot be written.
 class Agent {
