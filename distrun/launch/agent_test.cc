@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <gmock/gmock.h>
@@ -38,6 +39,10 @@ class AgentTest : public ::testing::Test {
   int run(const AgentConfig& c) {
     ProcessEnvironment env;  // the workers' base environment
     return Agent(c, env, err_).run();
+  }
+  int run(const AgentConfig& c, const ProgressProbe& probe) {
+    ProcessEnvironment env;
+    return Agent(c, env, err_, Agent::steadyClock(), systemProcessLauncher(), probe).run();
   }
   std::string file(const std::string& relative) {
     return readTextFile(dir_ + "/" + relative, "agent test log");
@@ -89,6 +94,40 @@ TEST_F(AgentTest, RestartsRunOut) {
   c.maxRestarts = 1;
   EXPECT_EQ(run(c), 4);
   EXPECT_THAT(err_.str(), ::testing::HasSubstr("(restart 1 of 1)"));
+}
+
+// Stands in for /proc: the worker whose pid is in `stoppedPidFile` is
+// stopped and uses no CPU; every other one uses more at each sample.
+class FakeProgressProbe : public ProgressProbe {
+ public:
+  explicit FakeProgressProbe(std::string stoppedPidFile) : file_(std::move(stoppedPidFile)) {}
+  std::map<int, GroupUsage> usage(const std::set<int>& groups) const override {
+    int stopped = 0;
+    std::ifstream(file_) >> stopped;
+    std::map<int, GroupUsage> out;
+    ++ticks_;
+    for (int group : groups) {
+      bool isStopped = stopped == group;
+      out[group] = isStopped ? GroupUsage{5, true} : GroupUsage{ticks_, false};
+    }
+    return out;
+  }
+
+ private:
+  std::string file_;
+  mutable long long ticks_ = 0;
+};
+
+TEST_F(AgentTest, TheProbesStoppedWorkerIsNamedWithExit75) {
+  AgentConfig c = config(2, "echo $$ > " + dir_ + "/pid$RANK; sleep 60");
+  c.hangTimeout = std::chrono::seconds(1);
+  EXPECT_EQ(run(c, FakeProgressProbe(dir_ + "/pid1")), 75) << err_.str();
+  EXPECT_THAT(err_.str(),
+              ::testing::HasSubstr("first failure was rank 1 (local rank 1) on node 0 (127.0.0.1), "
+                                   "pid " +
+                                   std::to_string(std::stoi(file("pid1"))) +
+                                   ", stopped by a signal (state T), no progress for "));
+  EXPECT_THAT(file("test/failure.json"), ::testing::HasSubstr("\"stopped\":true"));
 }
 
 }  // namespace
