@@ -136,7 +136,7 @@ class Supervisor {
   Actions storeLost(const std::string& why, TimePoint now);
   Actions nodesDone(long long count, TimePoint now);
   // An event of the round's sequence (from any agent, this one included),
-  // decoded into one of the four below. Throws RendezvousError when a
+  // decoded into one of the calls below. Throws RendezvousError when a
   // failure record is malformed.
   Actions storeEvent(const JobEvent& event, TimePoint now);
   Actions failurePublished(const WorkerFailure& failure, TimePoint now);
