@@ -8,6 +8,7 @@
 #include "distrun/common/enforce.h"
 #include "distrun/common/exit_code.h"
 #include "distrun/common/strings.h"
+#include "distrun/launch/failure_cause.h"
 #include "distrun/launch/worker_setup.h"
 
 namespace distrun::launch {
@@ -113,15 +114,15 @@ Actions Supervisor::workerExited(const WorkerFailure& exit, TimePoint now) {
     out = workerSucceeded();
   } else if (exit.exitCode == toInt(ExitCode::kCheckpointed) && exit.signal == 0) {
     out = workerCheckpointed(exit.rank);
+  } else if (phase_ == Phase::kRunning && isEcho(exit)) {
+    out = echoExited(exit, now);
   } else if (phase_ == Phase::kRunning) {
     // Fail fast here; the published event stops the other nodes and, in
     // the store's order, decides the root cause.
     out = stopWorkers(now);
-    WorkerFailure failure = exit;
-    if (!config_.python.empty())
-      failure.python = config_.python + " (" + config_.pythonSource + ")";
-    out.push_back(PublishEvent{JobEvent{Kind::kFailure, failure.toJson()}});
+    out.push_back(publishFailure(exit));
   }  // else: stopped on purpose, or the job failed already
+  append(out, doneIfAwaiting(now));
   return endRoundIfOver(std::move(out));
 }
 
@@ -168,6 +169,7 @@ Actions Supervisor::signalReceived(int signal, TimePoint now) {
 }
 
 Actions Supervisor::deadlinePassed(TimePoint now) {
+  if (state_.causeWaitUntil && now >= *state_.causeWaitUntil) return causeWaitPassed(now);
   if (!inRound() || !state_.killAt || now < *state_.killAt) return {};
   state_.killAt.reset();
   return killRunning(fmt::format("still running {} s after {} (--term-timeout)",
@@ -222,6 +224,7 @@ Actions Supervisor::storeEvent(const JobEvent& event, TimePoint now) {
 
 Actions Supervisor::failurePublished(const WorkerFailure& failure, TimePoint now) {
   if (!inRound()) return {};  // an event of a round already over
+  if (isEcho(failure)) return echoPublished(failure, now);
   if (!state_.rootCause) state_.rootCause = failure;
   return endRoundIfOver(stopWorkers(now));
 }
@@ -239,10 +242,10 @@ Actions Supervisor::checkpointPublished(int rank, TimePoint) {
   return {};
 }
 
-Actions Supervisor::jobCompleted(TimePoint) {
+Actions Supervisor::jobCompleted(TimePoint now) {
   if (!inRound()) return {};
   state_.complete = true;
-  return endRoundIfOver({});
+  return endRoundIfOver(settleOnEcho(now));
 }
 
 bool Supervisor::inRound() const { return phase_ == Phase::kRunning || phase_ == Phase::kStopping; }
@@ -363,7 +366,103 @@ std::string Supervisor::failureText(const WorkerFailure& f) const {
   std::string logFolder =
       config_.logDir.empty() ? "" : workerLogFolder(config_, round_, f.localRank);
   printFailureReport(f, config_.runId, round_, config_.maxRestarts, logFolder, report);
-  return report.str();
+  return report.str() + echoNote(f);
+}
+
+// Root causes over echoes (docs/launcher.md, "Supervision").
+
+// The failure as published, with the Python that ran it.
+Action Supervisor::publishFailure(WorkerFailure failure) {
+  if (!isEcho(failure)) state_.causePublished = true;
+  if (!config_.python.empty()) failure.python = config_.python + " (" + config_.pythonSource + ")";
+  return PublishEvent{JobEvent{Kind::kFailure, failure.toJson()}};
+}
+
+// An echo is known and nothing else decides the round yet.
+bool Supervisor::awaitingCause() const {
+  const RoundState& s = state_;
+  return (s.echoed || s.firstEcho) && !s.rootCause && !s.causePublished && !s.complete &&
+         s.signal == 0 && s.lost.empty();
+}
+
+// A worker here lost its peer: published (every echo, for the report's
+// count), but the other workers run on, so that the rank it lost can
+// report its own error.
+Actions Supervisor::echoExited(const WorkerFailure& echo, TimePoint now) {
+  state_.echoed = true;
+  Actions out{publishFailure(echo)};
+  if (awaitingCause()) append(out, armCauseWait(now));
+  return out;
+}
+
+Actions Supervisor::echoPublished(const WorkerFailure& echo, TimePoint now) {
+  if (state_.rootCause) return {};  // a cause is known: it outranks every echo
+  if (!state_.firstEcho) state_.firstEcho = echo;
+  state_.echoRanks.insert(echo.rank);
+  if (!awaitingCause()) return {};
+  Actions out = armCauseWait(now);
+  append(out, doneIfAwaiting(now));
+  return endRoundIfOver(std::move(out));
+}
+
+// Workers still run here: stop them kCauseWait after the first echo.
+Actions Supervisor::armCauseWait(TimePoint now) {
+  if (state_.causeWaitUntil || state_.settleArmed || allExited()) return {};
+  state_.causeWaitUntil = now + kCauseWait;
+  return {WakeAt{*state_.causeWaitUntil}};
+}
+
+// This node's workers have all exited while an echo waits for a cause:
+// count the node done (the last one publishes "complete", after every
+// cause any node published), and settle alone if that never comes.
+Actions Supervisor::doneIfAwaiting(TimePoint now) {
+  if (!inRound() || !allExited() || !awaitingCause() || state_.settleArmed) return {};
+  state_.settleArmed = true;
+  state_.causeWaitUntil = now + 2 * kCauseWait + config_.termTimeout;
+  Actions out;
+  if (!state_.doneMarked) out.push_back(MarkNodeDone{});
+  state_.doneMarked = true;
+  out.push_back(WakeAt{*state_.causeWaitUntil});
+  return out;
+}
+
+Actions Supervisor::causeWaitPassed(TimePoint now) {
+  state_.causeWaitUntil.reset();
+  if (!inRound() || !awaitingCause()) return deadlinePassed(now);
+  if (state_.settleArmed) return {PublishEvent{JobEvent{Kind::kComplete, ""}}};
+  Actions out{Print{
+      fmt::format("distrun: node {}: a rank lost its peer and no rank reported an error of its own "
+                  "within {} s: stopping the workers\n",
+                  config_.layout.nodeRank, kCauseWait.count())}};
+  append(out, stopWorkers(now));
+  return out;
+}
+
+// "complete" after echoes only: every node's workers exited and no cause
+// was published before it; the first echo is the root cause.
+Actions Supervisor::settleOnEcho(TimePoint now) {
+  if (state_.rootCause || !state_.firstEcho) return {};
+  state_.rootCause = state_.firstEcho;
+  return allExited() ? Actions{} : stopWorkers(now);
+}
+
+// The report's last line: the ranks that failed first only because they
+// lost a peer, or, when only such ranks failed, that the cause is unknown.
+std::string Supervisor::echoNote(const WorkerFailure& f) const {
+  if (isEcho(f)) {
+    return fmt::format(
+        "distrun: rank {} only lost a peer, and no rank reported an error of its own: the rank "
+        "it lost was probably killed from outside or lost its host\n",
+        f.rank);
+  }
+  std::vector<std::string> ranks;
+  for (int r : state_.echoRanks) {
+    if (r != f.rank) ranks.push_back(std::to_string(r));
+  }
+  if (ranks.empty()) return "";
+  return fmt::format("distrun: {} {} failed before it only because {} lost a peer: not the cause\n",
+                     ranks.size() == 1 ? "rank" : "ranks", distrun::join(ranks, ", "),
+                     ranks.size() == 1 ? "it" : "they");
 }
 
 }  // namespace distrun::launch
