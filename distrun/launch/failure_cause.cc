@@ -1,5 +1,7 @@
 #include "distrun/launch/failure_cause.h"
 
+#include <cctype>
+
 #include "distrun/common/exit_code.h"
 
 namespace distrun::launch {
@@ -20,11 +22,32 @@ const std::vector<std::string_view>& lostPeerMarkers() {
   return markers;
 }
 
-std::string lostPeerLine(const std::vector<std::string>& tail) {
+namespace {
+
+// "distrun: error: rank 0: ..." (distrun/train/trainer.cc relays rank 0's
+// error so on every other rank).
+bool relaysAnotherRank(std::string_view line) {
+  constexpr std::string_view kPrefix = "distrun: error: rank ";
+  size_t at = line.find(kPrefix);
+  if (at == std::string_view::npos) return false;
+  size_t end = at + kPrefix.size();
+  size_t digits = end;
+  while (digits < line.size() && std::isdigit(static_cast<unsigned char>(line[digits]))) ++digits;
+  return digits > end && line.substr(digits, 2) == ": ";
+}
+
+bool showsALostPeer(std::string_view line) {
+  for (std::string_view marker : lostPeerMarkers()) {
+    if (line.find(marker) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string echoLine(const std::vector<std::string>& tail) {
   for (const std::string& line : tail) {
-    for (std::string_view marker : lostPeerMarkers()) {
-      if (line.find(marker) != std::string::npos) return line;
-    }
+    if (showsALostPeer(line) || relaysAnotherRank(line)) return line;
   }
   return "";
 }
@@ -32,7 +55,7 @@ std::string lostPeerLine(const std::vector<std::string>& tail) {
 bool isEcho(const WorkerFailure& f) {
   bool peerCode = f.signal == 0 && (f.exitCode == toInt(ExitCode::kPeerLost) ||
                                     f.exitCode == toInt(ExitCode::kRendezvous));
-  return peerCode || !lostPeerLine(f.stderrTail).empty();
+  return peerCode || !echoLine(f.stderrTail).empty();
 }
 
 }  // namespace distrun::launch

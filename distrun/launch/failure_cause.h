@@ -18,7 +18,9 @@ namespace distrun::launch {
 //   distrun-train lost a rank) or 76 (ExitCode::kRendezvous: the store
 //   that rank 0 hosts went away), or
 // - shows a lost peer in its stderr tail, however it ended (PyTorch aborts
-//   with SIGABRT on an NCCL remote error): the lines of lostPeerMarkers().
+//   with SIGABRT on an NCCL remote error): the lines of lostPeerMarkers(),
+//   or another rank's error relayed by distrun-train ("distrun: error: rank
+//   0: --snapshot ...": rank 0 refused, and every rank stops with its error).
 // Everything else (another exit code, a signal, an exception) is a cause.
 bool isEcho(const WorkerFailure& failure);
 
@@ -29,7 +31,8 @@ bool isEcho(const WorkerFailure& failure);
 // distrun's communicator ("lost rank ").
 const std::vector<std::string_view>& lostPeerMarkers();
 
-// The first line of `tail` that shows a lost peer; empty when none does.
-std::string lostPeerLine(const std::vector<std::string>& tail);
+// The first line of `tail` that shows a lost peer or relays another rank's
+// error; empty when none does.
+std::string echoLine(const std::vector<std::string>& tail);
 
 }  // namespace distrun::launch

@@ -48,7 +48,7 @@ TEST(FailureCauseTest, ALostPeerInTheStderrTailIsAnEcho) {
            "its communicator during a shared-memory allreduce",
        }) {
     EXPECT_TRUE(isEcho(failure(1, 0, {"Traceback (most recent call last):", line}))) << line;
-    EXPECT_EQ(lostPeerLine({"before", line, "after"}), line);
+    EXPECT_EQ(echoLine({"before", line, "after"}), line);
   }
 }
 
@@ -61,9 +61,22 @@ TEST(FailureCauseTest, ALostPeerCountsHoweverTheWorkerEnded) {
                               "network error, NCCL version 2.14.3"})));
 }
 
-TEST(FailureCauseTest, NoLostPeerLineIsEmpty) {
-  EXPECT_EQ(lostPeerLine({"loss 0.3", "ValueError: bad batch"}), "");
-  EXPECT_EQ(lostPeerLine({}), "");
+// distrun-train: rank 0 refused its --snapshot, every other rank stops
+// with its error, the same exit code.
+TEST(FailureCauseTest, AnotherRanksErrorRelayedIsAnEcho) {
+  const std::string relayed =
+      "distrun: error: rank 0: --snapshot /sys/s.snap: cannot create a file in /sys: "
+      "Permission denied: choose a folder you can write to";
+  EXPECT_TRUE(isEcho(failure(74, 0, {relayed})));
+  EXPECT_EQ(echoLine({"loss 0.3", relayed}), relayed);
+  EXPECT_FALSE(isEcho(failure(
+      78, 0, {"distrun: error: DistributedDataParallel: rank 2's model differs from rank 0's"})));
+  EXPECT_FALSE(isEcho(failure(1, 0, {"distrun: error: rank : x", "distrun: error: rank 0 x"})));
+}
+
+TEST(FailureCauseTest, NoEchoLineIsEmpty) {
+  EXPECT_EQ(echoLine({"loss 0.3", "ValueError: bad batch"}), "");
+  EXPECT_EQ(echoLine({}), "");
 }
 
 }  // namespace

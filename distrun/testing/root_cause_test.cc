@@ -7,8 +7,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -157,6 +159,39 @@ TEST_F(RootCauseProcessTest, EchoesAloneAreReportedAsSuchWithTheFirstOne) {
   EXPECT_THAT(r.err, HasSubstr("only lost a peer, and no rank reported an error of its own"));
   EXPECT_THAT(r.err, Not(HasSubstr("not the cause")));
   expectAllGone();
+}
+
+// End to end: two distrun-train ranks; rank 0 writes a snapshot every 5
+// steps into a small tmpfs that fills up after its first one. Rank 0 exits
+// 74 naming the file; rank 1, in an allreduce with it, exits 69 ("lost rank
+// 0"), often before rank 0 has exited. The job exits 74 naming rank 0.
+TEST_F(RootCauseProcessTest, ASnapshotOnAFullDiskIsNamedOverTheRankThatLostIt) {
+  const std::string mnt = path("mnt");
+  std::filesystem::create_directories(mnt);
+  if (runCommand("mount -t tmpfs -o size=8m tmpfs " + quote(mnt)).exitCode != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs (needs root)";
+  }
+  const std::string snapshot = mnt + "/run.snap";
+  int agent = startCommand("timeout 300 " + distrun() + " run --nproc-per-node 2 " +
+                               quote(binaryPath("distrun-train")) +
+                               " linear --epochs 100000 --progress epochs --save-every-steps 5 "
+                               "--snapshot " +
+                               quote(snapshot),
+                           path("log"));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (!std::filesystem::exists(snapshot) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  bool written = std::filesystem::exists(snapshot);
+  runCommand("head -c 64M /dev/zero > " + quote(mnt + "/filler"));  // fails once full
+  int code = waitCommand(agent);
+  runCommand("umount -l " + quote(mnt));
+  ASSERT_TRUE(written) << "no snapshot within 240 s: " << slurp(path("log"));
+  std::string log = slurp(path("log"));
+  EXPECT_EQ(code, 74) << log;
+  EXPECT_THAT(log, HasSubstr("root cause was rank 0 (local rank 0) on node 0 (127.0.0.1)"));
+  EXPECT_THAT(log, HasSubstr("  | distrun: error: snapshot " + snapshot));
+  EXPECT_THAT(log, HasSubstr("No space left on device"));
 }
 
 }  // namespace
