@@ -75,6 +75,9 @@ using Actions = std::vector<Action>;
 // One line naming an action ("signal 15", "exit 7"), for tests and logs.
 std::string describe(const Action& action);
 
+// How long an echo waits for a cause before the workers are stopped.
+inline constexpr std::chrono::seconds kCauseWait{5};
+
 // The policy of one node's agent as a state machine: events in, actions
 // out. It never reads a clock (each event carries the time), makes no
 // system call and holds no store: the Agent feeds it and carries out what
@@ -110,9 +113,6 @@ std::string describe(const Action& action);
 //   and pids) that SIGKILL ends, and why;
 // - the store lost mid-round stops the workers and ends with a
 //   RendezvousError, unless the job's end was already known.
-// How long an echo waits for a cause before the workers are stopped.
-inline constexpr std::chrono::seconds kCauseWait{5};
-
 class Supervisor {
  public:
   enum class Phase {
