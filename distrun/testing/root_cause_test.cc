@@ -161,6 +161,22 @@ TEST_F(RootCauseProcessTest, EchoesAloneAreReportedAsSuchWithTheFirstOne) {
   expectAllGone();
 }
 
+TEST_F(RootCauseProcessTest, AnEchoWhileTheOthersRunOnStopsThemAfterTheWait) {
+  // Rank 1 lost a peer; rank 0 neither fails nor finishes: after the wait
+  // the agent stops it and settles on the echo.
+  std::ofstream(path("w.sh")) << "echo $$ >> " << quote(dir_) << "/pids\n"
+                              << "[ $RANK = 0 ] && exec sleep 300\n"
+                                 "echo 'RuntimeError: Connection reset by peer' >&2; exit 1\n";
+  CommandResult r =
+      runCommand("timeout 120 " + distrun() + " run --nproc-per-node 2 sh " + quote(path("w.sh")));
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("distrun: node 0: a rank lost its peer and no rank reported an "
+                               "error of its own within 5 s: stopping the workers\n"));
+  EXPECT_THAT(r.err, HasSubstr("root cause was rank 1 (local rank 1)"));
+  EXPECT_THAT(r.err, HasSubstr("only lost a peer"));
+  expectAllGone();
+}
+
 // End to end: two distrun-train ranks; rank 0 writes a snapshot every 5
 // steps into a small tmpfs that fills up after its first one. Rank 0 exits
 // 74 naming the file; rank 1, in an allreduce with it, exits 69 ("lost rank
