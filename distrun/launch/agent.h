@@ -13,7 +13,7 @@ namespace distrun::launch {
 
 // The node agent of `distrun run`: hosts the store on node 0, joins the
 // rendezvous, starts this node's workers, supervises them with every other
-// node, and reports the first failure of the whole job. The decisions are
+// node, and reports the root cause of a failed job. The decisions are
 // a Supervisor's (supervisor.h); the Agent is its driver: it polls the
 // agent's signals, the store's event sequence and the workers' pipes,
 // feeds what happened to the Supervisor and carries out its actions.

@@ -60,8 +60,7 @@ TEST_F(AgentTest, CleanExitOfAllWorkersIsZero) {
 TEST_F(AgentTest, FirstFailureDecidesTheExitCodeAndReport) {
   int code = run(config(3, "if [ $RANK = 1 ]; then echo boom >&2; exit 7; fi; sleep 60"));
   EXPECT_EQ(code, 7);
-  EXPECT_THAT(err_.str(),
-              ::testing::HasSubstr("first failure was rank 1 (local rank 1) on node 0"));
+  EXPECT_THAT(err_.str(), ::testing::HasSubstr("root cause was rank 1 (local rank 1) on node 0"));
   EXPECT_THAT(err_.str(), ::testing::HasSubstr("exit code 7"));
   EXPECT_THAT(err_.str(), ::testing::HasSubstr("  | boom\n"));
   EXPECT_THAT(file("test/failure.json"), ::testing::HasSubstr("\"exit_code\":7"));
@@ -123,7 +122,7 @@ TEST_F(AgentTest, TheProbesStoppedWorkerIsNamedWithExit75) {
   c.hangTimeout = std::chrono::seconds(1);
   EXPECT_EQ(run(c, FakeProgressProbe(dir_ + "/pid1")), 75) << err_.str();
   EXPECT_THAT(err_.str(),
-              ::testing::HasSubstr("first failure was rank 1 (local rank 1) on node 0 (127.0.0.1), "
+              ::testing::HasSubstr("root cause was rank 1 (local rank 1) on node 0 (127.0.0.1), "
                                    "pid " +
                                    std::to_string(std::stoi(file("pid1"))) +
                                    ", stopped by a signal (state T), no progress for "));

@@ -141,7 +141,7 @@ void printFailureReport(const WorkerFailure& f, const std::string& runId, int re
                         : fmt::format("exit code {}", f.exitCode);
   if (f.hung()) how = hangHeadline(f);
   out << fmt::format(
-      "distrun: job {} failed (restart {} of {}): first failure was rank {} (local "
+      "distrun: job {} failed (restart {} of {}): root cause was rank {} (local "
       "rank {}) on node {} ({}), pid {}, {}, at {}\n",
       runId, restart, maxRestarts, f.rank, f.localRank, f.nodeRank, f.host, f.pid, how, f.time);
   if (!logFolder.empty()) {

@@ -6,8 +6,9 @@
 
 namespace distrun::launch {
 
-// The first worker that failed, anywhere in the job: what every agent
-// reports and exits with. A plain value that crosses nodes as JSON.
+// A worker that failed, anywhere in the job; the root cause among them
+// (supervisor.h) is what every agent reports and exits with. A plain value
+// that crosses nodes as JSON.
 struct WorkerFailure {
   int rank = -1;
   int localRank = -1;

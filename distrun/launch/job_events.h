@@ -13,12 +13,14 @@ namespace distrun::launch {
 // What one agent tells all the others during an attempt, through the store.
 // Events of a round form one sequence (`r<k>/event/<i>`), the same order
 // for every agent, so every agent makes the same decision: the first
-// failure in it is the job's root cause.
+// failure in it that is a worker's own error (else the first) is the job's
+// root cause.
 struct JobEvent {
   enum class Kind {
     kFailure,     // payload: WorkerFailure JSON
     kSignal,      // payload: the signal number
-    kComplete,    // every node's workers exited 0 (or 79, checkpointed)
+    kComplete,    // every node's workers exited 0 (or 79, checkpointed), or,
+                  // after echoes only, exited at all (supervisor.h)
     kCheckpoint,  // a worker exited 79 (checkpointed); payload: its rank
     kStoreLost,   // (local) the watcher lost the store; payload: why
     kHang,        // a node's answer to a suspected hang; payload: HangAnswer JSON

@@ -8,6 +8,7 @@
 #include "distrun/common/enforce.h"
 #include "distrun/common/exit_code.h"
 #include "distrun/common/strings.h"
+#include "distrun/launch/failure_cause.h"
 #include "distrun/launch/worker_setup.h"
 
 namespace distrun::launch {
@@ -115,15 +116,15 @@ Actions Supervisor::workerExited(const WorkerFailure& exit, TimePoint now) {
     out = workerSucceeded();
   } else if (exit.exitCode == toInt(ExitCode::kCheckpointed) && exit.signal == 0) {
     out = workerCheckpointed(exit.rank);
+  } else if (phase_ == Phase::kRunning && isEcho(exit)) {
+    out = echoExited(exit, now);
   } else if (phase_ == Phase::kRunning) {
     // Fail fast here; the published event stops the other nodes and, in
     // the store's order, decides the root cause.
     out = stopWorkers(now);
-    WorkerFailure failure = exit;
-    if (!config_.python.empty())
-      failure.python = config_.python + " (" + config_.pythonSource + ")";
-    out.push_back(PublishEvent{JobEvent{Kind::kFailure, failure.toJson()}});
+    out.push_back(publishFailure(exit));
   }  // else: stopped on purpose, or the job failed already
+  append(out, doneIfAwaiting(now));
   return endRoundIfOver(std::move(out));
 }
 
@@ -170,6 +171,7 @@ Actions Supervisor::signalReceived(int signal, TimePoint now) {
 }
 
 Actions Supervisor::deadlinePassed(TimePoint now) {
+  if (state_.causeWaitUntil && now >= *state_.causeWaitUntil) return causeWaitPassed(now);
   if (!inRound() || !state_.killAt || now < *state_.killAt) return {};
   state_.killAt.reset();
   return killRunning(fmt::format("still running {} s after {} (--term-timeout)",
@@ -226,6 +228,7 @@ Actions Supervisor::storeEvent(const JobEvent& event, TimePoint now) {
 
 Actions Supervisor::failurePublished(const WorkerFailure& failure, TimePoint now) {
   if (!inRound()) return {};  // an event of a round already over
+  if (isEcho(failure)) return echoPublished(failure, now);
   if (!state_.rootCause) state_.rootCause = failure;
   return endRoundIfOver(stopWorkers(now));
 }
@@ -243,10 +246,10 @@ Actions Supervisor::checkpointPublished(int rank, TimePoint) {
   return {};
 }
 
-Actions Supervisor::jobCompleted(TimePoint) {
+Actions Supervisor::jobCompleted(TimePoint now) {
   if (!inRound()) return {};
   state_.complete = true;
-  return endRoundIfOver({});
+  return endRoundIfOver(settleOnEcho(now));
 }
 
 bool Supervisor::inRound() const { return phase_ == Phase::kRunning || phase_ == Phase::kStopping; }
@@ -365,7 +368,7 @@ std::string Supervisor::failureText(const WorkerFailure& f) const {
   std::string logFolder =
       config_.logDir.empty() ? "" : workerLogFolder(config_, round_, f.localRank);
   printFailureReport(f, config_.runId, round_, config_.maxRestarts, logFolder, report);
-  return report.str();
+  return report.str() + echoNote(f);
 }
 
 }  // namespace distrun::launch

@@ -76,6 +76,9 @@ using Actions = std::vector<Action>;
 // One line naming an action ("signal 15", "exit 7"), for tests and logs.
 std::string describe(const Action& action);
 
+// How long an echo waits for a cause before the workers are stopped.
+inline constexpr std::chrono::seconds kCauseWait{5};
+
 // The policy of one node's agent as a state machine: events in, actions
 // out. It never reads a clock (each event carries the time), makes no
 // system call and holds no store: the Agent feeds it and carries out what
@@ -85,8 +88,14 @@ std::string describe(const Action& action);
 // - fail fast: the first bad exit of a worker here stops this node's
 //   workers (SIGTERM, SIGKILL after termTimeout) and is published; a
 //   failure published by any agent stops the workers of every node;
-// - the root cause is the first failure in the store's event order, the
-//   same on every node; later ones are not reported;
+// - the root cause (root causes over echoes): a worker's own error (a
+//   cause) always outranks a failure that only lost its peer (an echo,
+//   isEcho in failure_cause.h); among equals the first in the store's
+//   event order wins, the same on every node. An echo does not stop the
+//   workers: the job waits kCauseWait for a cause to be published, then
+//   stops them, and settles on the first echo only once every node's
+//   workers have exited (the "complete" event, or kCauseWait twice plus
+//   termTimeout after this node's workers exited);
 // - restarts: a failed round is followed by a new rendezvous and round
 //   while round < maxRestarts; then the job ends with the root cause's
 //   code (128+signal for a signal-killed worker);
@@ -169,6 +178,13 @@ class Supervisor {
     std::string lost;  // why the store was lost
     std::optional<TimePoint> killAt;
     HangWatch hang;  // --hang-timeout
+    // Root causes over echoes (failure_cause.h).
+    std::optional<WorkerFailure> firstEcho;   // in the store's order
+    std::set<int> echoRanks;                  // ranks whose echo was read before a cause
+    bool echoed = false;                      // this node published an echo
+    bool causePublished = false;              // this node published a cause
+    std::optional<TimePoint> causeWaitUntil;  // stop the workers, or settle, then
+    bool settleArmed = false;                 // this node's workers exited while waiting
   };
 
   bool inRound() const;
@@ -190,6 +206,16 @@ class Supervisor {
   std::string failureText(const WorkerFailure& failure) const;
   Actions publishHangAnswer();
   Actions hangVerdict(TimePoint now);
+  // Root causes over echoes.
+  Action publishFailure(WorkerFailure failure);
+  bool awaitingCause() const;
+  Actions echoExited(const WorkerFailure& echo, TimePoint now);
+  Actions echoPublished(const WorkerFailure& echo, TimePoint now);
+  Actions armCauseWait(TimePoint now);
+  Actions doneIfAwaiting(TimePoint now);
+  Actions causeWaitPassed(TimePoint now);
+  Actions settleOnEcho(TimePoint now);
+  std::string echoNote(const WorkerFailure& rootCause) const;
 
   AgentConfig config_;
   int storePort_;

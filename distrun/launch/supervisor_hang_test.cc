@@ -130,7 +130,7 @@ TEST_F(SupervisorHangTest, AStoppedWorkerEndsTheJobWithExit75NamingIt) {
   Actions end = s.workerExited(stoppedBySigterm(0, 1), now_);
   EXPECT_EQ(describe(end.back()), "exit 75");
   EXPECT_THAT(printed(end),
-              HasSubstr("first failure was rank 1 (local rank 1) on node 0 (node0), pid 1001, "
+              HasSubstr("root cause was rank 1 (local rank 1) on node 0 (node0), pid 1001, "
                         "stopped by a signal (state T), no progress for 10 s (--hang-timeout "
                         "10), at 2026-01-02T03:04:05Z\n"));
   EXPECT_THAT(printed(end), HasSubstr("'py-spy dump --pid 1001' or 'gdb -p 1001' on node0"));

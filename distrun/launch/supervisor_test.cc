@@ -159,7 +159,7 @@ TEST_P(RestartTest, RestartsExactlyMaxRestartsTimesThenReportsTheWorkersCode) {
   Actions end = failRound(s, now());
   EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "), "leave job", "exit 5"));
   EXPECT_THAT(printed(end),
-              StartsWith(fmt::format("distrun: job job failed (restart {} of {}): first failure "
+              StartsWith(fmt::format("distrun: job job failed (restart {} of {}): root cause "
                                      "was rank 1 (local rank 1) on node 0 (node0), pid 1001, "
                                      "exit code 5, at 2026-01-02T03:04:05Z\n",
                                      maxRestarts, maxRestarts)));
@@ -356,7 +356,7 @@ TEST_F(SupervisorTest, TwoWorkersFailingInOnePollRoundReportTheFirstPublished) {
   s.storeEvent(published(first), now());
   Actions end = s.workerExited(exitOf(1, 1, 0, SIGTERM), now());
   EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "), "leave job", "exit 3"));
-  EXPECT_THAT(printed(end), HasSubstr("first failure was rank 2 (local rank 2)"));
+  EXPECT_THAT(printed(end), HasSubstr("root cause was rank 2 (local rank 2)"));
 }
 
 TEST_F(SupervisorTest, TheFirstFailureInTheStoresOrderIsTheRootCause) {
@@ -370,7 +370,7 @@ TEST_F(SupervisorTest, TheFirstFailureInTheStoresOrderIsTheRootCause) {
   EXPECT_THAT(s.storeEvent(published(mine), now()), IsEmpty());
   Actions end = s.workerExited(exitOf(0, 0, 0, SIGTERM), now());
   EXPECT_THAT(names(end), ElementsAre("end round", StartsWith("print "), "leave job", "exit 9"));
-  EXPECT_THAT(printed(end), HasSubstr("first failure was rank 3 (local rank 1) on node 1"));
+  EXPECT_THAT(printed(end), HasSubstr("root cause was rank 3 (local rank 1) on node 1"));
   EXPECT_THAT(printed(end), ::testing::Not(HasSubstr("rank 1 (local rank 1)")));
 }
 

@@ -76,7 +76,7 @@ TEST_F(LauncherHangTest, AStoppedRankEndsTheJobWithExit75NamingIt) {
                                quote(dir_) + " " + stopRank(1));
   EXPECT_EQ(r.exitCode, 75) << r.err;
   int pid = pidOfRank(1);
-  EXPECT_THAT(r.err, HasSubstr("distrun: job hung failed (restart 0 of 0): first failure was "
+  EXPECT_THAT(r.err, HasSubstr("distrun: job hung failed (restart 0 of 0): root cause was "
                                "rank 1 (local rank 1) on node 0 (127.0.0.1), pid " +
                                std::to_string(pid) +
                                ", stopped by a signal (state T), no "
@@ -96,7 +96,7 @@ TEST_F(LauncherHangTest, AnIdleRankIsNamedWhileAnotherWritesOutput) {
       "timeout 120 " + distrun() + " run --nproc-per-node 2 --hang-timeout 2 " +
       worker("if [ $RANK = 0 ]; then while :; do echo tick; sleep 0.2; done; fi; sleep 300"));
   EXPECT_EQ(r.exitCode, 75) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("first failure was rank 1 (local rank 1) on node 0"));
+  EXPECT_THAT(r.err, HasSubstr("root cause was rank 1 (local rank 1) on node 0"));
   EXPECT_THAT(r.err, Not(HasSubstr("stopped by a signal")));
   expectAllGone();
 }
@@ -114,7 +114,7 @@ TEST_F(LauncherHangTest, TwoAgentsNameTheStoppedRankOfNodeOne) {
   EXPECT_EQ(node1.exitCode, 75) << node1.err;
   EXPECT_EQ(waitCommand(node0), 75) << log("node0.log");
   EXPECT_THAT(log("node0.log"),
-              HasSubstr("first failure was rank 2 (local rank 0) on node 1 (127.0.0.1), pid " +
+              HasSubstr("root cause was rank 2 (local rank 0) on node 1 (127.0.0.1), pid " +
                         std::to_string(pidOfRank(2)) + ", stopped by a signal (state T)"));
   EXPECT_THAT(node1.err, HasSubstr("distrun: node 1: stopped: rank 2 on node 1 failed\n"));
   expectAllGone();

@@ -64,7 +64,7 @@ TEST_F(LauncherTest, WorkerExitCodeSevenStopsTheOthersAndIsReported) {
       worker(
           "if [ $RANK = 2 ]; then sleep 0.3; echo 'fatal: bad batch' >&2; exit 7; fi; sleep 300"));
   EXPECT_EQ(r.exitCode, 7) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("distrun: job job7 failed (restart 0 of 0): first failure "
+  EXPECT_THAT(r.err, HasSubstr("distrun: job job7 failed (restart 0 of 0): root cause "
                                "was rank 2 (local rank 2) on node 0 (127.0.0.1)"));
   // The folder the report names is the one that holds the rank's files.
   EXPECT_THAT(r.err, HasSubstr("distrun: rank 2's log files are in " + dir_ +
@@ -85,9 +85,8 @@ TEST_F(LauncherTest, FailureReportThatCannotBeWrittenIsAnIoErrorAfterTheReport) 
   std::vector<std::string> err = lines(r.err);
   ASSERT_GE(err.size(), 3u) << r.err;
   EXPECT_THAT(err[0], ::testing::StartsWith("[0:0] bad input"));
-  EXPECT_THAT(r.err,
-              HasSubstr("distrun: job job3 failed (restart 0 of 0): first failure was rank 0 "
-                        "(local rank 0) on node 0 (127.0.0.1)"));
+  EXPECT_THAT(r.err, HasSubstr("distrun: job job3 failed (restart 0 of 0): root cause was rank 0 "
+                               "(local rank 0) on node 0 (127.0.0.1)"));
   EXPECT_THAT(r.err, HasSubstr("exit code 3, at "));
   EXPECT_THAT(r.err, HasSubstr("  | bad input\n"));
   EXPECT_THAT(err.back(), ::testing::MatchesRegex(
@@ -245,7 +244,7 @@ TEST_F(LauncherTest, FailureOnOneNodeStopsTheOtherNode) {
                  "--nproc-per-node 1 " + worker("sleep 0.5; exit 3"));
   EXPECT_EQ(node1.exitCode, 3);
   EXPECT_EQ(waitCommand(node0), 3);
-  EXPECT_THAT(log("node0.log"), HasSubstr("first failure was rank 2 (local rank 0) on node 1"));
+  EXPECT_THAT(log("node0.log"), HasSubstr("root cause was rank 2 (local rank 0) on node 1"));
   expectAllGone("pids");
 }
 

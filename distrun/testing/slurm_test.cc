@@ -144,7 +144,7 @@ TEST_F(SlurmTest, SrunAgentFailureStopsEveryNode) {
   CommandResult r = slurm("timeout 120 srun -N2 --ntasks-per-node=1 " + distrun() +
                           " run --nproc-per-node 2 sh -c '[ $RANK = 3 ] && exit 5; sleep 300'");
   EXPECT_EQ(r.exitCode, 5) << r.err;
-  EXPECT_THAT(r.err, ::testing::HasSubstr("first failure was rank 3 (local rank 1) on node 1"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("root cause was rank 3 (local rank 1) on node 1"));
 }
 
 TEST_F(SlurmTest, TwoStepsGetDifferentPorts) {
