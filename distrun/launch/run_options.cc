@@ -12,6 +12,7 @@
 #include "distrun/cluster/master_port.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/common/user_secret.h"
 #include "distrun/launch/worker_output.h"
 
 namespace distrun::launch {
@@ -111,12 +112,11 @@ bool inSlurmStep(const cluster::JobLayout& l) {
 }
 
 // The token every agent of a Slurm step derives alike: DISTRUN_TOKEN, else
-// a hash of the job, the step and the user (docs/launcher.md says what it
-// protects against).
+// the keyed hash of the job and the step with the user's secret, which
+// nobody else can compute (docs/security.md).
 std::string slurmToken(const cluster::JobLayout& l, const Environment& env) {
-  return env.getOr("DISTRUN_TOKEN",
-                   fmt::format("{:016x}", fnv1a(fmt::format("distrun:{}:{}:{}", l.jobId, l.stepId,
-                                                            ::getuid()))));
+  if (auto token = env.get("DISTRUN_TOKEN")) return *token;
+  return derivedToken(env, fmt::format("slurm:{}:{}", l.jobId, l.stepId));
 }
 
 void placeStandalone(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {

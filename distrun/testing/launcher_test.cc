@@ -206,7 +206,9 @@ TEST_F(LauncherTest, WrongTokenIsRefused) {
   EXPECT_EQ(r.exitCode, 76);
   EXPECT_EQ(r.err, "distrun: error: the rendezvous store at 127.0.0.1:" + std::to_string(port) +
                        " refused this agent's token: every agent of a job needs "
-                       "the same DISTRUN_TOKEN\n");
+                       "the same DISTRUN_TOKEN (when unset, it is derived from the user's "
+                       "distrun secret file, which every node must share; where they do not, "
+                       "export the same DISTRUN_TOKEN on every node)\n");
   // Node 0 is still waiting for node 1 in the rendezvous: SIGTERM must end
   // it now, not after its join timeout.
   ::kill(node0, SIGTERM);
