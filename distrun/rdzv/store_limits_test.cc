@@ -51,7 +51,7 @@ void expectServing(int port) {
 
 TEST(StoreLimitsTest, DefaultsAreTheDocumentedOnes) {
   const StoreLimits limits;
-  EXPECT_EQ(limits.maxPending, 1024u);
+  EXPECT_EQ(limits.maxPending, 8192u);
   EXPECT_EQ(limits.maxConnections, 65536u);
   EXPECT_EQ(limits.helloTimeout, 10s);
   EXPECT_EQ(limits.maxKeyBytes, 4096u);

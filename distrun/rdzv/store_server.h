@@ -30,7 +30,7 @@ using EpollWait =
 // stranger without the token can make it hold, and how big a request of a
 // client with the token may be. Each connection is "pending" from its
 // accept until its hello is accepted.
-inline constexpr size_t kMaxPendingConnections = 1024;  // then the oldest pending is closed
+inline constexpr size_t kMaxPendingConnections = 8192;  // then the oldest pending is closed
 inline constexpr size_t kMaxConnections = 65536;        // then a new connection is closed
 inline constexpr std::chrono::milliseconds kHelloTimeout{10000};  // to send the hello
 inline constexpr uint32_t kMaxHelloBody = 4096;  // bytes a pending connection may send

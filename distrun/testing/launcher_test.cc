@@ -156,6 +156,26 @@ TEST_F(LauncherTest, TorchrunOneNodeRecipeRuns) {
   EXPECT_THAT(r.out, HasSubstr("run myjob rank 1 of 2"));
 }
 
+// The job token travels in environments (private to the user), never on a
+// command line (public in /proc/PID/cmdline): a worker finds it in no
+// process's command line, the agent's and its own included
+// (docs/security.md).
+TEST_F(LauncherTest, TheTokenIsOnNoCommandLine) {
+  const std::string token = path("token");
+  // A control process with the token on its command line shows that the
+  // scan would find it; it is left out of what the scan reports.
+  const std::string scan =
+      "printf %s \"$DISTRUN_TOKEN\" > " + token + "; sh -c 'sleep 60' \"x$(cat " + token +
+      ")\" & c=$!; i=0; until grep -qaF -f " + token + " /proc/$c/cmdline || [ $i -gt 9999 ]; " +
+      "do i=$((i+1)); done; grep -alF -f " + token + " /proc/[0-9]*/cmdline | grep -v " +
+      "\"^/proc/$c/\"; grep -qaF -f " + token + " /proc/$c/cmdline && echo control found; kill $c";
+  CommandResult r = runCommand(
+      "DISTRUN_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n') timeout 120 " + distrun() +
+      " run --nproc-per-node 1 sh -c " + quote(scan));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "[0:0] control found\n");
+}
+
 TEST_F(LauncherTest, AgentSigkillTakesWorkersDownThroughPdeathsig) {
   int agent =
       startCommand(distrun() + " run --nproc-per-node 2 " + worker("sleep 300"), path("agent.log"));
