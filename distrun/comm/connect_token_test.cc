@@ -49,8 +49,8 @@ TEST(ConnectTokenTest, RankZerosStoreWantsTheTokenOfTheUsersSecret) {
         [&, r] { comms[static_cast<size_t>(r)] = connect(execEnvironment(r, port, home)); });
   }
   for (std::thread& t : ranks) t.join();
-  const std::string token = derivedToken(execEnvironment(0, port, home),
-                                         "exec:127.0.0.1:" + std::to_string(port) + "/2");
+  const std::string token =
+      derivedToken(execEnvironment(0, port, home), "exec:127.0.0.1:" + std::to_string(port) + "/2");
   rdzv::StoreClient("127.0.0.1", port, token, 30s).set("joined", "yes");
   // What anyone could compute before: a hash of the meeting point and the uid.
   EXPECT_THROW(rdzv::StoreClient("127.0.0.1", port, "0123456789abcdef", 30s), RendezvousError);

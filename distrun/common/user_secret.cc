@@ -28,23 +28,25 @@ std::string passwdHome() {
   passwd entry{};
   passwd* found = nullptr;
   if (::getpwuid_r(::geteuid(), &entry, buffer.data(), buffer.size(), &found) != 0 || !found) {
-    throw ConfigError("HOME is not set and this user has no home in the password database: "
-                      "set DISTRUN_TOKEN, or HOME or XDG_CONFIG_HOME for distrun's secret file");
+    throw ConfigError(
+        "HOME is not set and this user has no home in the password database: "
+        "set DISTRUN_TOKEN, or HOME or XDG_CONFIG_HOME for distrun's secret file");
   }
   return found->pw_dir;
 }
 
 std::string tooOpen(const std::string& path, const struct stat& st, const char* fix) {
-  return fmt::format("permissions {:04o} (owner uid {}) of '{}' are too open: distrun's job "
-                     "tokens need it private to uid {} ({})",
-                     st.st_mode & 07777, st.st_uid, path, ::geteuid(), fix);
+  return fmt::format(
+      "permissions {:04o} (owner uid {}) of '{}' are too open: distrun's job "
+      "tokens need it private to uid {} ({})",
+      st.st_mode & 07777, st.st_uid, path, ::geteuid(), fix);
 }
 
 // The folder holding the secret: owned by this user, writable by nobody else.
 void checkFolder(const std::string& folder, const std::string& path) {
   struct stat st {};
-  if (::stat(folder.c_str(), &st) != 0) throw IoError(fmt::format("cannot stat '{}': {}", folder,
-                                                                   std::strerror(errno)));
+  if (::stat(folder.c_str(), &st) != 0)
+    throw IoError(fmt::format("cannot stat '{}': {}", folder, std::strerror(errno)));
   if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
     throw ConfigError(tooOpen(folder, st, "chmod 700 it") + ", the folder of " + path);
   }
@@ -53,8 +55,8 @@ void checkFolder(const std::string& folder, const std::string& path) {
 std::string randomHexBytes(size_t count) {
   std::string bytes(count, '\0');
   if (::getrandom(bytes.data(), count, 0) != static_cast<ssize_t>(count)) {
-    throw IoError(fmt::format("cannot read random bytes for distrun's secret: {}",
-                              std::strerror(errno)));
+    throw IoError(
+        fmt::format("cannot read random bytes for distrun's secret: {}", std::strerror(errno)));
   }
   std::string hex;
   for (char b : bytes) hex += fmt::format("{:02x}", static_cast<unsigned char>(b));
@@ -76,8 +78,9 @@ void createSecret(const std::string& path) {
   UniqueFd fd(::open(aside.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) throw IoError(fmt::format("cannot create '{}': {}", aside, std::strerror(errno)));
   const std::string text = randomHexBytes(kSecretBytes) + "\n";
-  const bool written = ::write(fd.get(), text.data(), text.size()) ==
-                           static_cast<ssize_t>(text.size()) && ::fsync(fd.get()) == 0;
+  const bool written =
+      ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+      ::fsync(fd.get()) == 0;
   const int err = errno;
   const bool linked = written && (::link(aside.c_str(), path.c_str()) == 0 || errno == EEXIST);
   const int linkErr = errno;
@@ -99,9 +102,10 @@ std::string readSecret(const UniqueFd& fd, const std::string& path) {
   if (n < 0) throw IoError(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
   std::string secret(trim(std::string_view(buffer, static_cast<size_t>(n))));
   if (secret.size() < 2 * kSecretBytes) {
-    throw ConfigError(fmt::format("'{}' holds {} characters, expected at least {}: delete it to "
-                                  "make a new one",
-                                  path, secret.size(), 2 * kSecretBytes));
+    throw ConfigError(
+        fmt::format("'{}' holds {} characters, expected at least {}: delete it to "
+                    "make a new one",
+                    path, secret.size(), 2 * kSecretBytes));
   }
   return secret;
 }

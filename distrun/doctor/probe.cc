@@ -136,7 +136,8 @@ std::optional<DoctorReport> runInJob(const std::shared_ptr<const ProbeContext>& 
   std::unique_ptr<rdzv::StoreServer> server;
   if (lead) {
     server = std::make_unique<rdzv::StoreServer>(
-        rdzv::storeBindAddress(meeting.host, ctx->layout.numNodes > 1), meeting.port, meeting.token);
+        rdzv::storeBindAddress(meeting.host, ctx->layout.numNodes > 1), meeting.port,
+        meeting.token);
   }
   rdzv::StoreClient store(meeting.host, meeting.port, meeting.token, meeting.answerWindow);
   std::jthread clocks;  // joined on every way out

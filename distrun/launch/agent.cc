@@ -78,8 +78,8 @@ std::unique_ptr<rdzv::StoreServer> startStoreServer(const AgentConfig& config) {
   if (config.layout.nodeRank != 0) return nullptr;
   raiseOpenFileLimit();
   // Only the address the other agents are told to reach (docs/security.md).
-  std::string bind = config.layout.numNodes == 1 ? "127.0.0.1"
-                                                 : rdzv::storeBindAddress(config.storeHost, true);
+  std::string bind =
+      config.layout.numNodes == 1 ? "127.0.0.1" : rdzv::storeBindAddress(config.storeHost, true);
   return std::make_unique<rdzv::StoreServer>(bind, config.storePort, config.token);
 }
 

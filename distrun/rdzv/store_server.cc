@@ -234,8 +234,7 @@ void StoreServer::accept() {
     c->events = EPOLLIN;
     c->serial = nextSerial_++;
     const int raw = fd.get();
-    pending_.push_back(
-        {std::chrono::steady_clock::now() + limits_.helloTimeout, raw, c->serial});
+    pending_.push_back({std::chrono::steady_clock::now() + limits_.helloTimeout, raw, c->serial});
     pendingCount_++;
     c->fd = std::move(fd);
     connections_[raw] = std::move(c);

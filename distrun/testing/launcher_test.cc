@@ -169,9 +169,9 @@ TEST_F(LauncherTest, TheTokenIsOnNoCommandLine) {
       ")\" & c=$!; i=0; until grep -qaF -f " + token + " /proc/$c/cmdline || [ $i -gt 9999 ]; " +
       "do i=$((i+1)); done; grep -alF -f " + token + " /proc/[0-9]*/cmdline | grep -v " +
       "\"^/proc/$c/\"; grep -qaF -f " + token + " /proc/$c/cmdline && echo control found; kill $c";
-  CommandResult r = runCommand(
-      "DISTRUN_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n') timeout 120 " + distrun() +
-      " run --nproc-per-node 1 sh -c " + quote(scan));
+  CommandResult r =
+      runCommand("DISTRUN_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n') timeout 120 " +
+                 distrun() + " run --nproc-per-node 1 sh -c " + quote(scan));
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(r.out, "[0:0] control found\n");
 }
