@@ -141,11 +141,13 @@ void StoreServer::closeLateHellos() {
 }
 
 // Reads what a pending connection sent (a hello that arrived while the loop
-// was busy still counts), then closes it if it is still pending. True when
-// it was closed.
+// was busy still counts), then closes it if it is still pending. False when
+// it proved the token and stays.
 bool StoreServer::closeUnlessHelloArrived(const PendingEntry& entry) {
   onReadable(*connections_.at(entry.fd));
-  if (!isPending(entry.fd, entry.serial)) return false;
+  auto it = connections_.find(entry.fd);
+  if (it == connections_.end() || it->second->serial != entry.serial) return true;  // it left
+  if (it->second->authenticated) return false;
   disconnect(entry.fd, true);
   return true;
 }
