@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,6 +108,55 @@ TEST(StoreLimitsTest, AThousandIdleConnectionsLeaveTheStoreServing) {
   }
   for (std::thread& t : agents) t.join();
   EXPECT_EQ(StoreClient("127.0.0.1", server.port(), "t", kGenerous).add("joined", 0), 8);
+}
+
+// The descriptor numbers this process has open.
+std::vector<int> openDescriptors() {
+  std::vector<int> fds;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    fds.push_back(std::stoi(entry.path().filename().string()));
+  }
+  return fds;  // includes the iterator's own, closed by now: one more free
+}
+
+// The RLIMIT_NOFILE under which exactly one descriptor number is free.
+rlim_t limitWithOneFree() {
+  std::vector<int> open = openDescriptors();
+  std::sort(open.begin(), open.end());
+  rlim_t limit = 0;
+  size_t below = 0;  // open descriptors under `limit`
+  while (limit - below != 1) {
+    if (below < open.size() && static_cast<rlim_t>(open[below]) == limit) ++below;
+    ++limit;
+  }
+  return limit;
+}
+
+// Out of descriptors with strangers' connections pending, the store closes
+// the oldest of them and accepts the agent, instead of failing.
+TEST(StoreLimitsTest, OutOfDescriptorsTheOldestPendingIsClosed) {
+  StoreServer server("127.0.0.1", 0, "t");
+  std::vector<UniqueFd> idle;
+  for (int i = 0; i < 3; ++i) idle.push_back(rawConnection(server.port()));
+  StoreClient early("127.0.0.1", server.port(), "t", kGenerous);
+  early.set("k", "v");  // the store has accepted the idle ones before this one
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit tight = saved;
+  tight.rlim_cur = limitWithOneFree();
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  std::string error;
+  try {
+    StoreClient late("127.0.0.1", server.port(), "t", kGenerous);  // takes the last number
+    late.set("late", "in");
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_EQ(error, "");
+  waitUntilClosed(idle[0]);
+  EXPECT_EQ(early.get("late", kGenerous), "in");
+  EXPECT_NO_THROW(server.check());
 }
 
 TEST(StoreLimitsTest, OverTheConnectionCapANewConnectionIsClosed) {
