@@ -63,11 +63,14 @@ std::string randomHexBytes(size_t count) {
   return hex;
 }
 
+// Makes the missing folders of `folder`, each 0700 (less by the umask, never
+// more open; the umask itself is left alone: it is the whole process's).
 void makeFolder(const std::filesystem::path& folder) {
-  std::error_code ignored;
-  const mode_t old = ::umask(077);
-  std::filesystem::create_directories(folder, ignored);
-  ::umask(old);
+  std::filesystem::path made;
+  for (const std::filesystem::path& part : folder) {
+    made /= part;
+    ::mkdir(made.c_str(), 0700);  // fails when it exists; checkFolder reports any other failure
+  }
 }
 
 // Writes a new secret beside `path` and links it into place; a secret that

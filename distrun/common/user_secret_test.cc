@@ -107,6 +107,17 @@ TEST_F(UserSecretTest, ASymlinkIsNotFollowed) {
   }
 }
 
+TEST_F(UserSecretTest, AFolderThatCannotBeMadeIsNamed) {
+  try {
+    loadUserSecret("/proc/distrun-test/distrun/secret");
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.exitCode(), ExitCode::kIo);
+    EXPECT_EQ(std::string(e.what()),
+              "cannot stat '/proc/distrun-test/distrun': No such file or directory");
+  }
+}
+
 TEST_F(UserSecretTest, AShortFileIsRefused) {
   std::filesystem::create_directories(config_ + "/distrun");
   ::chmod((config_ + "/distrun").c_str(), 0700);
