@@ -45,8 +45,12 @@ std::string tooOpen(const std::string& path, const struct stat& st, const char* 
 // The folder holding the secret: owned by this user, writable by nobody else.
 void checkFolder(const std::string& folder, const std::string& path) {
   struct stat st {};
-  if (::stat(folder.c_str(), &st) != 0)
-    throw IoError(fmt::format("cannot stat '{}': {}", folder, std::strerror(errno)));
+  if (::stat(folder.c_str(), &st) != 0) {
+    throw IoError(
+        fmt::format("cannot make the folder '{}' of distrun's secret: {}: set "
+                    "DISTRUN_TOKEN, or XDG_CONFIG_HOME to a folder you can write",
+                    folder, std::strerror(errno)));
+  }
   if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
     throw ConfigError(tooOpen(folder, st, "chmod 700 it") + ", the folder of " + path);
   }

@@ -114,7 +114,9 @@ TEST_F(UserSecretTest, AFolderThatCannotBeMadeIsNamed) {
   } catch (const IoError& e) {
     EXPECT_EQ(e.exitCode(), ExitCode::kIo);
     EXPECT_EQ(std::string(e.what()),
-              "cannot stat '/proc/distrun-test/distrun': No such file or directory");
+              "cannot make the folder '/proc/distrun-test/distrun' of distrun's secret: No such "
+              "file or directory: set DISTRUN_TOKEN, or XDG_CONFIG_HOME to a folder you can "
+              "write");
   }
 }
 
