@@ -56,17 +56,6 @@ void checkFolder(const std::string& folder, const std::string& path) {
   }
 }
 
-std::string randomHexBytes(size_t count) {
-  std::string bytes(count, '\0');
-  if (::getrandom(bytes.data(), count, 0) != static_cast<ssize_t>(count)) {
-    throw IoError(
-        fmt::format("cannot read random bytes for distrun's secret: {}", std::strerror(errno)));
-  }
-  std::string hex;
-  for (char b : bytes) hex += fmt::format("{:02x}", static_cast<unsigned char>(b));
-  return hex;
-}
-
 // Makes the missing folders of `folder`, each 0700 (less by the umask, never
 // more open; the umask itself is left alone: it is the whole process's).
 void makeFolder(const std::filesystem::path& folder) {
@@ -81,10 +70,10 @@ void makeFolder(const std::filesystem::path& folder) {
 // another task linked first wins (link fails with EEXIST, atomically, on
 // NFS too).
 void createSecret(const std::string& path) {
-  const std::string aside = fmt::format("{}.{}.{}", path, ::getpid(), randomHexBytes(4));
+  const std::string aside = fmt::format("{}.{}.{}", path, ::getpid(), randomHex(4));
   UniqueFd fd(::open(aside.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) throw IoError(fmt::format("cannot create '{}': {}", aside, std::strerror(errno)));
-  const std::string text = randomHexBytes(kSecretBytes) + "\n";
+  const std::string text = randomHex(kSecretBytes) + "\n";
   const bool written =
       ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
       ::fsync(fd.get()) == 0;
@@ -138,6 +127,16 @@ std::string loadUserSecret(const std::string& path) {
   }
   if (!fd) throw IoError(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   return readSecret(fd, path);
+}
+
+std::string randomHex(size_t count) {
+  std::string bytes(count, '\0');
+  if (::getrandom(bytes.data(), count, 0) != static_cast<ssize_t>(count)) {
+    throw IoError(fmt::format("cannot read {} random bytes: {}", count, std::strerror(errno)));
+  }
+  std::string hex;
+  for (char b : bytes) hex += fmt::format("{:02x}", static_cast<unsigned char>(b));
+  return hex;
 }
 
 std::string derivedToken(const Environment& env, const std::string& what) {

@@ -23,6 +23,10 @@ std::string userSecretPath(const Environment& env);
 // fix. IoError when the file cannot be read or written.
 std::string loadUserSecret(const std::string& path);
 
+// `bytes` random bytes (getrandom(2), the kernel's urandom source) in hex.
+// Throws IoError when the kernel cannot give them.
+std::string randomHex(size_t bytes);
+
 // The job token for `what` (the job's ids; a label first, such as
 // "slurm:JOB:STEP"): hex of HMAC-SHA256(the user's secret, what).
 std::string derivedToken(const Environment& env, const std::string& what);

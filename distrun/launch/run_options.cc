@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -287,15 +286,7 @@ void checkRunOptions(const RunOptions& o, const cluster::JobLayout& layout) {
   checkNotOneOfSeveralMpiTasks(o, layout);
 }
 
-std::string randomHex() {
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  unsigned char bytes[16] = {};
-  urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
-  if (!urandom) throw IoError("cannot read /dev/urandom for a job token");
-  std::string hex;
-  for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
-  return hex;
-}
+std::string randomHex() { return distrun::randomHex(16); }
 
 bool runsUnderPython(const RunOptions& o) {
   const std::string& program = o.program.front();
