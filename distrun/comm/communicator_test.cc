@@ -379,7 +379,8 @@ TEST(ConnectTest, MasterAddrAndPortWithRankZeroHostingTheStore) {
                          {"WORLD_SIZE", "3"},
                          {"LOCAL_WORLD_SIZE", "3"},
                          {"MASTER_ADDR", "127.0.0.1"},
-                         {"MASTER_PORT", std::to_string(port)}};
+                         {"MASTER_PORT", std::to_string(port)},
+                         {"XDG_CONFIG_HOME", ::testing::TempDir() + "/connect-config"}};
       auto comm = connect(env);
       double x = r + 1;
       comm->allreduce(&x, 1, ReduceOp::kSum);

@@ -9,7 +9,9 @@
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/common/system.h"
+#include "distrun/common/user_secret.h"
 #include "distrun/config.h"
+#include "distrun/rdzv/socket.h"
 
 namespace distrun::comm {
 
@@ -63,10 +65,21 @@ std::string storePrefix(const Environment& env, const std::string& name, int siz
   return fmt::format("{}#{}", group, (ticket - 1) / size);
 }
 
-std::string listenHost(const Environment& env, int worldSize) {
+bool oneNode(const Environment& env, int worldSize) {
   auto local = env.get("LOCAL_WORLD_SIZE");
-  if (local && *local == std::to_string(worldSize)) return "127.0.0.1";
-  return readHostFacts().hostname;
+  return local && *local == std::to_string(worldSize);
+}
+
+std::string listenHost(const Environment& env, int worldSize) {
+  return oneNode(env, worldSize) ? "127.0.0.1" : readHostFacts().hostname;
+}
+
+// The token of a store that rank 0 hosts at MASTER_ADDR:MASTER_PORT:
+// DISTRUN_TOKEN, else the keyed hash of the meeting point with the user's
+// secret, which nobody else can compute (docs/security.md).
+std::string ownStoreToken(const Environment& env, const std::string& host, int port, int size) {
+  if (auto token = env.get("DISTRUN_TOKEN")) return *token;
+  return derivedToken(env, fmt::format("exec:{}:{}/{}", host, port, size));
 }
 
 std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectOptions& options) {
@@ -105,10 +118,11 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
   } else {
     host = required(env, "MASTER_ADDR");
     port = static_cast<int>(parseCount(required(env, "MASTER_PORT"), "MASTER_PORT", 65535));
-    token = env.get("DISTRUN_TOKEN")
-                .value_or(fmt::format(
-                    "{:016x}", fnv1a(fmt::format("{}:{}/{}/{}", host, port, size, ::getuid()))));
-    if (rank == 0) server = std::make_unique<rdzv::StoreServer>("0.0.0.0", port, token);
+    token = ownStoreToken(env, host, port, size);
+    if (rank == 0) {
+      server = std::make_unique<rdzv::StoreServer>(
+          rdzv::storeBindAddress(host, !oneNode(env, size)), port, token);
+    }
   }
   auto client = std::make_unique<rdzv::StoreClient>(host, port, token, gloo.timeout);
   std::string prefix = storePrefix(env, options.name, size, *client);

@@ -59,11 +59,12 @@ TEST(MeetingTest, ItNeedsMasterAddrAndAValidMasterPort) {
   ctx.env.set("MASTER_PORT", "99999");
   EXPECT_THROW(meetingOf(ctx), ConfigError);
   ctx.env.set("MASTER_PORT", "29500");
+  ctx.env.set("XDG_CONFIG_HOME", ::testing::TempDir() + "/doctor-config");
   Meeting m = meetingOf(ctx);
   EXPECT_EQ(m.host, "n1");
   EXPECT_EQ(m.port, 24500);
   EXPECT_EQ(m.answerWindow, std::chrono::seconds(150));
-  EXPECT_EQ(m.token.size(), 16u);
+  EXPECT_EQ(m.token.size(), 64u);  // HMAC-SHA256 of the user's secret (docs/security.md)
 }
 
 TEST(ClockTest, SkewIsTheMiddleOfTheRoundTripAgainstRankZero) {

@@ -7,6 +7,7 @@
 #include "distrun/cluster/master_port.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/common/user_secret.h"
 
 namespace distrun::doctor {
 
@@ -49,10 +50,10 @@ Meeting meetingOf(const ProbeContext& ctx) {
   Meeting m;
   m.host = required(ctx.env, "MASTER_ADDR");
   m.port = doctorPort(portFrom(required(ctx.env, "MASTER_PORT")));
-  m.token =
-      ctx.env.get("DISTRUN_TOKEN")
-          .value_or(fmt::format("{:016x}", fnv1a(fmt::format("doctor/{}:{}/{}/{}", m.host, m.port,
-                                                             ctx.layout.worldSize, ::getuid()))));
+  auto token = ctx.env.get("DISTRUN_TOKEN");
+  m.token = token ? *token
+                  : derivedToken(ctx.env, fmt::format("doctor:{}:{}/{}", m.host, m.port,
+                                                      ctx.layout.worldSize));
   m.answerWindow = answerWindow(ctx);
   return m;
 }

@@ -13,7 +13,7 @@ namespace distrun::doctor {
 struct Meeting {
   std::string host;  // MASTER_ADDR
   int port = 0;
-  std::string token;  // DISTRUN_TOKEN, else derived from host, port, size and uid
+  std::string token;  // DISTRUN_TOKEN, else derived from the user's secret (docs/security.md)
   // How long rank 0 waits for every task's report, and tasks for rank 0:
   // two check time limits (the ordinary checks, then the timed ones) and
   // half a minute for srun to start every task.

@@ -14,6 +14,7 @@
 #include "distrun/doctor/job_report.h"
 #include "distrun/doctor/meeting.h"
 #include "distrun/doctor/report_format.h"
+#include "distrun/rdzv/socket.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
 
@@ -133,7 +134,11 @@ std::optional<DoctorReport> runInJob(const std::shared_ptr<const ProbeContext>& 
   const Deadline deadline = std::chrono::steady_clock::now() + meeting.answerWindow;
   const bool lead = ctx->layout.rank == 0;
   std::unique_ptr<rdzv::StoreServer> server;
-  if (lead) server = std::make_unique<rdzv::StoreServer>("0.0.0.0", meeting.port, meeting.token);
+  if (lead) {
+    server = std::make_unique<rdzv::StoreServer>(
+        rdzv::storeBindAddress(meeting.host, ctx->layout.numNodes > 1), meeting.port,
+        meeting.token);
+  }
   rdzv::StoreClient store(meeting.host, meeting.port, meeting.token, meeting.answerWindow);
   std::jthread clocks;  // joined on every way out
   if (lead && isSelected(ctx->options, "clock") && ctx->layout.numNodes > 1) {

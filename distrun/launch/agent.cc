@@ -24,6 +24,7 @@
 #include "distrun/launch/worker_group.h"
 #include "distrun/launch/worker_setup.h"
 #include "distrun/rdzv/rendezvous.h"
+#include "distrun/rdzv/socket.h"
 #include "distrun/rdzv/store_server.h"
 
 namespace distrun::launch {
@@ -78,7 +79,9 @@ struct RoundIo {
 std::unique_ptr<rdzv::StoreServer> startStoreServer(const AgentConfig& config) {
   if (config.layout.nodeRank != 0) return nullptr;
   raiseOpenFileLimit();
-  std::string bind = config.layout.numNodes == 1 ? "127.0.0.1" : "0.0.0.0";
+  // Only the address the other agents are told to reach (docs/security.md).
+  std::string bind =
+      config.layout.numNodes == 1 ? "127.0.0.1" : rdzv::storeBindAddress(config.storeHost, true);
   return std::make_unique<rdzv::StoreServer>(bind, config.storePort, config.token);
 }
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -13,6 +12,7 @@
 #include "distrun/cluster/master_port.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/common/user_secret.h"
 #include "distrun/launch/worker_output.h"
 
 namespace distrun::launch {
@@ -112,12 +112,11 @@ bool inSlurmStep(const cluster::JobLayout& l) {
 }
 
 // The token every agent of a Slurm step derives alike: DISTRUN_TOKEN, else
-// a hash of the job, the step and the user (docs/launcher.md says what it
-// protects against).
+// the keyed hash of the job and the step with the user's secret, which
+// nobody else can compute (docs/security.md).
 std::string slurmToken(const cluster::JobLayout& l, const Environment& env) {
-  return env.getOr("DISTRUN_TOKEN",
-                   fmt::format("{:016x}", fnv1a(fmt::format("distrun:{}:{}:{}", l.jobId, l.stepId,
-                                                            ::getuid()))));
+  if (auto token = env.get("DISTRUN_TOKEN")) return *token;
+  return derivedToken(env, fmt::format("slurm:{}:{}", l.jobId, l.stepId));
 }
 
 void placeStandalone(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
@@ -302,15 +301,7 @@ void checkRunOptions(const RunOptions& o, const cluster::JobLayout& layout) {
   checkNotOneOfSeveralMpiTasks(o, layout);
 }
 
-std::string randomHex() {
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  unsigned char bytes[16] = {};
-  urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
-  if (!urandom) throw IoError("cannot read /dev/urandom for a job token");
-  std::string hex;
-  for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
-  return hex;
-}
+std::string randomHex() { return distrun::randomHex(16); }
 
 bool runsUnderPython(const RunOptions& o) {
   const std::string& program = o.program.front();

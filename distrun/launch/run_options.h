@@ -104,7 +104,7 @@ bool runsUnderPython(const RunOptions& options);
 // interpreter for a .py file, -m MODULE or --run-path (with -u, as torchrun).
 std::vector<std::string> workerCommand(const RunOptions& options, const Environment& env);
 
-// A random 128-bit hex string from /dev/urandom.
+// A random 128-bit hex string (distrun::randomHex).
 std::string randomHex();
 
 }  // namespace distrun::launch

@@ -7,6 +7,7 @@
 
 #include "distrun/cluster/master_port.h"
 #include "distrun/common/error.h"
+#include "distrun/common/user_secret.h"
 
 namespace distrun::launch {
 namespace {
@@ -101,7 +102,8 @@ Vars slurmAgent(int node) {
           {"SLURM_STEP_NUM_TASKS", "2"},
           {"SLURM_STEP_NUM_NODES", "2"},
           {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"},
-          {"SLURM_STEP_NODELIST", "gpu[01-02]"}};
+          {"SLURM_STEP_NODELIST", "gpu[01-02]"},
+          {"XDG_CONFIG_HOME", ::testing::TempDir() + "/run-options-config"}};
 }
 
 TEST(ResolveTest, SlurmNeedsNoFlags) {
@@ -114,6 +116,19 @@ TEST(ResolveTest, SlurmNeedsNoFlags) {
   EXPECT_EQ(c.runId, "77.2");
   AgentConfig other = resolve(withProgram({"true"}), slurmAgent(0));
   EXPECT_EQ(other.token, c.token) << "every node derives the same token";
+}
+
+// Without DISTRUN_TOKEN, a Slurm step's token is the keyed hash of its ids
+// with the user's secret: nobody who knows the ids can compute it
+// (docs/security.md); another step has another token.
+TEST(ResolveTest, ASlurmStepsTokenIsDerivedFromTheUsersSecret) {
+  Vars vars = slurmAgent(0);
+  AgentConfig c = resolve(withProgram({"true"}), vars);
+  EXPECT_EQ(c.token, derivedToken(MapEnvironment(vars), "slurm:77:2"));
+  vars["SLURM_STEP_ID"] = "3";
+  EXPECT_NE(resolve(withProgram({"true"}), vars).token, c.token);
+  vars["DISTRUN_TOKEN"] = "by-hand";
+  EXPECT_EQ(resolve(withProgram({"true"}), vars).token, "by-hand");
 }
 
 // A one-node step's store listens on loopback only: the agent reaches it

@@ -1,5 +1,6 @@
 #include "distrun/rdzv/socket.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -108,6 +109,33 @@ int listenTcp(const std::string& host, int port, int* boundPort) {
   }
   *boundPort = ntohs(bound.sin_port);
   return fd.release();
+}
+
+namespace {
+
+// Whether `addr` is one of this machine's: binding it (port 0) succeeds.
+bool isLocal(const sockaddr_in& addr) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in any = addr;
+  any.sin_port = 0;
+  return fd && ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&any), sizeof(any)) == 0;
+}
+
+}  // namespace
+
+std::string storeBindAddress(const std::string& reachHost, bool severalNodes) {
+  AddrInfo ai;
+  try {
+    resolve(reachHost, 0, false, ai);
+  } catch (const ConfigError&) {
+    return "0.0.0.0";  // the clients' own connect names the host that does not resolve
+  }
+  const auto& addr = *reinterpret_cast<const sockaddr_in*>(ai.list->ai_addr);
+  const bool loopback = (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
+  if ((loopback && severalNodes) || !isLocal(addr)) return "0.0.0.0";
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
+  return text;
 }
 
 int connectTcp(const std::string& host, int port, Clock::time_point deadline) {

@@ -14,6 +14,16 @@ using Clock = std::chrono::steady_clock;
 // call that failed (socket, setsockopt, bind, listen, getsockname).
 int listenTcp(const std::string& host, int port, int* boundPort);
 
+// The address a store should bind so that only the address its clients are
+// told to reach (`reachHost`) listens (docs/security.md, "Interfaces"):
+// that host's first IPv4 address when it is one of this machine's, except a
+// loopback address for a job of several nodes (Debian names the host
+// 127.0.1.1 in /etc/hosts while the other nodes reach it through DNS);
+// otherwise, or when `reachHost` does not resolve, "0.0.0.0" (every
+// address: the clients' name for this node may resolve here to an address
+// that is not the one they reach).
+std::string storeBindAddress(const std::string& reachHost, bool severalNodes);
+
 // Connects to `host`:`port`, retrying refused connections until `deadline`
 // (the peer may not listen yet). Throws TimeoutError naming the address and
 // the last error when the deadline passes, ConfigError when `host` does not

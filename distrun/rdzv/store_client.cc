@@ -28,7 +28,9 @@ void StoreClient::connect(std::chrono::milliseconds timeout) {
     fd_.reset();
     throw RendezvousError(
         fmt::format("the rendezvous store at {} refused this agent's token: every agent "
-                    "of a job needs the same DISTRUN_TOKEN",
+                    "of a job needs the same DISTRUN_TOKEN (when unset, it is derived from "
+                    "the user's distrun secret file, which every node must share; where "
+                    "they do not, export the same DISTRUN_TOKEN on every node)",
                     address_));
   }
 }

@@ -19,10 +19,6 @@ namespace distrun::rdzv {
 
 namespace {
 
-// Before the hello, a client may send no more than this: a stranger cannot
-// make the store buffer megabytes.
-constexpr uint32_t kMaxHelloBody = 4096;
-
 // TCP's errors that accept4 passes on from a connection that failed while
 // it waited in the backlog (accept(2)): that client gave up, the next one
 // may be fine.
@@ -55,11 +51,14 @@ struct StoreServer::Connection {
   std::string waitingFor;  // key of a parked kGet; requests queue behind it
   bool waiting = false;
   uint32_t events = 0;
+  uint64_t serial = 0;  // tells this connection from a later one on the same fd
 };
 
-StoreServer::StoreServer(const std::string& host, int port, std::string token, EpollWait epollWait)
+StoreServer::StoreServer(const std::string& host, int port, std::string token, EpollWait epollWait,
+                         StoreLimits limits)
     : token_(std::move(token)),
-      epollWait_(epollWait ? std::move(epollWait) : EpollWait(::epoll_wait)) {
+      epollWait_(epollWait ? std::move(epollWait) : EpollWait(::epoll_wait)),
+      limits_(limits) {
   listenFd_.reset(listenTcp(host, port, &port_));
   where_ = fmt::format("rendezvous store at {}:{}", host.empty() ? "0.0.0.0" : host, port_);
   epollFd_.reset(::epoll_create1(EPOLL_CLOEXEC));
@@ -103,13 +102,64 @@ void StoreServer::loop() {
 void StoreServer::serve() {
   std::vector<epoll_event> events(256);
   while (true) {
-    const int n = epollWait_(epollFd_.get(), events.data(), static_cast<int>(events.size()), -1);
+    const int n = epollWait_(epollFd_.get(), events.data(), static_cast<int>(events.size()),
+                             msUntilNextHelloDeadline());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw SystemError("epoll_wait", where_, errno);
     for (int i = 0; i < n; ++i) {
       if (!dispatch(events[static_cast<size_t>(i)])) return;
     }
+    closeLateHellos();
   }
+}
+
+// epoll_wait's time-out: until the oldest pending connection's deadline
+// (-1: none pending).
+int StoreServer::msUntilNextHelloDeadline() const {
+  if (pending_.empty()) return -1;
+  const auto left = pending_.front().deadline - std::chrono::steady_clock::now();
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+  return ms < 0 ? 0 : static_cast<int>(std::min<long long>(ms, 1 << 30));
+}
+
+bool StoreServer::isPending(int fd, uint64_t serial) const {
+  auto it = connections_.find(fd);
+  return it != connections_.end() && it->second->serial == serial && !it->second->authenticated;
+}
+
+// Closes the pending connections whose deadline passed, after reading what
+// each sent (a hello that arrived while the loop was busy still counts).
+void StoreServer::closeLateHellos() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!pending_.empty()) {
+    const PendingEntry entry = pending_.front();
+    const bool live = isPending(entry.fd, entry.serial);
+    if (live && entry.deadline > now) return;
+    pending_.pop_front();
+    if (live) closeUnlessHelloArrived(entry);
+  }
+}
+
+// Reads what a pending connection sent (a hello that arrived while the loop
+// was busy still counts), then closes it if it is still pending. False when
+// it proved the token and stays.
+bool StoreServer::closeUnlessHelloArrived(const PendingEntry& entry) {
+  onReadable(*connections_.at(entry.fd));
+  auto it = connections_.find(entry.fd);
+  if (it == connections_.end() || it->second->serial != entry.serial) return true;  // it left
+  if (it->second->authenticated) return false;
+  disconnect(entry.fd, true);
+  return true;
+}
+
+// Closes the oldest pending connection; false when none is pending.
+bool StoreServer::closeOldestPending() {
+  while (!pending_.empty()) {
+    const PendingEntry entry = pending_.front();
+    pending_.pop_front();
+    if (isPending(entry.fd, entry.serial) && closeUnlessHelloArrived(entry)) return true;
+  }
+  return false;
 }
 
 // Handles one event; false when it is the request to stop.
@@ -161,15 +211,22 @@ void StoreServer::watch(int fd, int op, uint32_t events) {
   }
 }
 
-// Out of descriptors (EMFILE, ENFILE) or memory is the loop's failure:
-// the listening socket would stay readable and the loop spin, while the
-// agents that cannot connect wait out their time-outs.
+// Out of descriptors (EMFILE, ENFILE) with no pending connection to close,
+// or out of memory, is the loop's failure: the listening socket would stay
+// readable and the loop spin, while the agents that cannot connect wait out
+// their time-outs.
 void StoreServer::accept() {
   while (true) {
     UniqueFd fd(::accept4(listenFd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (!fd && clientGaveUp(errno)) continue;
+    if (!fd && (errno == EMFILE || errno == ENFILE) && closeOldestPending()) continue;
     if (!fd) throw SystemError("accept4", where_, errno);
+    if (connections_.size() >= limits_.maxConnections) {
+      rejected_++;
+      continue;  // closes it
+    }
+    if (pendingCount_ >= limits_.maxPending) closeOldestPending();
     int one = 1;
     if (::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
       throw SystemError("setsockopt", where_, errno);
@@ -177,7 +234,10 @@ void StoreServer::accept() {
     watch(fd.get(), EPOLL_CTL_ADD, EPOLLIN);
     auto c = std::make_unique<Connection>();
     c->events = EPOLLIN;
+    c->serial = nextSerial_++;
     const int raw = fd.get();
+    pending_.push_back({std::chrono::steady_clock::now() + limits_.helloTimeout, raw, c->serial});
+    pendingCount_++;
     c->fd = std::move(fd);
     connections_[raw] = std::move(c);
   }
@@ -232,10 +292,12 @@ bool StoreServer::handle(Connection& c, Frame& frame) {
       return true;
     }
     c.authenticated = true;
+    pendingCount_--;
     reply(c, Frame{Op::kOk, {}});
     return true;
   }
   const std::string& key = frame.fields[0];
+  if (key.size() > limits_.maxKeyBytes) return false;
   switch (frame.op) {
     case Op::kSet:
       values_[key] = frame.fields[1];
@@ -318,6 +380,7 @@ void StoreServer::disconnect(int fd, bool rejected) {
   auto it = connections_.find(fd);
   if (it == connections_.end()) return;
   if (rejected) rejected_++;
+  if (!it->second->authenticated) pendingCount_--;
   if (it->second->waiting) {
     auto& list = waiters_[it->second->waitingFor];
     std::erase(list, fd);

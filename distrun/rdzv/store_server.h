@@ -1,7 +1,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -22,6 +25,23 @@ namespace distrun::rdzv {
 // make the loop fail (as a real epoll_wait failing would).
 using EpollWait =
     std::function<int(int epollFd, epoll_event* events, int maxEvents, int timeoutMs)>;
+
+// The store's limits (docs/security.md, "The store's limits"): what a
+// stranger without the token can make it hold, and how big a request of a
+// client with the token may be. Each connection is "pending" from its
+// accept until its hello is accepted.
+inline constexpr size_t kMaxPendingConnections = 8192;  // then the oldest pending is closed
+inline constexpr size_t kMaxConnections = 65536;        // then a new connection is closed
+inline constexpr std::chrono::milliseconds kHelloTimeout{10000};  // to send the hello
+inline constexpr uint32_t kMaxHelloBody = 4096;  // bytes a pending connection may send
+inline constexpr size_t kMaxKeyBytes = 4096;     // a value is bounded by kMaxFrameBody
+
+struct StoreLimits {
+  size_t maxPending = kMaxPendingConnections;
+  size_t maxConnections = kMaxConnections;
+  std::chrono::milliseconds helloTimeout = kHelloTimeout;
+  size_t maxKeyBytes = kMaxKeyBytes;
+};
 
 // The rendezvous store: a key-value server that node 0's agent hosts and
 // every agent joins with the job token. One thread runs one epoll loop over
@@ -47,7 +67,9 @@ class StoreServer {
   // Binds `host`:`port` (port 0: any free port) and starts serving. Throws
   // SystemError naming the address when the socket cannot be bound.
   // `epollWait` replaces ::epoll_wait (tests); empty: the real one.
-  StoreServer(const std::string& host, int port, std::string token, EpollWait epollWait = nullptr);
+  // `limits`: the defaults above, smaller in tests.
+  StoreServer(const std::string& host, int port, std::string token, EpollWait epollWait = nullptr,
+              StoreLimits limits = {});
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
@@ -59,7 +81,8 @@ class StoreServer {
   // Rethrows the error that stopped the loop, if one did.
   void check() const;
 
-  // Connections closed for a wrong token or malformed bytes, since start.
+  // Connections closed for a wrong token, malformed bytes, a key too long,
+  // no hello in time, or over a limit, since start.
   size_t rejectedConnections() const { return rejected_.load(); }
 
  private:
@@ -78,9 +101,20 @@ class StoreServer {
   void wake(const std::string& key, const std::string& value);
   void disconnect(int fd, bool rejected);
   void updateInterest(Connection& c);
+  int msUntilNextHelloDeadline() const;
+  void closeLateHellos();
+  bool closeOldestPending();
+  bool isPending(int fd, uint64_t serial) const;
+  struct PendingEntry {
+    std::chrono::steady_clock::time_point deadline;
+    int fd;
+    uint64_t serial;
+  };
+  bool closeUnlessHelloArrived(const PendingEntry& entry);
 
   std::string token_;
   EpollWait epollWait_;
+  StoreLimits limits_;
   UniqueFd listenFd_;
   UniqueFd epollFd_;
   UniqueFd stopFd_;
@@ -92,6 +126,11 @@ class StoreServer {
   std::unordered_map<int, std::unique_ptr<Connection>> connections_;
   std::unordered_map<std::string, std::string> values_;
   std::unordered_map<std::string, std::vector<int>> waiters_;
+  // Pending connections in accept order: (hello deadline, fd, serial). An
+  // entry whose connection is gone or authenticated is skipped.
+  std::deque<PendingEntry> pending_;
+  size_t pendingCount_ = 0;
+  uint64_t nextSerial_ = 0;
   std::thread thread_;
 };
 

@@ -64,7 +64,9 @@ TEST_F(StoreTest, WrongTokenIsRefused) {
     EXPECT_EQ(std::string(e.what()),
               "the rendezvous store at 127.0.0.1:" + std::to_string(server.port()) +
                   " refused this agent's token: every agent of a job needs the "
-                  "same DISTRUN_TOKEN");
+                  "same DISTRUN_TOKEN (when unset, it is derived from the user's distrun "
+                  "secret file, which every node must share; where they do not, export the "
+                  "same DISTRUN_TOKEN on every node)");
   }
   EXPECT_EQ(server.rejectedConnections(), 1u);
 }

@@ -155,6 +155,26 @@ TEST_F(LauncherTest, TorchrunOneNodeRecipeRuns) {
   EXPECT_THAT(r.out, HasSubstr("run myjob rank 1 of 2"));
 }
 
+// The job token travels in environments (private to the user), never on a
+// command line (public in /proc/PID/cmdline): a worker finds it in no
+// process's command line, the agent's and its own included
+// (docs/security.md).
+TEST_F(LauncherTest, TheTokenIsOnNoCommandLine) {
+  const std::string token = path("token");
+  // A control process with the token on its command line shows that the
+  // scan would find it; it is left out of what the scan reports.
+  const std::string scan =
+      "printf %s \"$DISTRUN_TOKEN\" > " + token + "; sh -c 'sleep 60' \"x$(cat " + token +
+      ")\" & c=$!; i=0; until grep -qaF -f " + token + " /proc/$c/cmdline || [ $i -gt 9999 ]; " +
+      "do i=$((i+1)); done; grep -alF -f " + token + " /proc/[0-9]*/cmdline | grep -v " +
+      "\"^/proc/$c/\"; grep -qaF -f " + token + " /proc/$c/cmdline && echo control found; kill $c";
+  CommandResult r =
+      runCommand("DISTRUN_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n') timeout 120 " +
+                 distrun() + " run --nproc-per-node 1 sh -c " + quote(scan));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "[0:0] control found\n");
+}
+
 TEST_F(LauncherTest, AgentSigkillTakesWorkersDownThroughPdeathsig) {
   int agent =
       startCommand(distrun() + " run --nproc-per-node 2 " + worker("sleep 300"), path("agent.log"));
@@ -205,7 +225,9 @@ TEST_F(LauncherTest, WrongTokenIsRefused) {
   EXPECT_EQ(r.exitCode, 76);
   EXPECT_EQ(r.err, "distrun: error: the rendezvous store at 127.0.0.1:" + std::to_string(port) +
                        " refused this agent's token: every agent of a job needs "
-                       "the same DISTRUN_TOKEN\n");
+                       "the same DISTRUN_TOKEN (when unset, it is derived from the user's "
+                       "distrun secret file, which every node must share; where they do not, "
+                       "export the same DISTRUN_TOKEN on every node)\n");
   // Node 0 is still waiting for node 1 in the rendezvous: SIGTERM must end
   // it now, not after its join timeout.
   ::kill(node0, SIGTERM);
