@@ -35,7 +35,7 @@ limit=120           # seconds a job may take to end after its fault
 term=5              # --term-timeout of every job: the grace before SIGKILL
 train=("$bin/distrun-train" linear --epochs 100000 --batch-size 8 --threads-per-rank 1
   --progress epochs)
-short=("$bin/distrun-train" linear --epochs 20 --threads-per-rank 1) # a job that ends by itself
+short=("$bin/distrun-train" linear --threads-per-rank 1) # 10 epochs, a job that ends by itself
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
@@ -71,6 +71,7 @@ pids_of() { python3 "$drills/procs.py" "$mark" "$@"; }
 start() {
   local log=$1
   shift
+  : >"$log" # now, before the background child opens it: no reader sees an older run's
   python3 -c 'import os, signal, sys
 for s in (signal.SIGINT, signal.SIGQUIT): signal.signal(s, signal.SIG_DFL)
 os.execvp(sys.argv[1], sys.argv[1:])' env DRILL_MARK="$mark" "$@" >"$log" 2>&1 &
@@ -142,10 +143,11 @@ worker() {
 }
 # has LOG TEXT: LOG holds TEXT.
 has() { grep -qF -- "$2" "$1"; }
-# last_error LOG: the line a verdict names (the report's first line, else the last).
+# last_error LOG: the line a row shows: the first error, else the failure
+# report's, else the first warning, else the last line (temporary paths cut).
 last_error() {
-  { grep -m1 -E 'error|failed|first failure|warning' "$1" || tail -1 "$1"; } |
-    cut -c1-110 | tr '|' '/'
+  { grep -m1 'error:' "$1" || grep -m1 'first failure' "$1" || grep -m1 'warning:' "$1" ||
+    tail -1 "$1"; } | sed "s|$tmp/||g; s/^\[[0-9]*:[0-9]*\] //" | cut -c1-110 | tr '|' '/'
 }
 
 . "$drills/faults.sh"

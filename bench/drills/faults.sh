@@ -119,18 +119,21 @@ agent_signal() {
   kill "-$sig" "${agents[-1]}"
   wait_end "${agents[@]}"
   want=$((128 + n))
+  local left=$(orphans) detect happened
+  detect=$(since "$t0") # the job's last process is gone
   if [[ $sig == KILL ]]; then
-    expected="agent 137, workers gone (pdeathsig)"
+    expected="agent 137, its workers gone (pdeathsig)"
     [[ $job == local ]] || expected="node 1 137, node 0 fails, no process left"
     ok=$(verdict eval 'codes_are x $want')
+    happened="$(exits); $left process(es) of the job left"
+    [[ $job == local ]] || happened+="; node 0: $(last_error "${logs[0]}")"
   else
     expected="exit $want on every node, \"job interrupted by SIG$sig\""
     ok=$(verdict eval 'codes_are $want && has "${logs[-1]}" "job interrupted by SIG$sig"')
+    happened="$(exits): $(last_error "${logs[0]}")"
   fi
-  local left=$(orphans)
   [[ $left == 0 ]] || ok=FAIL
-  record "agent SIG$sig" "$job" "$expected" "$(exits): $(last_error "${logs[0]}")" \
-    "$(since "$t0")" "$left" - "$ok"
+  record "agent SIG$sig" "$job" "$expected" "$happened" "$detect" "$left" - "$ok"
 }
 
 # ---- the rendezvous ---------------------------------------------------------

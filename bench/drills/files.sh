@@ -48,7 +48,7 @@ drill_disk_full() {
   [[ $lost == no ]] || ok=FAIL
   record "disk full while a snapshot is written" local \
     "exit 74 naming $(basename "$snap"); the previous one whole" \
-    "$(exits): $(last_error "${logs[0]}" | sed "s|$tmp/||g")" "$(since "$t0")" "$(orphans)" \
+    "$(exits): $(last_error "${logs[0]}")" "$(since "$t0")" "$(orphans)" \
     "$lost" "$ok"
 }
 
@@ -59,13 +59,14 @@ crc() { sed -n 's/.*parameters identical on all .* ranks: crc32 \([0-9a-f]*\).*/
 # middle of training, and started again: it resumes from the snapshot and
 # ends bitwise equal to an uninterrupted --deterministic run.
 drill_kill_and_resume() {
-  new_mark kill_and_resume
-  local epochs=150 snap=$tmp/$mark.snap ok
+  new_mark kill_and_resume_whole
+  local epochs=150 snap=$tmp/$run_mark-kill_and_resume.snap ok
   local cmd=("$bin/distrun-train" linear --epochs $epochs --batch-size 8 --threads-per-rank 1
     --deterministic --progress epochs)
   launch local "${cmd[@]}"
   wait_end "${agents[@]}"
   local whole=$(crc "${logs[0]}")
+  new_mark kill_and_resume
   launch local "${cmd[@]}" --snapshot "$snap" --save-every-steps 50
   wait_for "epoch $((epochs / 3))/" "${logs[0]}" 300
   local t0=$(now)
@@ -77,12 +78,13 @@ drill_kill_and_resume() {
   start "$log" "$bin/distrun" run --nproc-per-node 2 $(run_flags) "${cmd[@]}" --snapshot "$snap" \
     --save-every-steps 50
   wait_end $!
-  local resumed=$(grep -o 'resumed from [^:]*: epoch [0-9]*, step [0-9]*' "$log" | head -1)
+  local resumed=$(grep -o 'resumed from [^:]*: epoch [0-9]*, step [0-9]*' "$log" | head -1 |
+    sed "s|$tmp/||")
   ok=$(verdict eval 'codes_are 0 && [[ -n $whole && $(crc "$log") == "$whole" && -n $resumed ]]')
   [[ $lost == no ]] || ok=FAIL
   record "kill -9 mid-training, resumed" local \
     "resumes; crc32 of an uninterrupted run ($whole)" \
-    "killed ($first), ${resumed/#$tmp\//}; $(exits), crc32 $(crc "$log")" - \
+    "killed ($first), $resumed; $(exits), crc32 $(crc "$log")" - \
     "$((left + $(orphans)))" "$lost" "$ok"
 }
 
@@ -109,10 +111,10 @@ f.seek(-10, 2); f.write(bytes([b[0] ^ 0xff]))' "$snap"
         has "$log" "resumed from $snap.prev"')
     else
       expected="exit 65 naming it"
-      ok=$(verdict eval 'codes_are 65 && grep -q "$snap.*corrupt" "$log"')
+      ok=$(verdict eval 'codes_are 65 && has "$log" "error: snapshot $snap is corrupt"')
     fi
     record "corrupted snapshot, .prev $prev" local "$expected" \
-      "$(exits): $(last_error "$log" | sed "s|$tmp/||g")" "$(since "$t0")" "$(orphans)" \
+      "$(exits): $(last_error "$log")" "$(since "$t0")" "$(orphans)" \
       "$([[ -e $snap ]] && echo no || echo "yes: $(basename "$snap") removed")" "$ok"
   done
 }
