@@ -39,7 +39,10 @@ short=("$bin/distrun-train" linear --threads-per-rank 1) # 10 epochs, a job that
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
 
 # ---- the table -------------------------------------------------------------
 rows=() passed=0 failed=0 skipped=0 orphans_total=0 lost_total=0
@@ -146,9 +149,13 @@ has() { grep -qF -- "$2" "$1"; }
 # last_error LOG: the line a row shows: the first error, else the failure
 # report's, else the first warning, else the last line (temporary paths cut).
 last_error() {
-  { grep -m1 'error:' "$1" || grep -m1 'first failure' "$1" || grep -m1 'warning:' "$1" ||
-    tail -1 "$1"; } | sed "s|$tmp/||g; s/^\[[0-9]*:[0-9]*\] //" | cut -c1-110 | tr '|' '/'
+  { grep -m1 'error:' "$1" || grep -m1 'distrun: job .* failed' "$1" || grep -m1 'warning:' "$1" ||
+    tail -1 "$1"; } |
+    sed "s|$tmp/||g; s/^\[[0-9]*:[0-9]*\] //; s/^distrun: job .* failed ([^)]*): //" |
+    cut -c1-110 | tr '|' '/'
 }
+# reports_rank LOG RANK: LOG holds the failure report naming RANK as its cause.
+reports_rank() { grep -qE "distrun: job .* failed .*rank $2 \(local rank [0-9]+\)" "$1"; }
 
 . "$drills/faults.sh"
 . "$drills/files.sh"

@@ -52,12 +52,16 @@ drill_worker_exit() {
     launch "$job" env GO="$tmp/$mark.go" sh -c \
       'if [ "$RANK" = 1 ]; then "$@" & until [ -e "$GO" ]; do sleep 0.05; done; exit 3; fi
        exec "$@"' worker "${train[@]}"
-    started || { record "worker exits 3" "$job" "-" "training never started" - - - FAIL; continue; }
+    started || {
+      record "worker exits 3" "$job" "-" "training never started" - - - FAIL
+      continue
+    }
     local t0=$(now)
     touch "$tmp/$mark.go"
     wait_end "${agents[@]}"
-    ok=$(verdict eval 'codes_are 3 && has "${logs[0]}" "first failure was rank 1"')
-    record "worker exits 3" "$job" "exit 3, report names rank 1" "$(exits): $(last_error "${logs[0]}")" \
+    ok=$(verdict eval 'codes_are 3 && reports_rank "${logs[0]}" 1')
+    record "worker exits 3" "$job" "exit 3, report names rank 1" \
+      "$(exits): $(last_error "${logs[0]}")" \
       "$(since "$t0")" "$(orphans)" - "$ok"
   done
 }
@@ -67,11 +71,14 @@ drill_worker_kill() {
   for job in local "2 nodes"; do
     new_mark "worker_kill_${job// /}"
     launch "$job" "${train[@]}"
-    started || { record "worker SIGKILLed" "$job" "-" "training never started" - - - FAIL; continue; }
+    started || {
+      record "worker SIGKILLed" "$job" "-" "training never started" - - - FAIL
+      continue
+    }
     local t0=$(now)
     kill -KILL "$(worker 1)"
     wait_end "${agents[@]}"
-    ok=$(verdict eval 'codes_are 137 && has "${logs[0]}" "first failure was rank 1"')
+    ok=$(verdict eval 'codes_are 137 && reports_rank "${logs[0]}" 1')
     record "worker SIGKILLed" "$job" "exit 137, report names rank 1" \
       "$(exits): $(last_error "${logs[0]}")" "$(since "$t0")" "$(orphans)" - "$ok"
   done
@@ -89,7 +96,10 @@ drill_worker_stop() {
     extra=(--hang-timeout 5)
     launch "$job" "${train[@]}"
     extra=()
-    started || { record "worker SIGSTOPped" "$job" "-" "training never started" - - - FAIL; continue; }
+    started || {
+      record "worker SIGSTOPped" "$job" "-" "training never started" - - - FAIL
+      continue
+    }
     local t0=$(now) pid
     pid=$(worker 1)
     kill -STOP "$pid"
@@ -114,7 +124,10 @@ agent_signal() {
   local sig=$1 job=$2 expected ok want
   new_mark "agent_${sig}_${job// /}"
   launch "$job" "${train[@]}"
-  started || { record "agent SIG$sig" "$job" "-" "training never started" - - - FAIL; return; }
+  started || {
+    record "agent SIG$sig" "$job" "-" "training never started" - - - FAIL
+    return
+  }
   local t0=$(now) n=$(kill -l "$sig")
   kill "-$sig" "${agents[-1]}"
   wait_end "${agents[@]}"

@@ -49,7 +49,8 @@ def garbage(host, port, token):
         frame(77, b"x"),  # an unknown opcode before kHello
         frame(HELLO, b"wrong-token"),
         frame(SET, b"k", b"v"),  # a request before kHello
-        struct.pack("<I", 9) + bytes([HELLO]) + struct.pack("<I", 1000) + b"abcd",  # field past frame
+        # a field running past its frame
+        struct.pack("<I", 9) + bytes([HELLO]) + struct.pack("<I", 1000) + b"abcd",
         frame(HELLO, tok) + frame(OK),  # a server's opcode from a client
         frame(HELLO, tok) + os.urandom(2000),
     ]
@@ -88,7 +89,10 @@ def idle(host, port, count):
 def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     mode, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    held = garbage(host, port, sys.argv[4]) if mode == "garbage" else idle(host, port, int(sys.argv[4]))
+    if mode == "garbage":
+        held = garbage(host, port, sys.argv[4])
+    else:
+        held = idle(host, port, int(sys.argv[4]))
     while True:
         time.sleep(3600)
     del held
