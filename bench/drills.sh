@@ -146,11 +146,12 @@ worker() {
 }
 # has LOG TEXT: LOG holds TEXT.
 has() { grep -qF -- "$2" "$1"; }
-# last_error LOG: the line a row shows: the first error, else the failure
-# report's, else the first warning, else the last line (temporary paths cut).
+# last_error LOG [TEXT]: the line a row shows: the first holding TEXT, else
+# the first error, else the failure report's, else the first warning, else
+# the last line (without temporary paths, the rank's prefix or the report's).
 last_error() {
-  { grep -m1 'error:' "$1" || grep -m1 'distrun: job .* failed' "$1" || grep -m1 'warning:' "$1" ||
-    tail -1 "$1"; } |
+  { { [[ -n ${2:-} ]] && grep -m1 -F -- "$2" "$1"; } || grep -m1 'error:' "$1" ||
+    grep -m1 'distrun: job .* failed' "$1" || grep -m1 'warning:' "$1" || tail -1 "$1"; } |
     sed "s|$tmp/||g; s/^\[[0-9]*:[0-9]*\] //; s/^distrun: job .* failed ([^)]*): //" |
     cut -c1-110 | tr '|' '/'
 }

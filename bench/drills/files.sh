@@ -48,7 +48,7 @@ drill_disk_full() {
   [[ $lost == no ]] || ok=FAIL
   record "disk full while a snapshot is written" local \
     "exit 74 naming $(basename "$snap"); the previous one whole" \
-    "$(exits): $(last_error "${logs[0]}")" "$(since "$t0")" "$(orphans)" \
+    "$(exits): $(last_error "${logs[0]}" "error: snapshot")" "$(since "$t0")" "$(orphans)" \
     "$lost" "$ok"
 }
 
