@@ -69,11 +69,11 @@ drill_kill_and_resume() {
   new_mark kill_and_resume
   launch local "${cmd[@]}" --snapshot "$snap" --save-every-steps 50
   wait_for "epoch $((epochs / 3))/" "${logs[0]}" 300
-  local t0=$(now)
   kill -9 $(pids_of) 2>/dev/null
   wait_end "${agents[@]}"
-  local left=$(orphans) lost=$(snapshot_state "$snap")
-  local first=$(exits)
+  local left=$(orphans) first=$(exits) broken half
+  broken=$(python3 "$drills/snapshot_check.py" "$snap" 2>&1 >/dev/null)
+  half=$(compgen -G "$snap.tmp.*" | wc -l)
   local log=$tmp/$mark.resumed.log
   start "$log" "$bin/distrun" run --nproc-per-node 2 $(run_flags) "${cmd[@]}" --snapshot "$snap" \
     --save-every-steps 50
@@ -81,10 +81,13 @@ drill_kill_and_resume() {
   local resumed=$(grep -o 'resumed from [^:]*: epoch [0-9]*, step [0-9]*' "$log" | head -1 |
     sed "s|$tmp/||")
   ok=$(verdict eval 'codes_are 0 && [[ -n $whole && $(crc "$log") == "$whole" && -n $resumed ]]')
+  # Whole after the kill; after the resume whole again, and no PATH.tmp.* left.
+  local lost=$(snapshot_state "$snap")
+  [[ -z $broken ]] || lost="yes: after the kill: $broken"
   [[ $lost == no ]] || ok=FAIL
   record "kill -9 mid-training, resumed" local \
-    "resumes; crc32 of an uninterrupted run ($whole)" \
-    "killed ($first), $resumed; $(exits), crc32 $(crc "$log")" - \
+    "resumes to the crc32 of an uninterrupted run ($whole); no PATH.tmp.* left" \
+    "killed ($first, $half PATH.tmp.* left), $resumed; $(exits), crc32 $(crc "$log")" - \
     "$((left + $(orphans)))" "$lost" "$ok"
 }
 
