@@ -61,7 +61,7 @@ crc() { sed -n 's/.*parameters identical on all .* ranks: crc32 \([0-9a-f]*\).*/
 drill_kill_and_resume() {
   new_mark kill_and_resume_whole
   local epochs=150 snap=$tmp/$run_mark-kill_and_resume.snap ok
-  local cmd=("$bin/distrun-train" linear --epochs $epochs --batch-size 8 --threads-per-rank 1
+  local cmd=("$bin/distrun-train" linear --epochs "$epochs" --batch-size 8 --threads-per-rank 1
     --deterministic --progress epochs)
   launch local "${cmd[@]}"
   wait_end "${agents[@]}"

@@ -174,8 +174,8 @@ TEST_F(SnapshotFileTest, AFailedWriteKeepsTheLastGoodSnapshot) {
 // removes those of PATH, and nothing else.
 TEST_F(SnapshotFileTest, InterruptedWritesAreRemovedAndNamed) {
   writeSnapshotFile(path_, "good");
-  for (const char* name : {"run.snap.tmp.123", "run.snap.tmp.77", "run.snap.tmp.x",
-                           "run.snap.tmp.", "other.snap.tmp.5", "run.snap.prev"}) {
+  for (const char* name : {"run.snap.tmp.123", "run.snap.tmp.77", "run.snap.tmp.x", "run.snap.tmp.",
+                           "other.snap.tmp.5", "run.snap.prev"}) {
     overwrite(dir_ + "/" + name, "half");
   }
   std::ostringstream notes;
