@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -131,6 +132,31 @@ std::optional<FoundSnapshot> findLatestSnapshot(const std::string& path, std::os
                     refused, path, path));
   }
   return std::nullopt;
+}
+
+namespace {
+
+// NAME is BASE.tmp.DIGITS, the temporary writeFileAtomically makes for BASE.
+bool isTemporaryOf(const std::string& name, const std::string& base) {
+  const std::string prefix = base + ".tmp.";
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
+  return name.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+}
+
+}  // namespace
+
+void removeInterruptedWrites(const std::string& path, std::ostream& notes) {
+  namespace fs = std::filesystem;
+  const fs::path file(path);
+  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  std::error_code error;
+  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+    if (!isTemporaryOf(it->path().filename().string(), file.filename().string())) continue;
+    std::error_code ignored;
+    if (!fs::remove(it->path(), ignored)) continue;
+    notes << "distrun-train: removed " << (folder / it->path().filename()).string()
+          << ", a snapshot whose write was interrupted\n";
+  }
 }
 
 }  // namespace distrun::train

@@ -34,4 +34,11 @@ struct FoundSnapshot {
 // exists but none is good.
 std::optional<FoundSnapshot> findLatestSnapshot(const std::string& path, std::ostream& warnings);
 
+// Removes the PATH.tmp.PID files that writes interrupted by a crash left
+// (writeFileAtomically's temporaries: a SIGKILL or a lost node while rank 0
+// wrote), naming each in `notes`. Call it where only the caller writes PATH,
+// before its first write (rank 0 at start), so none is being written. One
+// that cannot be removed is left as it was; never throws.
+void removeInterruptedWrites(const std::string& path, std::ostream& notes);
+
 }  // namespace distrun::train

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "distrun/common/error.h"
 #include "distrun/data/test_files.h"
@@ -166,6 +168,36 @@ TEST_F(SnapshotFileTest, AFailedWriteKeepsTheLastGoodSnapshot) {
   std::ostringstream warnings;
   EXPECT_EQ(findLatestSnapshot(path_, warnings)->payload, "second");
   EXPECT_EQ(warnings.str(), "");
+}
+
+// A write interrupted by a SIGKILL leaves PATH.tmp.PID: the next start
+// removes those of PATH, and nothing else.
+TEST_F(SnapshotFileTest, InterruptedWritesAreRemovedAndNamed) {
+  writeSnapshotFile(path_, "good");
+  for (const char* name : {"run.snap.tmp.123", "run.snap.tmp.77", "run.snap.tmp.x", "run.snap.tmp.",
+                           "other.snap.tmp.5", "run.snap.prev"}) {
+    overwrite(dir_ + "/" + name, "half");
+  }
+  std::ostringstream notes;
+  removeInterruptedWrites(path_, notes);
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    left.push_back(entry.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"other.snap.tmp.5", "run.snap", "run.snap.prev",
+                                            "run.snap.tmp.", "run.snap.tmp.x"}));
+  EXPECT_NE(notes.str().find("distrun-train: removed " + path_ +
+                             ".tmp.123, a snapshot whose write was interrupted\n"),
+            std::string::npos);
+  EXPECT_NE(notes.str().find(path_ + ".tmp.77"), std::string::npos);
+  EXPECT_EQ(readSnapshotFile(path_), "good");
+}
+
+TEST_F(SnapshotFileTest, InterruptedWritesInAMissingFolderAreNothing) {
+  std::ostringstream notes;
+  removeInterruptedWrites(dir_ + "/none/run.snap", notes);
+  EXPECT_EQ(notes.str(), "");
 }
 
 }  // namespace

@@ -474,12 +474,14 @@ void Trainer::restoreRandomState(torch::serialize::InputArchive& archive, int64_
   setRngStateBytes(states[comm_.rank() % world].clone());
 }
 
-// Rank 0 finds the newest good snapshot and broadcasts it (or its error);
-// every rank restores from the same bytes.
+// Rank 0 removes what interrupted writes left, finds the newest good
+// snapshot and broadcasts it (or its error); every rank restores from the
+// same bytes.
 void Trainer::resume() {
   if (options_.snapshotPath.empty()) return;
   std::string path;
   Broadcast found = decideOnRankZero(comm_, [&] {
+    removeInterruptedWrites(options_.snapshotPath, err_);
     std::optional<FoundSnapshot> snapshot = findLatestSnapshot(options_.snapshotPath, err_);
     if (!snapshot) return Broadcast{};
     path = snapshot->path;
