@@ -46,8 +46,8 @@ fuzz_one() {
   local start
   start=$(date +%s.%N)
   (cd "$dir" && "$build/bin/fuzz_$target" -runs="$runs" "${limit[@]}" -timeout=10 \
-    -rss_limit_mb=2048 "${dict[@]}" -print_final_stats=1 -artifact_prefix="$dir/artifacts/" "$dir/corpus" \
-    >"$dir/log" 2>&1) || true
+    -rss_limit_mb=2048 "${dict[@]}" -print_final_stats=1 -artifact_prefix="$dir/artifacts/" \
+    "$dir/corpus" >"$dir/log" 2>&1) || true
   summarize "$target" "$dir" "$(echo "$start $(date +%s.%N)" | awk '{print $2 - $1}')" \
     >"$dir/result"
 }
