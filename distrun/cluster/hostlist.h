@@ -30,7 +30,7 @@ inline constexpr size_t kMaxHostsInRange = 65536;
 // At most this many hosts in a whole list: a guard against lists that would
 // exhaust memory or take seconds to expand (Slurm has no such limit; no
 // cluster comes near it). Checked before anything is expanded.
-inline constexpr size_t kMaxHostsInList = size_t{1} << 20;
+inline constexpr size_t kMaxHostsInList = size_t{1} << 18;
 
 // Expands `list` into host names. Throws ConfigError for an invalid list,
 // with a message that quotes the list and names the 1-based column and the
