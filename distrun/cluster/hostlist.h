@@ -28,8 +28,9 @@ namespace distrun::cluster {
 // At most this many hosts in one `LO-HI` range (Slurm's MAX_RANGE).
 inline constexpr size_t kMaxHostsInRange = 65536;
 // At most this many hosts in a whole list: a guard against lists that would
-// exhaust memory (Slurm has no such limit; no cluster comes near it).
-inline constexpr size_t kMaxHostsInList = size_t{1} << 22;
+// exhaust memory or take seconds to expand (Slurm has no such limit; no
+// cluster comes near it). Checked before anything is expanded.
+inline constexpr size_t kMaxHostsInList = size_t{1} << 18;
 
 // Expands `list` into host names. Throws ConfigError for an invalid list,
 // with a message that quotes the list and names the 1-based column and the

@@ -19,6 +19,21 @@ namespace distrun::rdzv {
 
 namespace {
 
+// kAdd's new total: `current` (a stored value, read as a number) plus
+// `delta`. nullopt when `delta` is not a decimal long long or the sum would
+// overflow one (found by fuzz/store_frames; the connection is then closed).
+std::optional<long long> addedTotal(const std::string& current, const std::string& delta) {
+  char* end = nullptr;
+  errno = 0;
+  long long step = std::strtoll(delta.c_str(), &end, 10);
+  if (delta.empty() || *end != '\0' || errno == ERANGE) return std::nullopt;
+  long long total = 0;
+  if (__builtin_add_overflow(std::strtoll(current.c_str(), nullptr, 10), step, &total)) {
+    return std::nullopt;
+  }
+  return total;
+}
+
 // TCP's errors that accept4 passes on from a connection that failed while
 // it waited in the backlog (accept(2)): that client gave up, the next one
 // may be fine.
@@ -321,11 +336,11 @@ bool StoreServer::handle(Connection& c, Frame& frame) {
       return true;
     }
     case Op::kAdd: {
-      char* end = nullptr;
-      long long delta = std::strtoll(frame.fields[1].c_str(), &end, 10);
-      if (frame.fields[1].empty() || *end != '\0') return false;
-      long long total = std::strtoll(values_[key].c_str(), nullptr, 10) + delta;
-      values_[key] = std::to_string(total);
+      auto it = values_.find(key);
+      std::optional<long long> total =
+          addedTotal(it == values_.end() ? "" : it->second, frame.fields[1]);
+      if (!total) return false;
+      values_[key] = std::to_string(*total);
       reply(c, Frame{Op::kValue, {values_[key]}});
       wake(key, values_[key]);
       return true;

@@ -101,6 +101,27 @@ TEST_F(StoreTest, HostileBytesNeverStopTheStore) {
   EXPECT_EQ(client().tryGet("k"), "v");
 }
 
+// fuzz/regressions/store_frames: an add past the range of a long long was
+// signed overflow (undefined behaviour); the store now closes that client's
+// connection, as for any malformed request, and keeps the value it had.
+TEST_F(StoreTest, AnAddThatWouldOverflowClosesOnlyThatConnection) {
+  client().set("n", "9223372036854775807");
+  EXPECT_THROW(client().add("n", 1), RendezvousError);
+  client().set("m", "-9223372036854775808");
+  EXPECT_THROW(client().add("m", -1), RendezvousError);
+  EXPECT_EQ(client().tryGet("n"), "9223372036854775807");
+  EXPECT_EQ(client().add("m", 1), -9223372036854775807LL);
+}
+
+TEST_F(StoreTest, ADeltaOutsideALongLongClosesTheConnection) {
+  std::string add;
+  encodeFrame(Frame{Op::kHello, {"secret"}}, add);
+  encodeFrame(Frame{Op::kAdd, {"n", "99999999999999999999"}}, add);
+  sendGarbage(server.port(), add);
+  EXPECT_EQ(server.rejectedConnections(), 1u);
+  EXPECT_FALSE(client().tryGet("n").has_value());
+}
+
 TEST_F(StoreTest, ManyClientsAtOnce) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 64; ++i) {
