@@ -139,7 +139,7 @@ time.sleep(3600)' "$port" >"$tmp/$mark.holder" &
       start "$log" "$bin/distrun" run --master-addr 127.0.0.1 --master-port "$port" \
         --nproc-per-node 2 $(run_flags) "${short[@]}"
       wait_end $!
-      ok=$(verdict eval 'codes_are 71 && grep -q "$port.*in use" "$log"')
+      ok=$(verdict eval 'codes_are 78 && grep -q "port $port is already in use" "$log"')
     else
       logs=("$log" "$tmp/$mark.1.log")
       start_node 0 "$port" "$mark" "${logs[0]}" "${short[@]}"
@@ -148,9 +148,9 @@ time.sleep(3600)' "$port" >"$tmp/$mark.holder" &
         $(node_flags 1 "$port" 10) "${short[@]}"
       agents+=($!)
       wait_end "${agents[@]}"
-      ok=$(verdict eval 'codes_are 71 x && grep -q "$port.*in use" "$log"')
+      ok=$(verdict eval 'codes_are 78 x && grep -q "port $port is already in use" "$log"')
     fi
-    record "the store's port is taken" "$job" "exit 71 naming the port" \
+    record "the store's port is taken" "$job" "exit 78 naming the port and the flags" \
       "$(exits): $(last_error "$log")" "$(since "$t0")" "$(orphans)" - "$ok"
   done
   kill "${helpers[-1]}" 2>/dev/null

@@ -82,7 +82,15 @@ std::unique_ptr<rdzv::StoreServer> startStoreServer(const AgentConfig& config) {
   // Only the address the other agents are told to reach (docs/security.md).
   std::string bind =
       config.layout.numNodes == 1 ? "127.0.0.1" : rdzv::storeBindAddress(config.storeHost, true);
-  return std::make_unique<rdzv::StoreServer>(bind, config.storePort, config.token);
+  try {
+    return std::make_unique<rdzv::StoreServer>(bind, config.storePort, config.token);
+  } catch (const SystemError& e) {
+    if (e.errorNumber() != EADDRINUSE) throw;
+    throw ConfigError(fmt::format(
+        "the rendezvous store's port {} is already in use on this node ({}): choose a free "
+        "port with --rdzv-endpoint HOST:PORT (or --master-port)",
+        config.storePort, e.what()));
+  }
 }
 
 }  // namespace

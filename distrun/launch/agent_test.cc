@@ -6,10 +6,14 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "distrun/common/error.h"
 #include "distrun/common/system.h"
+#include "distrun/common/unique_fd.h"
+#include "distrun/rdzv/socket.h"
 
 namespace distrun::launch {
 namespace {
@@ -55,6 +59,23 @@ TEST_F(AgentTest, CleanExitOfAllWorkersIsZero) {
   EXPECT_EQ(run(config(2, "echo rank=$RANK of $WORLD_SIZE local=$LOCAL_RANK")), 0);
   EXPECT_EQ(file("test/attempt_0/0/stdout.log"), "rank=0 of 2 local=0\n");
   EXPECT_EQ(file("test/attempt_0/1/stdout.log"), "rank=1 of 2 local=1\n");
+}
+
+TEST_F(AgentTest, AStorePortInUseNamesTheFlagsThatChooseIt) {
+  int held = 0;
+  UniqueFd holder(rdzv::listenTcp("127.0.0.1", 0, &held));
+  AgentConfig c = config(1, "true");
+  c.storeHost = "127.0.0.1";
+  c.storePort = held;
+  try {
+    run(c);
+    FAIL() << "a taken port was not reported";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(),
+                ::testing::HasSubstr(fmt::format(
+                    "the rendezvous store's port {} is already in use on this node", held)));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("--rdzv-endpoint HOST:PORT (or --master-port)"));
+  }
 }
 
 TEST_F(AgentTest, FirstFailureDecidesTheExitCodeAndReport) {
