@@ -24,6 +24,11 @@ constexpr uint8_t kUnsignedByte = 0x08;
 constexpr size_t kMagicBytes = 4;
 constexpr size_t kChunk = size_t{1} << 20;
 
+// How much more room to make after `used` bytes: as much again, from 4 KiB
+// up to 1 MiB at a time, so that a small file costs no 1 MiB buffer (each
+// step zero-fills what it adds) and a large one few steps.
+size_t nextStep(size_t used) { return std::clamp(used, size_t{4096}, kChunk); }
+
 std::string systemMessage(const char* action, const std::string& path, int err) {
   return fmt::format("cannot {} '{}': {}", action, path, std::strerror(err));
 }
@@ -34,8 +39,9 @@ std::vector<uint8_t> readWholeFile(const std::string& path) {
   std::vector<uint8_t> content;
   while (true) {
     size_t used = content.size();
-    content.resize(used + kChunk);
-    ssize_t got = ::read(fd.get(), content.data() + used, kChunk);
+    size_t step = nextStep(used);
+    content.resize(used + step);
+    ssize_t got = ::read(fd.get(), content.data() + used, step);
     int err = errno;
     content.resize(used + static_cast<size_t>(std::max<ssize_t>(got, 0)));
     if (got < 0 && err == EINTR) continue;
@@ -76,9 +82,10 @@ size_t inflateMember(const std::string& path, const std::vector<uint8_t>& in, si
     s.next_in = in.data() + pos;
     s.avail_in = static_cast<uInt>(offered);
     size_t used = out.size();
-    out.resize(used + kChunk);
+    size_t step = nextStep(used);
+    out.resize(used + step);
     s.next_out = out.data() + used;
-    s.avail_out = static_cast<uInt>(kChunk);
+    s.avail_out = static_cast<uInt>(step);
     int ret = inflate(&s, Z_NO_FLUSH);
     pos += offered - s.avail_in;
     out.resize(out.size() - s.avail_out);
