@@ -11,6 +11,7 @@
 set(DISTRUN_SANITIZE "" CACHE STRING
     "Build a sanitizer tree: address,undefined or thread (empty: a normal tree)")
 set(DISTRUN_SANITIZER_DIR ${CMAKE_CURRENT_LIST_DIR}/sanitizers)
+set(supp ${DISTRUN_SANITIZER_DIR})
 
 # The TSan tree's tests: the Communicator contract and the collectives with ranks
 # as threads, the rendezvous store, DDP and the Trainer with ranks as threads.
@@ -35,13 +36,13 @@ if(DISTRUN_SANITIZE STREQUAL "address,undefined")
     # hwloc unloads it before LeakSanitizer looks, so no suppression can name it
     # (lsan.supp): the tests read this machine's cores and NUMA nodes without it.
     "HWLOC_COMPONENTS=-pci"
-    "LSAN_OPTIONS=suppressions=${DISTRUN_SANITIZER_DIR}/lsan.supp:print_suppressions=0"
-    "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=${DISTRUN_SANITIZER_DIR}/ubsan.supp")
+    "LSAN_OPTIONS=suppressions=${supp}/lsan.supp:print_suppressions=0"
+    "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=${supp}/ubsan.supp")
   set(sanitizer_flags -fsanitize=address,undefined -fno-sanitize-recover=undefined)
 elseif(DISTRUN_SANITIZE STREQUAL "thread")
   set(DISTRUN_SANITIZER_LABEL tsan)
   set(DISTRUN_SANITIZER_ENV
-    "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=${DISTRUN_SANITIZER_DIR}/tsan.supp:print_suppressions=0")
+    "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=${supp}/tsan.supp")
   set(sanitizer_flags -fsanitize=thread)
 elseif(NOT DISTRUN_SANITIZE STREQUAL "")
   message(FATAL_ERROR
@@ -49,7 +50,7 @@ elseif(NOT DISTRUN_SANITIZE STREQUAL "")
 endif()
 
 if(DISTRUN_SANITIZER_LABEL)
-  message(STATUS "distrun: sanitizer tree ${DISTRUN_SANITIZER_LABEL} (-fsanitize=${DISTRUN_SANITIZE})")
+  message(STATUS "distrun: sanitizer tree, -fsanitize=${DISTRUN_SANITIZE}")
   # -O1 -g1 after the build type's flags: quick to build, quick enough to run,
   # and reports name files and lines.
   add_compile_options(${sanitizer_flags} -fno-omit-frame-pointer -O1 -g1)
@@ -83,12 +84,14 @@ function(distrun_sanitizer_register name)
   set(file ${CMAKE_CURRENT_BINARY_DIR}/${name}_sanitizer_env.cmake)
   file(WRITE ${file}
     "if(${name}_TESTS)\n"
-    "  set_tests_properties(\${${name}_TESTS} PROPERTIES ENVIRONMENT \"${DISTRUN_SANITIZER_ENV}\")\n"
+    "  set_tests_properties(\${${name}_TESTS}\n"
+    "    PROPERTIES ENVIRONMENT \"${DISTRUN_SANITIZER_ENV}\")\n"
     "endif()\n")
   foreach(excluded ${DISTRUN_SANITIZER_EXCLUDED})
     if(excluded MATCHES "^${name}:(.*)$")
       file(APPEND ${file} "if(${name}_TESTS)\n"
-        "  set_tests_properties(${DISTRUN_SANITIZER_LABEL}.${CMAKE_MATCH_1} PROPERTIES DISABLED TRUE)\n"
+        "  set_tests_properties(${DISTRUN_SANITIZER_LABEL}.${CMAKE_MATCH_1}\n"
+        "    PROPERTIES DISABLED TRUE)\n"
         "endif()\n")
     endif()
   endforeach()
