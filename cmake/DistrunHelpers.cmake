@@ -6,7 +6,10 @@
 # distrun_cc_test(NAME name SRCS ... [DEPS ...] [LABEL l] [RESOURCE_LOCK r])
 #   Creates the GoogleTest binary <name> and registers every test in it with
 #   ctest, each carrying LABEL (default: unit; peers: slurm, mpi, python),
-#   and serialised with other tests holding the same RESOURCE_LOCK.
+#   and serialised with other tests holding the same RESOURCE_LOCK. In a
+#   sanitizer tree (cmake/DistrunSanitizers.cmake) only the binaries that tree
+#   runs are created, their tests named asan.<Suite>.<Test> or tsan.<...>
+#   and labelled asan or tsan.
 
 set(DISTRUN_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
     -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual -Wimplicit-fallthrough)
@@ -49,6 +52,14 @@ function(distrun_cc_test)
     return()
   endif()
   cmake_parse_arguments(T "" "NAME;LABEL;RESOURCE_LOCK" "SRCS;DEPS" ${ARGN})
+  set(labels unit)
+  if(T_LABEL)
+    set(labels ${T_LABEL})
+  endif()
+  distrun_sanitizer_wants(${T_NAME} ${labels} wanted)
+  if(NOT wanted)
+    return()
+  endif()
   add_executable(${T_NAME} ${T_SRCS})
   target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} GTest::gmock GTest::gtest GTest::gtest_main)
   target_compile_definitions(${T_NAME} PRIVATE
@@ -57,9 +68,11 @@ function(distrun_cc_test)
   distrun_apply_warnings(${T_NAME})
   # One label per binary: gtest_discover_tests flattens PROPERTIES into a
   # single list, so a second label would be read as a property name.
-  set(labels unit)
-  if(T_LABEL)
-    set(labels ${T_LABEL})
+  set(prefix "")
+  if(DISTRUN_SANITIZER_LABEL)
+    # A sanitizer tree (cmake/DistrunSanitizers.cmake): its own names and label.
+    set(prefix "${DISTRUN_SANITIZER_LABEL}.")
+    set(labels ${DISTRUN_SANITIZER_LABEL})
   endif()
   set(lock "")
   if(T_RESOURCE_LOCK)
@@ -67,6 +80,10 @@ function(distrun_cc_test)
   endif()
   gtest_discover_tests(${T_NAME}
     WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
+    TEST_PREFIX "${prefix}"
     PROPERTIES LABELS "${labels}" ${lock} TIMEOUT 600
     DISCOVERY_TIMEOUT 60)
+  if(DISTRUN_SANITIZER_LABEL)
+    distrun_sanitizer_register(${T_NAME})
+  endif()
 endfunction()
