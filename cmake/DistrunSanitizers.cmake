@@ -111,16 +111,17 @@ function(distrun_sanitizer_target)
   endif()
 endfunction()
 
-# In a normal tree BINARY_DIR: ctest also runs the sanitizer trees' tests when
-# scripts/test has built them in BINARY_DIR/asan and BINARY_DIR/tsan, so that one
-# ctest run runs everything and ends with one summary line.
+# In a normal tree BINARY_DIR: ctest also runs the sanitizer trees' tests and
+# the fuzz tree's short runs when scripts/test has built them in BINARY_DIR/asan,
+# BINARY_DIR/tsan and BINARY_DIR/fuzz, so that one ctest run runs everything and
+# ends with one summary line.
 function(distrun_include_sanitizer_trees)
   if(DISTRUN_SANITIZER_LABEL OR NOT DISTRUN_BUILD_TESTS)
     return()
   endif()
   set(file ${PROJECT_BINARY_DIR}/sanitizer_trees.cmake)
   file(WRITE ${file} "# Written by cmake/DistrunSanitizers.cmake.\n")
-  foreach(tree asan tsan)
+  foreach(tree asan tsan fuzz)
     set(dir ${PROJECT_BINARY_DIR}/${tree})
     file(APPEND ${file}
       "if(EXISTS \"${dir}/CTestTestfile.cmake\")\n  subdirs(\"${dir}\")\nendif()\n")
