@@ -24,6 +24,13 @@ constexpr const char* kThrewFix =
     "the check could not do its work on this node: if it persists, leave it out with --checks "
     "and report it";
 
+// How long past ctx->limit() the runner waits before it abandons a check. A
+// check that runs a program gives it the same limit (runToolWithin), and at
+// the limit kills the program's process group and reaps it (within 2 s):
+// the grace lets that happen first, so that the program never outlives the
+// doctor. Only a check stuck in the kernel is abandoned.
+constexpr std::chrono::seconds kOwnLimitGrace{3};
+
 // What the runner and the check threads share. Held by shared_ptr: a
 // thread abandoned at the limit still writes its result here later.
 struct Board {
@@ -79,13 +86,13 @@ std::optional<std::thread> start(const Check& check, size_t index, std::shared_p
 }
 
 // Runs `group` at once, each on its own thread, until all have ended or
-// ctx->limit() has passed; the checks still running then are reported as
-// hung and their threads left to end (or not) on their own.
+// ctx->limit() and the grace have passed; the checks still running then are
+// reported as hung and their threads left to end (or not) on their own.
 std::vector<CheckResult> runGroup(const std::vector<Check>& group,
                                   const std::shared_ptr<const ProbeContext>& ctx) {
   auto board = std::make_shared<Board>();
   board->results.resize(group.size());
-  const Clock::time_point deadline = Clock::now() + ctx->limit();
+  const Clock::time_point deadline = Clock::now() + ctx->limit() + kOwnLimitGrace;
   std::vector<std::optional<std::thread>> threads;
   for (size_t i = 0; i < group.size(); ++i) threads.push_back(start(group[i], i, board, ctx));
   std::vector<std::optional<CheckResult>> results;

@@ -1,5 +1,7 @@
 #include "distrun/doctor/check_runner.h"
 
+#include <signal.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,6 +10,7 @@
 #include <thread>
 
 #include "distrun/common/error.h"
+#include "distrun/common/tool_process.h"
 
 namespace distrun::doctor {
 namespace {
@@ -66,6 +69,25 @@ TEST(CheckRunnerTest, AHungCheckIsReportedAtTheLimitAndTheOthersKept) {
   EXPECT_EQ(results[0].seconds, 1.0);
   EXPECT_EQ(results[1].state, CheckState::kOk);
   EXPECT_EQ(results[1].detail, "fine");
+}
+
+// A check whose program hangs: the program's limit (runToolWithin) kills it
+// before the runner gives the check up, so nothing outlives the doctor.
+TEST(CheckRunnerTest, AHungProgramIsKilledByItsLimitBeforeTheCheckIsGivenUp) {
+  auto pid = std::make_shared<std::atomic<int>>(0);
+  Check program{"program", "", [pid](const ProbeContext& ctx) {
+                  ToolRequest request;
+                  request.argv = {"sh", "-c", "echo $$; exec sleep 600"};
+                  request.limit = ctx.limit();
+                  ToolResult r = runToolWithin(request);
+                  *pid = std::stoi(r.out);
+                  return fail("program", r.timedOut ? "timed out" : "ended", "");
+                }};
+  std::vector<CheckResult> results = runChecks({program}, context());
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].detail, "timed out") << "the runner gave up before the program's limit";
+  ASSERT_GT(pid->load(), 0);
+  EXPECT_NE(::kill(pid->load(), 0), 0) << "sleep " << pid->load() << " outlived its check";
 }
 
 TEST(CheckRunnerTest, AHungCheckThatRunsAloneIsReportedAndTheNextOneStillRuns) {
