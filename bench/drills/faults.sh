@@ -87,7 +87,9 @@ drill_worker_kill() {
 drill_worker_stop() {
   local job ok
   for job in local "2 nodes"; do
-    if ! "$bin/distrun" run --help 2>&1 | grep -q -- --hang-timeout; then
+    # The help whole, then the match: `| grep -q` under pipefail fails when
+    # grep's early exit hits distrun with SIGPIPE.
+    if [[ $("$bin/distrun" run --help 2>&1) != *--hang-timeout* ]]; then
       record "worker SIGSTOPped" "$job" "exit 75 naming rank 1 (--hang-timeout 5)" "-" - - - \
         "n/a (no --hang-timeout in this build)"
       continue

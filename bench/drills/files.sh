@@ -19,7 +19,8 @@ mount_tmpfs() {
 
 # ---- snapshots ----------------------------------------------------------------
 # The disk fills while rank 0 writes a snapshot: MNIST's (14 MB) with 4 MiB
-# left, else the linear workload's with none.
+# left, else the linear workload's with none. Snapshots every 100 steps (MNIST:
+# seconds apart) so that the fill lands between the first and the second.
 drill_disk_full() {
   new_mark disk_full
   local dir=$tmp/full snap=$tmp/full/s.snap leave cmd ok
@@ -34,7 +35,10 @@ drill_disk_full() {
   else
     cmd=("${train[@]}") leave=0
   fi
-  launch local "${cmd[@]}" --snapshot "$snap" --save-every-steps 4
+  # Filled between the first snapshot and the second: the second write finds
+  # no room. Later, renaming SNAP to SNAP.prev frees the older .prev first,
+  # which would make room again (the next one is written whole).
+  launch local "${cmd[@]}" --snapshot "$snap" --save-every-steps 100
   local i
   for ((i = 0; i < 1200; i++)); do [[ -e $snap ]] && break; sleep 0.1; done
   sleep 0.2
