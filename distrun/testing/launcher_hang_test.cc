@@ -14,6 +14,7 @@
 #include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/socket.h"
 #include "distrun/testing/command.h"
+#include "distrun/testing/launcher_fixture.h"
 
 namespace distrun::testing {
 namespace {
@@ -21,29 +22,9 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// A worker body that records its pid in `pids`, as launcher_test.cc's.
-class LauncherHangTest : public ::testing::Test {
+// Jobs whose ranks stop themselves (SIGSTOP) or wait without progress.
+class LauncherHangTest : public LauncherFixture {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "launcher_hang_" + std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string distrun() const { return quote(binaryPath("distrun")); }
-  std::string worker(const std::string& body) const {
-    return "sh -c " + quote("echo $$ >> " + path("pids") + "; " + body);
-  }
-  std::string log(const std::string& name) const {
-    return readTextFile(path(name), "launcher hang test log");
-  }
-  void expectAllGone() {
-    std::vector<int> pids = readInts(path("pids"));
-    ASSERT_FALSE(pids.empty());
-    for (int pid : pids) EXPECT_FALSE(processAlive(pid)) << "pid " << pid << " survived";
-  }
   // The pid rank `rank` wrote to its own file.
   int pidOfRank(int rank) {
     std::vector<int> pids = readInts(path("rank" + std::to_string(rank)));
@@ -55,18 +36,6 @@ class LauncherHangTest : public ::testing::Test {
     return worker("echo $$ > " + path("rank$RANK") + "; if [ $RANK = " + std::to_string(rank) +
                   " ]; then sleep " + delay + "; kill -STOP $$; fi; sleep 300");
   }
-  static int freePort() {
-    int port = 0;
-    UniqueFd listener(rdzv::listenTcp("127.0.0.1", 0, &port));
-    return port;
-  }
-  std::string twoNodeFlags(int node, int port) const {
-    return "--nnodes 2 --node-rank " + std::to_string(node) +
-           " --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
-           " --local-addr 127.0.0.1 --join-timeout 60 ";
-  }
-
-  std::string dir_;
 };
 
 TEST_F(LauncherHangTest, AStoppedRankEndsTheJobWithExit75NamingIt) {

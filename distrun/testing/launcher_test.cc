@@ -14,48 +14,14 @@
 #include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/socket.h"
 #include "distrun/testing/command.h"
+#include "distrun/testing/launcher_fixture.h"
 
 namespace distrun::testing {
 namespace {
 
 using ::testing::HasSubstr;
 
-class LauncherTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "launcher_" + std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string distrun() const { return quote(binaryPath("distrun")); }
-  // A worker script: records its pid, then runs `body`.
-  std::string worker(const std::string& body) const {
-    return "sh -c " + quote("echo $$ >> " + path("pids") + "; " + body);
-  }
-  std::string log(const std::string& name) const {
-    return readTextFile(path(name), "launcher test log");
-  }
-  void expectAllGone(const std::string& pidFile) {
-    std::vector<int> pids = readInts(path(pidFile));
-    ASSERT_FALSE(pids.empty());
-    for (int pid : pids) EXPECT_FALSE(processAlive(pid)) << "pid " << pid << " survived";
-  }
-  static int freePort() {
-    int port = 0;
-    UniqueFd listener(rdzv::listenTcp("127.0.0.1", 0, &port));
-    return port;
-  }
-  std::string twoNodeFlags(int node, int port) const {
-    return "--nnodes 2 --node-rank " + std::to_string(node) +
-           " --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
-           " --local-addr 127.0.0.1 --join-timeout 60 ";
-  }
-
-  std::string dir_;
-};
+class LauncherTest : public LauncherFixture {};
 
 TEST_F(LauncherTest, WorkerExitCodeSevenStopsTheOthersAndIsReported) {
   CommandResult r = runCommand(

@@ -18,6 +18,7 @@
 #include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/socket.h"
 #include "distrun/testing/command.h"
+#include "distrun/testing/launcher_fixture.h"
 
 namespace distrun::testing {
 namespace {
@@ -48,19 +49,9 @@ const FirstFailure kKinds[] = {
     {"Signal", "kill -KILL $$", 128 + SIGKILL, "killed by signal 9 (SIGKILL)"},
 };
 
-class RootCauseProcessTest : public ::testing::TestWithParam<FirstFailure> {
+class RootCauseProcessTest : public LauncherFixture,
+                             public ::testing::WithParamInterface<FirstFailure> {
  protected:
-  void SetUp() override {
-    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    for (char& c : name) c = c == '/' ? '_' : c;
-    dir_ = ::testing::TempDir() + "root_cause_" + std::to_string(::getpid()) + "_" + name;
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string distrun() const { return quote(binaryPath("distrun")); }
-
   // The workers' script: rank `failing` makes the marker, waits until the
   // echo ranks' processes are gone (reaped by their agent, which published
   // them), then runs `fail`; every other rank waits for the marker and
@@ -93,18 +84,6 @@ class RootCauseProcessTest : public ::testing::TestWithParam<FirstFailure> {
     std::ofstream(path("worker.sh")) << text;
     return "sh " + quote(path("worker.sh"));
   }
-  void expectAllGone() {
-    std::vector<int> pids = readInts(path("pids"));
-    ASSERT_FALSE(pids.empty());
-    for (int pid : pids) EXPECT_FALSE(processAlive(pid)) << "pid " << pid << " survived";
-  }
-  static int freePort() {
-    int port = 0;
-    UniqueFd listener(rdzv::listenTcp("127.0.0.1", 0, &port));
-    return port;
-  }
-
-  std::string dir_;
 };
 
 TEST_P(RootCauseProcessTest, TheFailingRankIsNamedNotTheRanksThatLostIt) {
