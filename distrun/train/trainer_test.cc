@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -61,9 +62,16 @@ class TrainerTest : public ::testing::Test {
                      uint64_t seed = 0, std::vector<const std::atomic<bool>*> requests = {}) {
     Outcome outcome;
     std::vector<std::optional<CheckpointStop>> stops(static_cast<size_t>(ranks));
+    // The ranks are threads of one process sharing LibTorch's default
+    // generator: each seeds it and builds its model while holding this, so
+    // that every rank gets the same model and no two draw from it at once.
+    std::mutex generator;
     const std::vector<std::string> errors = runGlooThreads(ranks, [&](Communicator& comm) {
-      torch::manual_seed(seed);
-      Workload w = buildWorkload("linear", {});
+      Workload w = [&] {
+        std::lock_guard<std::mutex> lock(generator);
+        torch::manual_seed(seed);
+        return buildWorkload("linear", {});
+      }();
       TrainingTask task = w.task();
       task.name = name;
       std::ostringstream out, err;
