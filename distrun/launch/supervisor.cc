@@ -26,10 +26,6 @@ std::string seconds(std::chrono::milliseconds ms) {
   return fmt::format("{:g}", static_cast<double>(ms.count()) / 1000.0);
 }
 
-void append(Actions& to, Actions more) {
-  for (Action& a : more) to.push_back(std::move(a));
-}
-
 std::string describeEvent(const JobEvent& e) {
   switch (e.kind) {
     case Kind::kFailure:
@@ -80,6 +76,10 @@ struct Describe {
 };
 
 }  // namespace
+
+void append(Actions& to, Actions more) {
+  for (Action& a : more) to.push_back(std::move(a));
+}
 
 std::string describe(const Action& action) { return std::visit(Describe{}, action); }
 

@@ -73,6 +73,9 @@ using Action = std::variant<JoinRendezvous, InterruptRendezvous, StartWorkers, S
                             LeaveJob, WriteFailureReport, Exit, EndWithError>;
 using Actions = std::vector<Action>;
 
+// Moves `more` onto the end of `to`.
+void append(Actions& to, Actions more);
+
 // One line naming an action ("signal 15", "exit 7"), for tests and logs.
 std::string describe(const Action& action);
 

@@ -14,10 +14,6 @@ namespace {
 
 using Kind = JobEvent::Kind;
 
-void append(Actions& to, Actions more) {
-  for (Action& a : more) to.push_back(std::move(a));
-}
-
 }  // namespace
 
 // The failure as published, with the Python that ran it.
