@@ -128,13 +128,16 @@ class Agent::Loop {
     }
     join_.reset();
   }
+  // The workers get this round's node rank and count (an elastic job's
+  // change from round to round: Supervisor::config()).
   void operator()(const StartWorkers& a) {
-    round_ = std::make_unique<RoundIo>(config_, port_, a.world.round, agent_.launcher_);
-    for (int local = 0; local < config_.layout.localWorldSize; ++local) {
+    const AgentConfig& config = supervisor_.config();
+    round_ = std::make_unique<RoundIo>(config, port_, a.world.round, agent_.launcher_);
+    for (int local = 0; local < config.layout.localWorldSize; ++local) {
       int rank = workerRank(a.world, local);
       int pid =
-          round_->group.add(rank, local, workerSpec(config_, a.world, port_, local, agent_.env_),
-                            workerOutput(config_, a.world.round, rank, local));
+          round_->group.add(rank, local, workerSpec(config, a.world, port_, local, agent_.env_),
+                            workerOutput(config, a.world.round, rank, local));
       feed(supervisor_.workerStarted(local, pid, now()));
     }
     if (config_.hangTimeout.count() > 0) nextSample_ = now() + kSampleInterval;
@@ -305,15 +308,16 @@ int Agent::run() {
   return Loop(*this).run();
 }
 
-// Every agent says it is leaving; node 0 keeps the store up until all have
-// read the end of the job (or kExitBarrier passes).
-void Agent::Loop::operator()(const LeaveJob&) {
+// Every agent says it is leaving (the round's lost nodes never will); the
+// agent hosting the store keeps it up until all have read the end of the
+// job (or kExitBarrier passes).
+void Agent::Loop::operator()(const LeaveJob& a) {
   int round = supervisor_.round();
   try {
     long long exited = store_.add(rdzv::roundKey(round, "exited"), 1);
     std::string allExited = rdzv::roundKey(round, "all_exited");
-    if (exited == config_.layout.numNodes) store_.set(allExited, "1");
-    if (config_.layout.nodeRank == 0) store_.get(allExited, kExitBarrier);
+    if (exited == supervisor_.config().layout.numNodes - a.lostNodes) store_.set(allExited, "1");
+    if (server_) store_.get(allExited, kExitBarrier);
   } catch (const Error&) {
     // The store is gone: nobody is left to wait for.
   }

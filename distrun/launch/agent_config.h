@@ -13,11 +13,27 @@
 
 namespace distrun::launch {
 
+// A job whose nodes meet by arrival (docs/launcher.md, "Elastic jobs"):
+// `--nnodes MIN:MAX`, or `--nnodes N` without --node-rank outside Slurm.
+// Node ranks come from the order of arrival (Slurm's node ids when every
+// node has one); the job runs on MIN to MAX nodes and re-forms when a node
+// is lost or one waits to join.
+struct ElasticSpec {
+  int minNodes = 1;
+  int maxNodes = 1;
+  // After MIN nodes have joined a round, how long it waits for more (up to
+  // MAX); --rdzv-conf last_call_timeout.
+  std::chrono::milliseconds lastCall{std::chrono::seconds(5)};
+  std::string nodeName;                  // this node in reports: its address
+  std::optional<int> preferredNodeRank;  // Slurm's SLURM_NODEID
+};
+
 // Everything one node's agent needs, resolved from flags and scheduler by
 // resolveAgentConfig (run_options.h). A plain value.
 struct AgentConfig {
   // This node's place in the job, the one home of these numbers:
-  // numNodes, nodeRank, localWorldSize (workers on this node), the
+  // numNodes, nodeRank (in an elastic job: the current round's, see
+  // inRound), localWorldSize (workers on this node), the
   // scheduler, job and step ids, hosts, visible devices. The worker
   // fields (rank, worldSize, localRank, masterHost, cpusPerTask) are
   // filled per worker by workerLayout (worker_setup.h) from the
@@ -56,6 +72,7 @@ struct AgentConfig {
   std::vector<binding::RankBinding> plan;
   std::string gpuVisibilityVariable = "CUDA_VISIBLE_DEVICES";
   std::optional<cluster::SiteProfile> site;
+  std::optional<ElasticSpec> elastic;  // unset: fixed node ranks (--node-rank, Slurm)
 };
 
 }  // namespace distrun::launch

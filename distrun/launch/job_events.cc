@@ -27,6 +27,10 @@ const char* kindName(JobEvent::Kind kind) {
       return "lost";
     case JobEvent::Kind::kHang:
       return "hang";
+    case JobEvent::Kind::kNodeLost:
+      return "node_lost";
+    case JobEvent::Kind::kNodeWaiting:
+      return "node_waiting";
   }
   return "?";
 }
@@ -36,7 +40,8 @@ JobEvent decode(const std::string& text) {
   std::string kind = text.substr(0, nl);
   std::string payload = nl == std::string::npos ? "" : text.substr(nl + 1);
   for (auto k : {JobEvent::Kind::kFailure, JobEvent::Kind::kSignal, JobEvent::Kind::kComplete,
-                 JobEvent::Kind::kCheckpoint, JobEvent::Kind::kHang}) {
+                 JobEvent::Kind::kCheckpoint, JobEvent::Kind::kHang, JobEvent::Kind::kNodeLost,
+                 JobEvent::Kind::kNodeWaiting}) {
     if (kind == kindName(k)) return JobEvent{k, payload};
   }
   return JobEvent{JobEvent::Kind::kStoreLost, fmt::format("unknown event '{}' in the store", kind)};
@@ -44,10 +49,13 @@ JobEvent decode(const std::string& text) {
 
 }  // namespace
 
+std::string encodeEvent(const JobEvent& event) {
+  return std::string(kindName(event.kind)) + "\n" + event.payload;
+}
+
 void publishEvent(rdzv::StoreClient& store, int round, const JobEvent& event) {
   long long index = store.add(rdzv::roundKey(round, "events"), 1) - 1;
-  store.set(rdzv::roundKey(round, fmt::format("event/{}", index)),
-            std::string(kindName(event.kind)) + "\n" + event.payload);
+  store.set(rdzv::roundKey(round, fmt::format("event/{}", index)), encodeEvent(event));
 }
 
 EventWatcher::EventWatcher(std::string host, int port, std::string token, int round, int notifyFd)

@@ -24,6 +24,8 @@ struct JobEvent {
     kCheckpoint,  // a worker exited 79 (checkpointed); payload: its rank
     kStoreLost,   // (local) the watcher lost the store; payload: why
     kHang,        // a node's answer to a suspected hang; payload: HangAnswer JSON
+    kNodeLost,    // a node's agent is gone (its will, set by the store); payload: its name
+    kNodeWaiting,  // elastic: a node waits to join the next round; payload: its name
   };
   Kind kind;
   std::string payload;
@@ -31,6 +33,10 @@ struct JobEvent {
 
 // Appends events with the agent's own store connection.
 void publishEvent(rdzv::StoreClient& store, int round, const JobEvent& event);
+
+// The bytes publishEvent stores for `event`, for a will that the store
+// appends on the agent's behalf.
+std::string encodeEvent(const JobEvent& event);
 
 // Watches a round's event sequence on its own connection and thread, and
 // signals `notifyFd` (an eventfd) whenever events are ready to take().

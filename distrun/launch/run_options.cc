@@ -25,18 +25,23 @@ constexpr int kDefaultRdzvPort = 29400;  // torchrun's c10d default
 
 milliseconds seconds(double s) { return milliseconds(static_cast<long long>(s * 1000)); }
 
-int parseNodes(const std::optional<std::string>& value) {
-  if (!value) return 1;
+// --nnodes N or MIN:MAX.
+struct NodeRange {
+  int min = 1;
+  int max = 1;
+  bool elastic() const { return min < max; }
+};
+
+NodeRange parseNodes(const std::optional<std::string>& value) {
+  if (!value) return {};
   std::vector<std::string> parts = split(*value, ':');
-  int min = static_cast<int>(parseCount(parts[0], "--nnodes"));
-  int max = parts.size() == 2 ? static_cast<int>(parseCount(parts[1], "--nnodes")) : min;
-  if (parts.size() > 2 || min == 0 || max != min) {
-    throw UsageError(
-        fmt::format("--nnodes {}: expected a node count N (or N:N); distrun starts a fixed "
-                    "set of nodes, elastic MIN:MAX ranges are not supported",
-                    *value));
+  if (parts.size() <= 2) {
+    int min = static_cast<int>(parseCount(parts[0], "--nnodes"));
+    int max = parts.size() == 2 ? static_cast<int>(parseCount(parts[1], "--nnodes")) : min;
+    if (min >= 1 && max >= min) return {min, max};
   }
-  return min;
+  throw UsageError(fmt::format(
+      "--nnodes {}: expected a node count N, or MIN:MAX with 1 <= MIN <= MAX", *value));
 }
 
 int parseNproc(const std::string& value, const RunContext& ctx) {
@@ -59,8 +64,8 @@ int parseNproc(const std::string& value, const RunContext& ctx) {
 }
 
 // torchrun's --rdzv-conf keys (its c10d and static rendezvous): distrun
-// reads join_timeout; the others are accepted for torchrun's recipes and
-// have no effect.
+// reads join_timeout and last_call_timeout; the others are accepted for
+// torchrun's recipes and have no effect.
 const std::vector<std::string> kRdzvConfKeys = {"join_timeout",        "last_call_timeout",
                                                 "close_timeout",       "heartbeat_timeout",
                                                 "keep_alive_interval", "keep_alive_max_attempt",
@@ -92,11 +97,12 @@ std::map<std::string, std::string> parseRdzvConf(const std::string& conf) {
   return pairs;
 }
 
-std::optional<double> joinTimeoutFrom(const std::string& conf) {
+// A --rdzv-conf key holding seconds: join_timeout, last_call_timeout.
+std::optional<double> secondsFrom(const std::string& conf, const std::string& key) {
   const std::map<std::string, std::string> pairs = parseRdzvConf(conf);
-  const auto timeout = pairs.find("join_timeout");
-  if (timeout == pairs.end()) return std::nullopt;
-  return static_cast<double>(parseCount(timeout->second, "--rdzv-conf join_timeout"));
+  const auto value = pairs.find(key);
+  if (value == pairs.end()) return std::nullopt;
+  return static_cast<double>(parseCount(value->second, "--rdzv-conf " + key));
 }
 
 std::pair<std::string, int> splitEndpoint(const std::string& endpoint, int defaultPort) {
@@ -164,10 +170,43 @@ void placeFromSlurm(const RunOptions& o, const RunContext& ctx, AgentConfig& c) 
   c.token = slurmToken(l, ctx.env);
 }
 
-void placeExplicit(const RunOptions& o, const RunContext& ctx, int nodes, AgentConfig& c) {
-  if (!o.nodeRank && !inSlurmStep(c.layout)) {
-    throw UsageError(fmt::format("--nnodes {} needs --node-rank on every node", nodes));
+// The store of a job of several nodes: --rdzv-endpoint, --master-addr and
+// --master-port, else (in a Slurm step) the step's first host at the port
+// derived from the job.
+void placeStore(const RunOptions& o, const std::string& nodes, AgentConfig& c) {
+  if (o.rdzvEndpoint) {
+    std::tie(c.storeHost, c.storePort) = splitEndpoint(*o.rdzvEndpoint, kDefaultRdzvPort);
+  } else if (o.masterAddr) {
+    c.storeHost = *o.masterAddr;
+    c.storePort = o.masterPort.value_or(29500);
+  } else if (inSlurmStep(c.layout)) {
+    c.storeHost = c.layout.hosts.front();
+    c.storePort = cluster::derivedMasterPort(c.layout.jobId, c.layout.stepId);
+  } else {
+    throw UsageError(
+        fmt::format("--nnodes {} needs --rdzv-endpoint HOST:PORT (or --master-addr and "
+                    "--master-port): where the agents' store is hosted",
+                    nodes));
   }
+}
+
+// The job's token: DISTRUN_TOKEN; in a Slurm step, the keyed hash of its
+// ids; else, with --rdzv-id, the keyed hash of that id (every node must
+// then share the user's secret, a shared home does).
+void placeToken(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
+  std::optional<std::string> token = ctx.env.get("DISTRUN_TOKEN");
+  if (!token && inSlurmStep(c.layout)) token = slurmToken(c.layout, ctx.env);
+  if (!token && o.rdzvId) token = derivedToken(ctx.env, "rdzv:" + *o.rdzvId);
+  if (!token) {
+    throw UsageError(
+        "a run of several nodes outside Slurm needs DISTRUN_TOKEN or --rdzv-id: set the "
+        "same secret on every node (e.g. export DISTRUN_TOKEN=$(openssl rand -hex 16)), or "
+        "give every node the same --rdzv-id and a shared home (docs/security.md)");
+  }
+  c.token = *token;
+}
+
+void placeExplicit(const RunOptions& o, const RunContext& ctx, int nodes, AgentConfig& c) {
   c.layout.numNodes = nodes;
   c.layout.nodeRank = o.nodeRank.value_or(c.layout.nodeRank);
   if (c.layout.nodeRank < 0 || c.layout.nodeRank >= nodes) {
@@ -176,41 +215,48 @@ void placeExplicit(const RunOptions& o, const RunContext& ctx, int nodes, AgentC
                     "0 <= node rank < nodes",
                     c.layout.nodeRank, nodes));
   }
-  if (o.rdzvEndpoint) {
-    std::tie(c.storeHost, c.storePort) = splitEndpoint(*o.rdzvEndpoint, kDefaultRdzvPort);
-  } else if (o.masterAddr) {
-    c.storeHost = *o.masterAddr;
-    c.storePort = o.masterPort.value_or(29500);
-  } else {
-    throw UsageError(
-        fmt::format("--nnodes {} needs --rdzv-endpoint HOST:PORT (or --master-addr and "
-                    "--master-port): where node 0's agent hosts the store",
-                    nodes));
-  }
+  placeStore(o, std::to_string(nodes), c);
   c.host = o.localAddr.value_or(ctx.host.hostname);
-  bool slurm = inSlurmStep(c.layout);
-  c.runId = o.rdzvId.value_or(slurm ? cluster::defaultRunId(c.layout) : "none");
-  std::optional<std::string> token = ctx.env.get("DISTRUN_TOKEN");
-  if (!token && slurm) token = slurmToken(c.layout, ctx.env);
-  if (!token) {
-    throw UsageError(
-        "a run of several nodes outside Slurm needs DISTRUN_TOKEN: set the "
-        "same secret on every node (e.g. export DISTRUN_TOKEN=$(openssl rand "
-        "-hex 16))");
+  c.runId = o.rdzvId.value_or(inSlurmStep(c.layout) ? cluster::defaultRunId(c.layout) : "none");
+  placeToken(o, ctx, c);
+}
+
+// Nodes that meet by arrival (torchrun's c10d rendezvous): --nnodes
+// MIN:MAX, or N nodes without --node-rank outside Slurm. In a Slurm step,
+// the node ids are the preferred node ranks.
+void placeByArrival(const RunOptions& o, const RunContext& ctx, NodeRange nodes, AgentConfig& c) {
+  if (o.nodeRank) {
+    throw UsageError(fmt::format(
+        "--node-rank {} contradicts --nnodes {}: the nodes of an elastic job get their ranks as "
+        "they arrive; drop --node-rank",
+        *o.nodeRank, *o.nnodes));
   }
-  c.token = *token;
+  const bool slurm = inSlurmStep(c.layout);
+  placeStore(o, *o.nnodes, c);
+  c.host = o.localAddr.value_or(slurm ? c.layout.hosts.at(static_cast<size_t>(c.layout.nodeRank))
+                                      : ctx.host.hostname);
+  c.runId = o.rdzvId.value_or(slurm ? cluster::defaultRunId(c.layout) : "none");
+  placeToken(o, ctx, c);
+  ElasticSpec e{nodes.min, nodes.max, seconds(secondsFrom(o.rdzvConf, "last_call_timeout").value_or(5)),
+                c.host, std::nullopt};
+  if (slurm) e.preferredNodeRank = c.layout.nodeRank;
+  c.layout.numNodes = nodes.max;  // until the first round says how many came
+  c.layout.nodeRank = 0;
+  c.elastic = e;
 }
 
 void placeNode(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
-  int nodes = parseNodes(o.nnodes);
+  NodeRange nodes = parseNodes(o.nnodes);
   if (o.standalone) {
-    if (nodes != 1) throw UsageError("--standalone runs one node: drop --nnodes");
+    if (nodes.max != 1) throw UsageError("--standalone runs one node: drop --nnodes");
     placeStandalone(o, ctx, c);
+  } else if (nodes.elastic() || (nodes.max > 1 && !o.nodeRank && !inSlurmStep(c.layout))) {
+    placeByArrival(o, ctx, nodes, c);
   } else if (o.nnodes || o.nodeRank || o.rdzvEndpoint || o.masterAddr) {
-    if (nodes == 1) {
+    if (nodes.max == 1) {
       placeOneNode(o, ctx, c);
     } else {
-      placeExplicit(o, ctx, nodes, c);
+      placeExplicit(o, ctx, nodes.max, c);
     }
   } else if (inSlurmStep(c.layout)) {
     placeFromSlurm(o, ctx, c);
@@ -402,7 +448,8 @@ AgentConfig resolveAgentConfig(const RunOptions& o, const RunContext& ctx) {
   c.maxRestarts = o.maxRestarts;
   c.termTimeout = seconds(o.termTimeout);
   c.hangTimeout = seconds(o.hangTimeout);
-  c.joinTimeout = seconds(o.joinTimeout.value_or(joinTimeoutFrom(o.rdzvConf).value_or(300)));
+  c.joinTimeout =
+      seconds(o.joinTimeout.value_or(secondsFrom(o.rdzvConf, "join_timeout").value_or(300)));
   c.role = o.role;
   c.logPrefix = o.logPrefix;
   expandPrefix(c.logPrefix, 0, 0, 0, c.role, c.host);  // checks the template

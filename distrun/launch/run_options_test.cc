@@ -181,7 +181,6 @@ TEST(ResolveTest, SlurmWithSeveralTasksPerNodeIsRefused) {
 TEST(ResolveTest, ExplicitNodesNeedEndpointRankAndToken) {
   RunOptions o = withProgram({"true"});
   o.nnodes = "2";
-  EXPECT_EQ(usageError(o), "--nnodes 2 needs --node-rank on every node");
   o.nodeRank = 1;
   EXPECT_THAT(usageError(o), ::testing::StartsWith("--nnodes 2 needs --rdzv-endpoint"));
   o.rdzvEndpoint = "head:1234";
@@ -275,14 +274,67 @@ TEST(ResolveTest, OneOfSeveralMpirunTasksIsRefused) {
   EXPECT_EQ(resolve(o, mpirunTask(1, 2)).layout.localWorldSize, 2) << "placed by its flags";
 }
 
-TEST(ResolveTest, ElasticRangesAreRefused) {
+TEST(ResolveTest, NodeRangesMustBeMinToMax) {
   RunOptions o = withProgram({"true"});
-  o.nnodes = "1:4";
-  EXPECT_EQ(usageError(o),
-            "--nnodes 1:4: expected a node count N (or N:N); distrun starts a "
-            "fixed set of nodes, elastic MIN:MAX ranges are not supported");
+  for (const char* bad : {"0", "3:2", "0:2", "1:2:3", "x:2"}) {
+    o.nnodes = bad;
+    EXPECT_THAT(usageError(o, {{"DISTRUN_TOKEN", "s"}}),
+                ::testing::StartsWith(std::string("--nnodes ") + bad))
+        << bad;
+  }
   o.nnodes = "1:1";
   EXPECT_EQ(resolve(o).layout.numNodes, 1);
+}
+
+// torchrun's c10d line: --nnodes=2 --rdzv_id=ID --rdzv_endpoint=HOST:PORT,
+// no node rank: the nodes meet by arrival.
+TEST(ResolveTest, NodesWithoutANodeRankMeetByArrival) {
+  RunOptions o = withProgram({"true"});
+  o.nnodes = "2";
+  o.rdzvEndpoint = "head:29500";
+  o.rdzvId = "4242";
+  const Vars secret{{"XDG_CONFIG_HOME", ::testing::TempDir() + "/run-options-config"}};
+  AgentConfig c = resolve(o, secret);
+  ASSERT_TRUE(c.elastic);
+  EXPECT_EQ(c.elastic->minNodes, 2);
+  EXPECT_EQ(c.elastic->maxNodes, 2);
+  EXPECT_EQ(c.elastic->preferredNodeRank, std::nullopt);
+  EXPECT_EQ(c.storeHost, "head");
+  EXPECT_EQ(c.storePort, 29500);
+  EXPECT_EQ(c.runId, "4242");
+  EXPECT_EQ(c.token.size(), 64u) << "keyed with the user's secret from --rdzv-id";
+  EXPECT_EQ(resolve(o, secret).token, c.token) << "the same on every node sharing the secret";
+  o.rdzvId.reset();
+  EXPECT_THAT(usageError(o), ::testing::HasSubstr("needs DISTRUN_TOKEN or --rdzv-id"));
+}
+
+TEST(ResolveTest, AnElasticRangeReadsItsLastCallAndRefusesANodeRank) {
+  RunOptions o = withProgram({"true"});
+  o.nnodes = "2:4";
+  o.rdzvEndpoint = "head";
+  o.rdzvConf = "last_call_timeout=12,join_timeout=60";
+  AgentConfig c = resolve(o, {{"DISTRUN_TOKEN", "s"}});
+  ASSERT_TRUE(c.elastic);
+  EXPECT_EQ(c.elastic->minNodes, 2);
+  EXPECT_EQ(c.elastic->maxNodes, 4);
+  EXPECT_EQ(c.elastic->lastCall, std::chrono::seconds(12));
+  EXPECT_EQ(c.joinTimeout, std::chrono::seconds(60));
+  o.nodeRank = 1;
+  EXPECT_EQ(usageError(o, {{"DISTRUN_TOKEN", "s"}}),
+            "--node-rank 1 contradicts --nnodes 2:4: the nodes of an elastic job get their "
+            "ranks as they arrive; drop --node-rank");
+}
+
+// In a Slurm step, an elastic job keeps Slurm's node ids as the preferred
+// node ranks and its store where a fixed one would be.
+TEST(ResolveTest, AnElasticSlurmStepPrefersSlurmsNodeIds) {
+  RunOptions o = withProgram({"true"});
+  o.nnodes = "1:2";
+  AgentConfig c = resolve(o, slurmAgent(1));
+  ASSERT_TRUE(c.elastic);
+  EXPECT_EQ(c.elastic->preferredNodeRank, 1);
+  EXPECT_EQ(c.elastic->nodeName, "gpu02");
+  EXPECT_EQ(c.storeHost, "gpu01");
 }
 
 TEST(ResolveTest, RdzvConfJoinTimeoutAndLogs) {

@@ -40,6 +40,10 @@ std::string describeEvent(const JobEvent& e) {
       return "store lost: " + e.payload;
     case Kind::kHang:
       return "hang answer " + e.payload;
+    case Kind::kNodeLost:
+      return "node lost: " + e.payload;
+    case Kind::kNodeWaiting:
+      return "node waiting: " + e.payload;
   }
   return "?";
 }
@@ -53,6 +57,8 @@ struct Describe {
   std::string operator()(const StartWorkers& a) const {
     return fmt::format("start round {}", a.world.round);
   }
+  std::string operator()(const RecordNodeFailure&) const { return "record node failure"; }
+  std::string operator()(const FindStore&) const { return "find store"; }
   std::string operator()(const SignalWorkers& a) const {
     return fmt::format("signal {}", a.signal);
   }
@@ -96,7 +102,13 @@ Actions Supervisor::rendezvousCompleted(const rdzv::World& world, TimePoint) {
   DISTRUN_ENFORCE_EQ(world.round, round_);
   phase_ = Phase::kRunning;
   state_.firstRank = world.firstRank;
-  return {StartWorkers{world}};
+  if (elastic()) {  // this round's place of the node
+    config_.layout.nodeRank = world.nodeRank;
+    config_.layout.numNodes = world.numNodes;
+  }
+  rdzv::World started = world;
+  started.restarts = restarts_;
+  return {StartWorkers{started}};
 }
 
 Actions Supervisor::workerStarted(int localRank, int pid, TimePoint) {
@@ -122,7 +134,7 @@ Actions Supervisor::workerExited(const WorkerFailure& exit, TimePoint now) {
     // Fail fast here; the published event stops the other nodes and, in
     // the store's order, decides the root cause.
     out = stopWorkers(now);
-    out.push_back(publishFailure(exit));
+    append(out, publishFailure(exit));
   }  // else: stopped on purpose, or the job failed already
   append(out, doneIfAwaiting(now));
   return endRoundIfOver(std::move(out));
@@ -222,6 +234,10 @@ Actions Supervisor::storeEvent(const JobEvent& event, TimePoint now) {
       return storeLost(event.payload, now);
     case Kind::kHang:
       return hangPublished(HangAnswer::fromJson(event.payload), now);
+    case Kind::kNodeLost:
+      return nodeLostPublished(event.payload, now);
+    case Kind::kNodeWaiting:
+      return nodeWaitingPublished(event.payload, now);
   }
   return {};
 }
@@ -229,7 +245,7 @@ Actions Supervisor::storeEvent(const JobEvent& event, TimePoint now) {
 Actions Supervisor::failurePublished(const WorkerFailure& failure, TimePoint now) {
   if (!inRound()) return {};  // an event of a round already over
   if (isEcho(failure)) return echoPublished(failure, now);
-  if (!state_.rootCause) state_.rootCause = failure;
+  if (!state_.rootCause && !state_.lostNode) state_.rootCause = failure;
   return endRoundIfOver(stopWorkers(now));
 }
 
@@ -296,28 +312,30 @@ std::string Supervisor::interruptLine(int signal) const {
 }
 
 Actions Supervisor::endRoundIfOver(Actions actions) {
-  const RoundState& s = state_;
-  bool endKnown = s.complete || s.rootCause || s.signal != 0 || !s.lost.empty();
-  if (inRound() && allExited() && endKnown) append(actions, endRound());
+  if (inRound() && allExited() && endKnown()) append(actions, endRound());
   return actions;
 }
 
 Actions Supervisor::endRound() {
   Actions out{EndRound{}};
-  if (state_.rootCause && round_ < config_.maxRestarts) {
+  if (elastic()) {
+    append(out, endElasticRound());
+  } else if (state_.rootCause && restarts_ < config_.maxRestarts) {
     out.push_back(Print{restartLine(*state_.rootCause)});
+    ++restarts_;
     append(out, join(round_ + 1));
-    return out;
+  } else {
+    append(out, endJob());
   }
-  append(out, endJob());
   return out;
 }
 
-// The job's end, in order of precedence: a failure, a signal, success,
-// the lost store.
+// The job's end, in order of precedence: a failure or a lost node, a
+// signal, success, the lost store.
 Actions Supervisor::endJob() {
   phase_ = Phase::kEnded;
   if (state_.rootCause) return endWithFailure(*state_.rootCause);
+  if (state_.lostNode) return endWithLostNode();
   if (state_.signal != 0) return {LeaveJob{}, Exit{128 + state_.signal}};
   if (state_.complete && state_.checkpointedRank) return endCheckpointed();
   if (state_.complete) return {LeaveJob{}, Exit{0}};
@@ -355,7 +373,7 @@ std::string Supervisor::restartLine(const WorkerFailure& f) const {
   return fmt::format(
       "distrun: node {}: rank {} failed ({}); restarting all workers "
       "(restart {} of {})\n",
-      config_.layout.nodeRank, f.rank, f.cause(), round_ + 1, config_.maxRestarts);
+      config_.layout.nodeRank, f.rank, f.cause(), restarts_ + 1, config_.maxRestarts);
 }
 
 // Node 0 prints the whole report; the other agents one line naming it.
@@ -367,8 +385,8 @@ std::string Supervisor::failureText(const WorkerFailure& f) const {
   std::ostringstream report;
   std::string logFolder =
       config_.logDir.empty() ? "" : workerLogFolder(config_, round_, f.localRank);
-  printFailureReport(f, config_.runId, round_, config_.maxRestarts, logFolder, report);
-  return report.str() + echoNote(f);
+  printFailureReport(f, config_.runId, restarts_, config_.maxRestarts, logFolder, report);
+  return report.str() + echoNote(f) + lostNodesNote();
 }
 
 }  // namespace distrun::launch

@@ -24,8 +24,8 @@ struct JoinRendezvous {
 };
 // Abandon the join under way.
 struct InterruptRendezvous {};
-// Start this node's workers in `world`; world.round is the restart count.
-// Answer with workerStarted (local rank and pid) for each.
+// Start this node's workers in `world` (world.restarts set by the
+// Supervisor). Answer with workerStarted (local rank and pid) for each.
 struct StartWorkers {
   rdzv::World world;
 };
@@ -52,13 +52,22 @@ struct Print {
 };
 // The round's workers are gone: drop them and kill the orphans they left.
 struct EndRound {};
-// The exit barrier: tell the other agents this one leaves.
-struct LeaveJob {};
+// The exit barrier: tell the other agents this one leaves (`lostNodes` of
+// this round's nodes never will).
+struct LeaveJob {
+  int lostNodes = 0;
+};
 // Write the failure report atomically (IoError, exit 74, when it fails).
 struct WriteFailureReport {
   std::string path;  // <log-dir>/<run-id>/failure.json
   std::string json;
 };
+// Elastic jobs: this node's worker failed in this round; record it in the
+// store, where the rendezvous leaves out a node that failed twice in a row.
+struct RecordNodeFailure {};
+// Elastic jobs: the store was lost; find its successor (or become it) among
+// the last round's candidates; answer with storeFound or rendezvousFailed.
+struct FindStore {};
 // Return `code` from Agent::run.
 struct Exit {
   int code;
@@ -70,7 +79,8 @@ struct EndWithError {
 
 using Action = std::variant<JoinRendezvous, InterruptRendezvous, StartWorkers, SignalWorkers,
                             KillWorkers, WakeAt, PublishEvent, MarkNodeDone, Print, EndRound,
-                            LeaveJob, WriteFailureReport, Exit, EndWithError>;
+                            LeaveJob, WriteFailureReport, RecordNodeFailure, FindStore, Exit,
+                            EndWithError>;
 using Actions = std::vector<Action>;
 
 // Moves `more` onto the end of `to`.
@@ -120,12 +130,24 @@ inline constexpr std::chrono::seconds kCauseWait{5};
 // - hung workers (--hang-timeout; docs/launcher.md, "Hung workers"): a
 //   worker without progress for the timeout makes its node publish a hang
 //   answer, every node answers with its likeliest cause, and the one named
-//   from all answers is published as the failure (exit 75).
+//   from all answers is published as the failure (exit 75);
+// - a lost node (its agent's store connection closed without a goodbye;
+//   the store publishes the agent's will): a cause like a worker's own
+//   error, first in the store's order wins; without restarts left the job
+//   ends with a RendezvousError naming the node;
+// - elastic jobs (config.elastic; docs/launcher.md, "Elastic jobs"): a lost
+//   node, a failure or a lost store re-form the job on the nodes left (a
+//   new round, one restart of --max-restarts); a lost store is first
+//   replaced (FindStore). A node waiting to join stops the workers and
+//   re-forms the job with it, without counting a restart, while the round
+//   has fewer than MAX nodes. A round that cannot gather MIN nodes ends
+//   the job, naming the nodes lost so far.
 class Supervisor {
  public:
   enum class Phase {
     kIdle,      // before start()
     kJoining,   // a rendezvous is under way
+    kFindingStore,  // elastic: the store was lost; its successor is sought
     kRunning,   // workers run, nothing decided
     kStopping,  // the workers are being stopped (failure, signal, lost store)
     kEnded,     // Exit or EndWithError was returned
@@ -137,6 +159,11 @@ class Supervisor {
 
   Actions start(TimePoint now);
   Actions rendezvousCompleted(const rdzv::World& world, TimePoint now);
+  // The join failed (no MIN nodes in time, the store gone): the job ends
+  // with `why` and the nodes lost so far.
+  Actions rendezvousFailed(const std::string& why, TimePoint now);
+  // Elastic: the store's successor answers at `address` (FindStore).
+  Actions storeFound(const std::string& address, TimePoint now);
   // `pid` is the worker's process (and process group), for the line that
   // names the workers SIGKILL ends.
   Actions workerStarted(int localRank, int pid, TimePoint now);
@@ -159,9 +186,16 @@ class Supervisor {
   // run, with --hang-timeout), and a node's hang answer from the store.
   Actions progressSampled(const std::vector<WorkerProgress>& workers, TimePoint now);
   Actions hangPublished(const HangAnswer& answer, TimePoint now);
+  // A node's agent is gone (`node`: its name), and, elastic, a node waits
+  // to join.
+  Actions nodeLostPublished(const std::string& node, TimePoint now);
+  Actions nodeWaitingPublished(const std::string& node, TimePoint now);
 
   Phase phase() const { return phase_; }
   int round() const { return round_; }
+  int restarts() const { return restarts_; }
+  // The configuration with this round's node rank and node count.
+  const AgentConfig& config() const { return config_; }
 
  private:
   // What is known about the round under way.
@@ -188,6 +222,10 @@ class Supervisor {
     bool causePublished = false;              // this node published a cause
     std::optional<TimePoint> causeWaitUntil;  // stop the workers, or settle, then
     bool settleArmed = false;                 // this node's workers exited while waiting
+    // Lost nodes and joining ones.
+    std::optional<std::string> lostNode;     // the first lost node, if it came before a cause
+    std::optional<std::string> waitingNode;  // elastic: the first node waiting to join
+    int lostInRound = 0;                     // nodes lost in this round
   };
 
   bool inRound() const;
@@ -210,7 +248,7 @@ class Supervisor {
   Actions publishHangAnswer();
   Actions hangVerdict(TimePoint now);
   // Root causes over echoes.
-  Action publishFailure(WorkerFailure failure);
+  Actions publishFailure(WorkerFailure failure);
   bool awaitingCause() const;
   Actions echoExited(const WorkerFailure& echo, TimePoint now);
   Actions echoPublished(const WorkerFailure& echo, TimePoint now);
@@ -219,11 +257,20 @@ class Supervisor {
   Actions causeWaitPassed(TimePoint now);
   Actions settleOnEcho(TimePoint now);
   std::string echoNote(const WorkerFailure& rootCause) const;
+  // Lost nodes and elastic re-forming (supervisor_elastic.cc).
+  bool elastic() const { return config_.elastic.has_value(); }
+  bool endKnown() const;
+  Actions endElasticRound();
+  Actions reform(const std::string& why, bool countsRestart);
+  Actions endWithLostNode();
+  std::string lostNodesNote() const;
 
   AgentConfig config_;
   int storePort_;
   Phase phase_ = Phase::kIdle;
   int round_ = 0;
+  int restarts_ = 0;                    // restarts counted against --max-restarts
+  std::vector<std::string> lostNodes_;  // every node lost so far, in order
   RoundState state_;
 };
 

@@ -17,17 +17,24 @@ using Kind = JobEvent::Kind;
 }  // namespace
 
 // The failure as published, with the Python that ran it.
-Action Supervisor::publishFailure(WorkerFailure failure) {
-  if (!isEcho(failure)) state_.causePublished = true;
+// (An elastic job's node also records its own cause, for the rendezvous
+// that leaves out a node failing round after round.)
+Actions Supervisor::publishFailure(WorkerFailure failure) {
+  Actions out;
+  if (!isEcho(failure)) {
+    state_.causePublished = true;
+    if (elastic()) out.push_back(RecordNodeFailure{});
+  }
   if (!config_.python.empty()) failure.python = config_.python + " (" + config_.pythonSource + ")";
-  return PublishEvent{JobEvent{Kind::kFailure, failure.toJson()}};
+  out.push_back(PublishEvent{JobEvent{Kind::kFailure, failure.toJson()}});
+  return out;
 }
 
 // An echo is known and nothing else decides the round yet.
 bool Supervisor::awaitingCause() const {
   const RoundState& s = state_;
   return (s.echoed || s.firstEcho) && !s.rootCause && !s.causePublished && !s.complete &&
-         s.signal == 0 && s.lost.empty();
+         s.signal == 0 && s.lost.empty() && !s.lostNode;
 }
 
 // A worker here lost its peer: published (every echo, for the report's
@@ -35,13 +42,13 @@ bool Supervisor::awaitingCause() const {
 // report its own error.
 Actions Supervisor::echoExited(const WorkerFailure& echo, TimePoint now) {
   state_.echoed = true;
-  Actions out{publishFailure(echo)};
+  Actions out = publishFailure(echo);
   if (awaitingCause()) append(out, armCauseWait(now));
   return out;
 }
 
 Actions Supervisor::echoPublished(const WorkerFailure& echo, TimePoint now) {
-  if (state_.rootCause) return {};  // a cause is known: it outranks every echo
+  if (state_.rootCause || state_.lostNode) return {};  // a cause outranks every echo
   if (!state_.firstEcho) state_.firstEcho = echo;
   state_.echoRanks.insert(echo.rank);
   if (!awaitingCause()) return {};
@@ -86,7 +93,7 @@ Actions Supervisor::causeWaitPassed(TimePoint now) {
 // "complete" after echoes only: every node's workers exited and no cause
 // was published before it; the first echo is the root cause.
 Actions Supervisor::settleOnEcho(TimePoint now) {
-  if (state_.rootCause || !state_.firstEcho) return {};
+  if (state_.rootCause || state_.lostNode || !state_.firstEcho) return {};
   state_.rootCause = state_.firstEcho;
   return allExited() ? Actions{} : stopWorkers(now);
 }

@@ -37,7 +37,7 @@ cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config, const rdz
                                             int storePort, int localRank) {
   cluster::RankEnvironmentOptions o;
   o.site = config.site;
-  o.restartCount = world.round;
+  o.restartCount = world.restarts;
   o.maxRestarts = config.maxRestarts;
   o.masterAddr = world.masterAddr;
   o.masterPort = world.masterPort;

@@ -39,7 +39,12 @@ AgentConfig nodeOne() {
   return c;
 }
 
-rdzv::World worldOfSix(int round = 0) { return rdzv::World{round, 2, 6, 3, "gpu01", 29555}; }
+rdzv::World worldOfSix(int round = 0) {
+  rdzv::World world{round, 2, 6, 3, "gpu01", 29555};
+  world.nodeRank = 1;
+  world.restarts = round;
+  return world;
+}
 
 binding::BindRequest bindRequest(const AgentConfig& c, const std::string& cpuBind) {
   binding::BindRequest r;

@@ -90,6 +90,7 @@ World joinRound(StoreClient& store, int round, const RendezvousConfig& config) {
   World world;
   world.round = round;
   world.numNodes = config.numNodes;
+  world.nodeRank = config.nodeRank;
   size_t a = summary.find(' '), b = summary.find(' ', a + 1);
   world.worldSize = std::stoi(summary.substr(0, a));
   world.masterPort = std::stoi(summary.substr(a + 1, b - a - 1));

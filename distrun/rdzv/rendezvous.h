@@ -26,6 +26,10 @@ struct World {
   int firstRank = 0;  // of this node
   std::string masterAddr;
   int masterPort = 0;
+  int nodeRank = 0;  // this node's, in this round (last: tests list the others)
+  // The restarts before this round (TORCHELASTIC_RESTART_COUNT), the same
+  // on every node: set by the agent's Supervisor, not by the rendezvous.
+  int restarts = 0;
 };
 
 struct RendezvousConfig {

@@ -1,0 +1,111 @@
+// The Supervisor's lost nodes and elastic re-forming (docs/launcher.md,
+// "Elastic jobs"): a node whose agent is gone is a cause like a worker's
+// own error; an elastic job re-forms on the nodes left, or with a node
+// that waits to join.
+#include <fmt/format.h>
+
+#include "distrun/common/enforce.h"
+#include "distrun/common/strings.h"
+#include "distrun/launch/supervisor.h"
+
+namespace distrun::launch {
+
+bool Supervisor::endKnown() const {
+  const RoundState& s = state_;
+  return s.complete || s.rootCause || s.signal != 0 || !s.lost.empty() || s.lostNode ||
+         s.waitingNode;
+}
+
+Actions Supervisor::nodeLostPublished(const std::string& node, TimePoint now) {
+  if (!inRound()) return {};
+  ++state_.lostInRound;
+  lostNodes_.push_back(node);
+  if (state_.complete || state_.signal != 0 || state_.rootCause || state_.lostNode) {
+    return endRoundIfOver({});  // the end is known already
+  }
+  state_.lostNode = node;
+  Actions out{Print{fmt::format(
+      "distrun: node {}: node {} was lost: its agent's connection to the store closed without "
+      "a goodbye (the agent or its host died)\n",
+      config_.layout.nodeRank, node))}};
+  append(out, stopWorkers(now));
+  return endRoundIfOver(std::move(out));
+}
+
+// Torchrun's rule: a node waiting to join makes the job re-form, while the
+// round has room for it.
+Actions Supervisor::nodeWaitingPublished(const std::string& node, TimePoint now) {
+  if (!elastic() || phase_ != Phase::kRunning || endKnown()) return {};
+  if (config_.layout.numNodes >= config_.elastic->maxNodes) return {};  // full: it waits
+  state_.waitingNode = node;
+  Actions out{Print{fmt::format("distrun: node {}: node {} waits to join: stopping the workers to "
+                                "re-form the job with it\n",
+                                config_.layout.nodeRank, node)}};
+  append(out, stopWorkers(now));
+  return endRoundIfOver(std::move(out));
+}
+
+// A failure, a lost node or a lost store re-forms the job while restarts
+// are left; a waiting node re-forms it without counting one.
+Actions Supervisor::endElasticRound() {
+  const RoundState& s = state_;
+  if (s.signal != 0 || (s.complete && !s.rootCause)) return endJob();
+  if (s.rootCause || s.lostNode || !s.lost.empty()) {
+    if (restarts_ >= config_.maxRestarts) return endJob();
+    std::string why = s.rootCause ? fmt::format("rank {} failed ({})", s.rootCause->rank,
+                                                s.rootCause->cause())
+                      : s.lostNode ? fmt::format("node {} was lost", *s.lostNode)
+                                   : "the rendezvous store was lost";
+    return reform(why, true);
+  }
+  if (s.waitingNode) return reform(fmt::format("node {} waits to join", *s.waitingNode), false);
+  return endJob();
+}
+
+Actions Supervisor::reform(const std::string& why, bool countsRestart) {
+  if (countsRestart) ++restarts_;
+  Actions out{Print{fmt::format("distrun: node {}: {}; re-forming the job (restart {} of {})\n",
+                                config_.layout.nodeRank, why, restarts_, config_.maxRestarts)}};
+  if (!state_.lost.empty()) {  // first a store, then the rendezvous there
+    phase_ = Phase::kFindingStore;
+    out.push_back(FindStore{});
+    return out;
+  }
+  append(out, join(round_ + 1));
+  return out;
+}
+
+Actions Supervisor::storeFound(const std::string& address, TimePoint) {
+  DISTRUN_ENFORCE(phase_ == Phase::kFindingStore, "a store was found that was not sought");
+  Actions out{Print{fmt::format("distrun: node {}: the rendezvous store is now at {}\n",
+                                config_.layout.nodeRank, address)}};
+  append(out, join(round_ + 1));
+  return out;
+}
+
+Actions Supervisor::rendezvousFailed(const std::string& why, TimePoint) {
+  phase_ = Phase::kEnded;
+  std::string lost = lostNodes_.empty()
+                         ? ""
+                         : fmt::format("; nodes lost during the job: {}", join(lostNodes_, ", "));
+  return {EndWithError{why + lost}};
+}
+
+Actions Supervisor::endWithLostNode() {
+  std::string restarts =
+      elastic() ? fmt::format(", and no restart is left (--max-restarts {})", config_.maxRestarts)
+                : ": a job of fixed nodes cannot go on without it (--nnodes MIN:MAX re-forms "
+                  "the job on the nodes left)";
+  return {LeaveJob{state_.lostInRound},
+          EndWithError{fmt::format("node {}: node {} was lost (its agent's connection to the store "
+                                   "closed without a goodbye){}",
+                                   config_.layout.nodeRank, *state_.lostNode, restarts)}};
+}
+
+// The report's line naming every node lost, when a failure ends the job.
+std::string Supervisor::lostNodesNote() const {
+  if (lostNodes_.empty()) return "";
+  return fmt::format("distrun: nodes lost during the job: {}\n", join(lostNodes_, ", "));
+}
+
+}  // namespace distrun::launch
