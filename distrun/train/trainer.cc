@@ -26,7 +26,9 @@ namespace distrun::train {
 
 namespace {
 
-constexpr int64_t kSnapshotFormat = 1;
+// 2 records the run's shape and the epoch's part and consumed samples; a
+// format-1 snapshot is read as written by this run's shape (resume_plan.h).
+constexpr int64_t kSnapshotFormat = 2;
 constexpr int64_t kEvalBatch = 1000;
 
 using Clock = std::chrono::steady_clock;
@@ -115,6 +117,7 @@ Trainer::Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions opt
   if (task_.train.size() == 0) {
     throw DataError(fmt::format("{}: the training set is empty", task_.name));
   }
+  position_.range = {0, task_.train.size()};
 }
 
 std::vector<EpochMetrics> Trainer::run() {
@@ -126,23 +129,15 @@ std::vector<EpochMetrics> Trainer::run() {
   }
   DistributedDataParallel ddp(task_.model, comm_, options_.ddp);  // averages through hooks
   DistributedSampler sampler = samplerOf(comm_.rank());
+  sampler.setEpoch(position_.epoch, position_.range);
   if (options_.balanceLoad && comm_.size() > 1) startBalancing();
-  const int64_t perRank = sampler.numSamples();
-  const int64_t stepsPerEpoch = (perRank + options_.batchSize - 1) / options_.batchSize;
   if (comm_.rank() == 0) {
-    progress_.emplace(out_, options_.progress, options_.epochs, stepsPerEpoch);
-    if (resumedFrom_) {
-      progress_->message(fmt::format(
-          "resumed from {}: epoch {}, step {} of {}{}", *resumedFrom_, position_.epoch + 1,
-          position_.step, stepsPerEpoch,
-          snapshotWorldSize_ == comm_.size()
-              ? ""
-              : fmt::format(" (written by {} ranks, now {})", snapshotWorldSize_, comm_.size())));
-    }
+    progress_.emplace(out_, options_.progress, options_.epochs, stepsOf(sampler));
+    if (resumedFrom_) progress_->message(resumeLine(stepsOf(sampler)));
   }
   std::vector<EpochMetrics> ran;
   while (position_.epoch < options_.epochs) {
-    std::optional<EpochMetrics> m = runEpoch(sampler, stepsPerEpoch, ddp);
+    std::optional<EpochMetrics> m = runEpoch(sampler, ddp);
     if (!m) return ran;  // checkpointed on request
     ran.push_back(*m);
   }
@@ -164,9 +159,11 @@ void Trainer::checkReplicasEqual() {
   }
 }
 
-std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
+std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler,
                                               const DistributedDataParallel& ddp) {
-  sampler.setEpoch(position_.epoch);
+  sampler.setEpoch(position_.epoch, position_.range);
+  const int64_t stepsPerEpoch = stepsOf(sampler);
+  if (progress_) progress_->setStepsPerEpoch(stepsPerEpoch);
   const std::vector<std::vector<int64_t>> shards = epochShards(sampler);
   task_.model.train();
   comm_.barrier();
@@ -207,6 +204,7 @@ std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler, int64
   history_.push_back(m);
   position_ = Position{.epoch = position_.epoch + 1,
                        .step = 0,
+                       .range = {0, task_.train.size()},
                        .globalStep = position_.globalStep,
                        .lossSum = 0,
                        .samples = 0};
@@ -219,6 +217,18 @@ std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler, int64
       writeMetricsFile(options_.metricsPath, description(), history_);
   }
   return m;
+}
+
+// This run's steps of the sampler's current range.
+int64_t Trainer::stepsOf(const DistributedSampler& sampler) const {
+  return (sampler.numSamples() + options_.batchSize - 1) / options_.batchSize;
+}
+
+RunShape Trainer::shape() const {
+  return {.worldSize = comm_.size(),
+          .batchSize = options_.batchSize,
+          .datasetSize = task_.train.size(),
+          .dropLast = options_.dropLast};
 }
 
 DistributedSampler Trainer::samplerOf(int rank) const {
@@ -237,7 +247,7 @@ std::vector<std::vector<int64_t>> Trainer::epochShards(const DistributedSampler&
   std::vector<std::vector<int64_t>> shards;
   for (int r = 0; r < comm_.size(); ++r) {
     DistributedSampler sampler = samplerOf(r);
-    sampler.setEpoch(mine.epoch());
+    sampler.setEpoch(mine.epoch(), mine.range());
     shards.push_back(sampler.indices());
   }
   return shards;
@@ -332,13 +342,16 @@ RunDescription Trainer::description() const {
                         .threadsPerRank = options_.threadsPerRank};
 }
 
-// Collective: every rank's random generator state goes into rank 0's file.
+// Collective: every rank's random generator state, and the epoch's loss
+// and samples summed over the ranks, go into rank 0's file.
 void Trainer::saveSnapshot() {
   if (options_.snapshotPath.empty()) return;
   lastSaved_ = CheckpointStop{position_.epoch, position_.step};
   const std::vector<std::string> rng = allgatherString(comm_, rngStateBytes());
+  std::vector<double> epochTotals = {position_.lossSum, position_.samples};
+  allreduceSum(comm_, epochTotals);
   if (comm_.rank() != 0) return;
-  writeSnapshotFile(options_.snapshotPath, encodeState(rng));
+  writeSnapshotFile(options_.snapshotPath, encodeState(rng, epochTotals));
 }
 
 // Collective when it reads the flag: every rank takes the same decision at
@@ -372,16 +385,12 @@ void Trainer::writeCheckpoint() {
   if (progress_) progress_->clearBar();
 }
 
-std::string Trainer::encodeState(const std::vector<std::string>& rng) {
+std::string Trainer::encodeState(const std::vector<std::string>& rng,
+                                 const std::vector<double>& epochTotals) {
   torch::serialize::OutputArchive archive;
   archive.write("format", c10::IValue(kSnapshotFormat));
   archive.write("workload", c10::IValue(task_.name));
-  archive.write("world_size", c10::IValue(static_cast<int64_t>(comm_.size())));
-  archive.write("epoch", c10::IValue(position_.epoch));
-  archive.write("step", c10::IValue(position_.step));
-  archive.write("global_step", c10::IValue(position_.globalStep));
-  archive.write("loss_sum", c10::IValue(position_.lossSum));
-  archive.write("samples", c10::IValue(position_.samples));
+  writePosition(archive, epochTotals);
   archive.write("history", c10::IValue(metricsJson(description(), history_)));
   torch::Tensor states =
       torch::empty({comm_.size(), static_cast<int64_t>(rng[0].size())}, torch::kByte);
@@ -400,6 +409,36 @@ std::string Trainer::encodeState(const std::vector<std::string>& rng) {
   return bytes.str();
 }
 
+// Where the run stands and its shape. loss_sum and samples are rank 0's (a
+// resume on the same shape gives them to every rank, as format 1 did);
+// epoch_loss_sum and epoch_samples are every rank's together, for a resumed
+// epoch's loss on another shape. samples_consumed and samples_end are the
+// rest of the epoch (remainingOf) that another shape goes on with.
+void Trainer::writePosition(torch::serialize::OutputArchive& archive,
+                            const std::vector<double>& epochTotals) {
+  const RunShape now = shape();
+  const EpochPosition at{
+      .epoch = position_.epoch, .range = position_.range, .step = position_.step};
+  const EpochRange rest = remainingOf(now, at);
+  const std::vector<std::pair<const char*, c10::IValue>> fields = {
+      {"world_size", now.worldSize},
+      {"batch_size", now.batchSize},
+      {"dataset_size", now.datasetSize},
+      {"drop_last", now.dropLast},
+      {"epoch", at.epoch},
+      {"step", at.step},
+      {"range_begin", at.range.begin},
+      {"range_end", at.range.end},
+      {"samples_consumed", rest.begin},
+      {"samples_end", rest.end},
+      {"global_step", position_.globalStep},
+      {"loss_sum", position_.lossSum},
+      {"samples", position_.samples},
+      {"epoch_loss_sum", epochTotals[0]},
+      {"epoch_samples", epochTotals[1]}};
+  for (const auto& [key, value] : fields) archive.write(key, value);
+}
+
 void Trainer::decodeState(const std::string& payload, const std::string& path) {
   torch::serialize::InputArchive archive;
   try {
@@ -410,20 +449,19 @@ void Trainer::decodeState(const std::string& payload, const std::string& path) {
         fmt::format("snapshot {} holds no training state: {}", path, e.what_without_backtrace()));
   }
   try {
-    const int64_t world = checkResumable(archive, path);
-    snapshotWorldSize_ = world;
+    const int64_t format = checkResumable(archive, path);
+    const SnapshotPosition written = readPosition(archive, format, path);
+    const ResumePlan plan = planResume(written, shape(), path);
+    snapshotShape_ = written.shape;
+    resizedMidEpoch_ = plan.resized;
     torch::serialize::InputArchive model;
     archive.read("model", model);
     task_.model.load(model);
     torch::serialize::InputArchive optimizer;
     archive.read("optimizer", optimizer);
     task_.optimizer.load(optimizer);
-    restoreRandomState(archive, world, path);
-    position_ = Position{.epoch = readValue(archive, "epoch").toInt(),
-                         .step = readValue(archive, "step").toInt(),
-                         .globalStep = readValue(archive, "global_step").toInt(),
-                         .lossSum = readValue(archive, "loss_sum").toDouble(),
-                         .samples = readValue(archive, "samples").toDouble()};
+    restoreRandomState(archive, written.shape.worldSize, path);
+    restorePosition(archive, format, plan);
     history_ = parseMetricsEpochs(readValue(archive, "history").toStringRef());
   } catch (const c10::Error& e) {
     throw DataError(fmt::format("snapshot {} does not fit this model and optimizer: {}", path,
@@ -431,15 +469,14 @@ void Trainer::decodeState(const std::string& payload, const std::string& path) {
   }
 }
 
-// The snapshot's format, workload and world size against this run's;
-// returns the world size it was written by. Another world size resumes
-// only at an epoch's end: mid-epoch, the step counts the old shards.
+// The snapshot's format and workload against this run's; returns the
+// format.
 int64_t Trainer::checkResumable(torch::serialize::InputArchive& archive,
                                 const std::string& path) const {
   const int64_t format = readValue(archive, "format").toInt();
-  if (format != kSnapshotFormat) {
+  if (format != 1 && format != kSnapshotFormat) {
     throw DataError(
-        fmt::format("snapshot {} has format {}: expected {}", path, format, kSnapshotFormat));
+        fmt::format("snapshot {} has format {}: expected 1 or {}", path, format, kSnapshotFormat));
   }
   const std::string workload = readValue(archive, "workload").toStringRef();
   if (workload != task_.name) {
@@ -448,17 +485,86 @@ int64_t Trainer::checkResumable(torch::serialize::InputArchive& archive,
                     "resume with the same workload, or delete it to start afresh",
                     path, workload, task_.name));
   }
-  const int64_t world = readValue(archive, "world_size").toInt();
-  const int64_t step = readValue(archive, "step").toInt();
-  if (world != comm_.size() && step != 0) {
-    throw ConfigError(fmt::format(
-        "snapshot {} was written by a {}-rank run at step {} of "
-        "epoch {}, this is a {}-rank run: another world size "
-        "resumes only from a snapshot at an epoch's end; resume "
-        "with {} ranks, or delete it to start afresh",
-        path, world, step, readValue(archive, "epoch").toInt() + 1, comm_.size(), world));
+  return format;
+}
+
+// The writing run's shape and where it stopped. Format 1 recorded only the
+// world size: the rest of the shape is taken as this run's (as resuming it
+// on the same world size always did), and its epoch was whole.
+SnapshotPosition Trainer::readPosition(torch::serialize::InputArchive& archive, int64_t format,
+                                       const std::string& path) const {
+  SnapshotPosition w{.shape = shape(),
+                     .at = {.epoch = readValue(archive, "epoch").toInt(),
+                            .range = {0, task_.train.size()},
+                            .step = readValue(archive, "step").toInt()},
+                     .rest = {}};
+  w.shape.worldSize = readValue(archive, "world_size").toInt();
+  if (format == 1) {
+    if (w.shape.worldSize >= 1 && w.at.step >= 0) w.rest = remainingOf(w.shape, w.at);
+    return w;
   }
-  return world;
+  w.shape.batchSize = readValue(archive, "batch_size").toInt();
+  w.shape.datasetSize = readValue(archive, "dataset_size").toInt();
+  w.shape.dropLast = readValue(archive, "drop_last").toBool();
+  w.at.range = {readValue(archive, "range_begin").toInt(), readValue(archive, "range_end").toInt()};
+  w.rest = {readValue(archive, "samples_consumed").toInt(),
+            readValue(archive, "samples_end").toInt()};
+  const auto within = [&](EpochRange r) {
+    return 0 <= r.begin && r.begin <= r.end && r.end <= w.shape.datasetSize;
+  };
+  if (w.shape.batchSize < 1 || w.at.step < 0 || !within(w.at.range) || !within(w.rest)) {
+    throw DataError(fmt::format(
+        "snapshot {} holds an impossible position: batch size {}, step {} of samples [{}, {}), "
+        "consumed {} of {}, in a {}-sample training set",
+        path, w.shape.batchSize, w.at.step, w.at.range.begin, w.at.range.end, w.rest.begin,
+        w.rest.end, w.shape.datasetSize));
+  }
+  return w;
+}
+
+// The position `plan` goes on from. Resized mid-epoch, rank 0 carries the
+// epoch's loss and samples so far, all old ranks' together (format 1 kept
+// rank 0's only: times its world size), so that the epoch's loss is over
+// every sample trained in it; the same shape restores rank 0's on every
+// rank, as it always did.
+void Trainer::restorePosition(torch::serialize::InputArchive& archive, int64_t format,
+                              const ResumePlan& plan) {
+  position_ = Position{.epoch = plan.position.epoch,
+                       .step = plan.position.step,
+                       .range = plan.position.range,
+                       .globalStep = readValue(archive, "global_step").toInt(),
+                       .lossSum = readValue(archive, "loss_sum").toDouble(),
+                       .samples = readValue(archive, "samples").toDouble()};
+  if (!plan.resized) return;
+  if (comm_.rank() != 0) {
+    position_.lossSum = position_.samples = 0;
+  } else if (format == 1) {
+    position_.lossSum *= static_cast<double>(snapshotShape_.worldSize);
+    position_.samples *= static_cast<double>(snapshotShape_.worldSize);
+  } else {
+    position_.lossSum = readValue(archive, "epoch_loss_sum").toDouble();
+    position_.samples = readValue(archive, "epoch_samples").toDouble();
+  }
+}
+
+// Rank 0's line on a resume: where it goes on, and from what.
+std::string Trainer::resumeLine(int64_t steps) const {
+  const auto ranks = [](int64_t n) { return fmt::format("{} rank{}", n, n == 1 ? "" : "s"); };
+  if (resizedMidEpoch_) {
+    return fmt::format(
+        "resuming epoch {} mid-way at sample {} of {} on {} (snapshot {} written by {}{})",
+        position_.epoch + 1, position_.range.begin, position_.range.end, ranks(comm_.size()),
+        *resumedFrom_, ranks(snapshotShape_.worldSize),
+        snapshotShape_.batchSize == options_.batchSize
+            ? ""
+            : fmt::format(", batch size {}", snapshotShape_.batchSize));
+  }
+  return fmt::format(
+      "resumed from {}: epoch {}, step {} of {}{}", *resumedFrom_, position_.epoch + 1,
+      position_.step, steps,
+      snapshotShape_.worldSize == comm_.size()
+          ? ""
+          : fmt::format(" (written by {} ranks, now {})", snapshotShape_.worldSize, comm_.size()));
 }
 
 // Each rank's generator from the snapshot; a rank the writing run did not
