@@ -17,6 +17,7 @@
 
 #include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
+#include "distrun/common/progress_report.h"
 #include "distrun/common/writable_file.h"
 #include "distrun/train/sampler.h"
 #include "distrun/train/snapshot_file.h"
@@ -187,6 +188,7 @@ std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler, int64
     samples += static_cast<int64_t>(batch.size());
     position_.step = s + 1;
     ++position_.globalStep;
+    reportProgress();  // to the agent, for --hang-timeout
     if (progress_) progress_->step(position_.epoch, s + 1, position_.lossSum / position_.samples);
     if (options_.saveEverySteps > 0 && position_.globalStep % options_.saveEverySteps == 0) {
       saveSnapshot();
