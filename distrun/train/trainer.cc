@@ -11,6 +11,7 @@
 
 #include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
+#include "distrun/common/progress_report.h"
 #include "distrun/common/writable_file.h"
 #include "distrun/train/sampler.h"
 #include "distrun/train/snapshot_file.h"
@@ -153,6 +154,7 @@ std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler,
     samples += static_cast<int64_t>(batch.size());
     position_.step = s + 1;
     ++position_.globalStep;
+    reportProgress();  // to the agent, for --hang-timeout
     if (progress_) progress_->step(position_.epoch, s + 1, position_.lossSum / position_.samples);
     if (options_.saveEverySteps > 0 && position_.globalStep % options_.saveEverySteps == 0) {
       saveSnapshot();
