@@ -8,8 +8,8 @@
 #   ctest, each carrying LABEL (default: unit; peers: slurm, mpi, python),
 #   and serialised with other tests holding the same RESOURCE_LOCK. In a
 #   sanitizer tree (cmake/DistrunSanitizers.cmake) only the binaries that tree
-#   runs are created, their tests named asan.<Suite>.<Test> or tsan.<...>
-#   and labelled asan or tsan.
+#   runs are created, each run in shards named asan.<name>.<k> or
+#   tsan.<name>.<k> and labelled asan or tsan.
 
 set(DISTRUN_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
     -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual -Wimplicit-fallthrough)
@@ -66,24 +66,19 @@ function(distrun_cc_test)
     DISTRUN_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     DISTRUN_BINARY_DIR="${PROJECT_BINARY_DIR}")
   distrun_apply_warnings(${T_NAME})
+  if(DISTRUN_SANITIZER_LABEL)
+    # A sanitizer tree (cmake/DistrunSanitizers.cmake): the binary's shards.
+    distrun_sanitizer_register(${T_NAME} ${labels} "${T_RESOURCE_LOCK}")
+    return()
+  endif()
   # One label per binary: gtest_discover_tests flattens PROPERTIES into a
   # single list, so a second label would be read as a property name.
-  set(prefix "")
-  if(DISTRUN_SANITIZER_LABEL)
-    # A sanitizer tree (cmake/DistrunSanitizers.cmake): its own names and label.
-    set(prefix "${DISTRUN_SANITIZER_LABEL}.")
-    set(labels ${DISTRUN_SANITIZER_LABEL})
-  endif()
   set(lock "")
   if(T_RESOURCE_LOCK)
     set(lock RESOURCE_LOCK ${T_RESOURCE_LOCK})
   endif()
   gtest_discover_tests(${T_NAME}
     WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
-    TEST_PREFIX "${prefix}"
     PROPERTIES LABELS "${labels}" ${lock} TIMEOUT 600
     DISCOVERY_TIMEOUT 60)
-  if(DISTRUN_SANITIZER_LABEL)
-    distrun_sanitizer_register(${T_NAME})
-  endif()
 endfunction()

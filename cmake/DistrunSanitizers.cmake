@@ -2,10 +2,13 @@
 #   -DDISTRUN_SANITIZE=address,undefined   ASan + UBSan: every unit and multiproc test
 #   -DDISTRUN_SANITIZE=thread              TSan: the comm, rendezvous and DDP tests
 # Empty (the default): a normal tree. A sanitizer tree builds only the tests it
-# runs and the programs they start (the target distrun_sanitizer_tests), registers
-# them as "asan.<Suite>.<Test>" or "tsan.<Suite>.<Test>" with the label asan or tsan,
-# and gives each test the sanitizer's options (ENVIRONMENT), so that its tests run
-# in the same ctest run as the normal tree's (scripts/test) or alone in the tree.
+# runs and the programs they start (the target distrun_sanitizer_tests). Its tests
+# are registered when the tree is configured, before anything is built, so that a
+# ctest run can build the tree while it runs other tests (scripts/test):
+# - "<label>.build" (label asan or tsan) builds the target; it is the fixture
+#   "<label>.tree" that every test of the tree requires;
+# - "<label>.<binary>.<k>" runs shard k of the GoogleTest binary (GTEST_SHARD_INDEX,
+#   GTEST_TOTAL_SHARDS), with the sanitizer's options in its ENVIRONMENT.
 # Reports fail the test: ASan and TSan stop at the first one, UBSan does not recover.
 
 set(DISTRUN_SANITIZE "" CACHE STRING
@@ -21,7 +24,7 @@ set(DISTRUN_TSAN_TESTS comm_test rdzv_test ddp_test trainer_test)
 set(DISTRUN_ASAN_PROGRAMS distrun distrun-train distrun-bench comm_contract_worker)
 
 # Tests that cannot run under a sanitizer, as BINARY:Suite.Test, each with its
-# reason; ctest lists them as not run (Disabled).
+# reason; the binary's shards run without them (GTEST_FILTER).
 set(DISTRUN_SANITIZER_EXCLUDED
   # It checks glibc malloc's own bookkeeping (mallopt, mallinfo2), and every
   # sanitizer replaces malloc with its own allocator.
@@ -75,27 +78,64 @@ function(distrun_sanitizer_wants name label out)
   set(${out} ${wanted} PARENT_SCOPE)
 endfunction()
 
-# Gives every test of the binary NAME the sanitizer's environment: a file that
-# ctest includes after the one gtest_discover_tests wrote (whose variable
-# NAME_TESTS lists them), since gtest_discover_tests's PROPERTIES cannot carry
-# a list such as ENVIRONMENT's.
-function(distrun_sanitizer_register name)
+# How many shards a binary of LABEL (its normal tree's label) runs in: the
+# multiproc binaries hold the long tests, so their shards keep both cores busy.
+function(distrun_sanitizer_shards label out)
+  if(label STREQUAL "multiproc")
+    set(${out} 4 PARENT_SCOPE)
+  else()
+    set(${out} 2 PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Registers the shards of the test binary NAME (label LABEL in a normal tree,
+# LOCK its RESOURCE_LOCK or empty) in this sanitizer tree.
+function(distrun_sanitizer_register name label lock)
   set_property(GLOBAL APPEND PROPERTY DISTRUN_SANITIZER_TESTS ${name})
-  set(file ${CMAKE_CURRENT_BINARY_DIR}/${name}_sanitizer_env.cmake)
-  file(WRITE ${file}
-    "if(${name}_TESTS)\n"
-    "  set_tests_properties(\${${name}_TESTS}\n"
-    "    PROPERTIES ENVIRONMENT \"${DISTRUN_SANITIZER_ENV}\")\n"
-    "endif()\n")
+  set(env ${DISTRUN_SANITIZER_ENV})
+  set(skipped "")
   foreach(excluded ${DISTRUN_SANITIZER_EXCLUDED})
     if(excluded MATCHES "^${name}:(.*)$")
-      file(APPEND ${file} "if(${name}_TESTS)\n"
-        "  set_tests_properties(${DISTRUN_SANITIZER_LABEL}.${CMAKE_MATCH_1}\n"
-        "    PROPERTIES DISABLED TRUE)\n"
-        "endif()\n")
+      list(APPEND skipped ${CMAKE_MATCH_1})
     endif()
   endforeach()
-  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${file})
+  if(skipped)
+    list(JOIN skipped ":" filter)
+    list(APPEND env "GTEST_FILTER=-${filter}")
+  endif()
+  distrun_sanitizer_shards(${label} shards)
+  math(EXPR last "${shards} - 1")
+  foreach(k RANGE ${last})
+    set(test ${DISTRUN_SANITIZER_LABEL}.${name}.${k})
+    add_test(NAME ${test} COMMAND ${name} WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
+    set_tests_properties(${test} PROPERTIES
+      LABELS ${DISTRUN_SANITIZER_LABEL} TIMEOUT 1200
+      FIXTURES_REQUIRED ${DISTRUN_SANITIZER_LABEL}.tree
+      ENVIRONMENT "${env};GTEST_TOTAL_SHARDS=${shards};GTEST_SHARD_INDEX=${k}")
+    if(lock)
+      set_tests_properties(${test} PROPERTIES RESOURCE_LOCK ${lock})
+    endif()
+  endforeach()
+endfunction()
+
+# The test "<name>.build" (label LABEL) that builds TARGET of this tree with every
+# core, niced so the tests running beside it keep theirs; the fixture "<name>.tree".
+# The builds of the trees take turns (RESOURCE_LOCK), before any other test and
+# the ASan tree first, whose tests take longest (COST: the higher, the sooner).
+function(distrun_tree_build_test name label target)
+  set(cost 100000)
+  if(name STREQUAL "asan")
+    set(cost 300000)
+  elseif(name STREQUAL "tsan")
+    set(cost 200000)
+  endif()
+  cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
+  add_test(NAME ${name}.build
+    COMMAND nice -n 10 ${CMAKE_COMMAND} --build ${PROJECT_BINARY_DIR} --target ${target}
+            -j ${cores})
+  set_tests_properties(${name}.build PROPERTIES
+    LABELS ${label} TIMEOUT 3600 FIXTURES_SETUP ${name}.tree
+    RESOURCE_LOCK distrun_tree_build COST ${cost})
 endfunction()
 
 # The target that builds this sanitizer tree's tests and the programs they start.
@@ -105,6 +145,8 @@ function(distrun_sanitizer_target)
   endif()
   get_property(tests GLOBAL PROPERTY DISTRUN_SANITIZER_TESTS)
   add_custom_target(distrun_sanitizer_tests)
+  distrun_tree_build_test(${DISTRUN_SANITIZER_LABEL} ${DISTRUN_SANITIZER_LABEL}
+                          distrun_sanitizer_tests)
   add_dependencies(distrun_sanitizer_tests ${tests})
   if(DISTRUN_SANITIZER_LABEL STREQUAL "asan")
     add_dependencies(distrun_sanitizer_tests ${DISTRUN_ASAN_PROGRAMS})
@@ -112,9 +154,10 @@ function(distrun_sanitizer_target)
 endfunction()
 
 # In a normal tree BINARY_DIR: ctest also runs the sanitizer trees' tests and
-# the fuzz tree's short runs when scripts/test has built them in BINARY_DIR/asan,
-# BINARY_DIR/tsan and BINARY_DIR/fuzz, so that one ctest run runs everything and
-# ends with one summary line.
+# the fuzz tree's short runs when scripts/test has configured them in
+# BINARY_DIR/asan, BINARY_DIR/tsan and BINARY_DIR/fuzz (their ".build" tests
+# build them), so that one ctest run runs everything and ends with one summary
+# line.
 function(distrun_include_sanitizer_trees)
   if(DISTRUN_SANITIZER_LABEL OR NOT DISTRUN_BUILD_TESTS)
     return()

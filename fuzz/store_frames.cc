@@ -1,9 +1,10 @@
 // Feeds a real rendezvous store sequences of valid-looking frames built
 // from the fuzz bytes: a hello with the right token, a wrong one or none,
-// then set/get/tryGet/add with odd keys, values, deltas and field counts,
-// now and then an unknown opcode or a frame whose length is off. The store
-// never crashes, answers with well-formed reply frames, and still serves a
-// fresh client afterwards.
+// then set/get/tryGet/add/will with odd keys, values, deltas and field
+// counts, now and then an unknown opcode or a frame whose length is off. A
+// will left set is carried out when the input's connection closes. The
+// store never crashes, answers with well-formed reply frames, and still
+// serves a fresh client afterwards.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <string>
@@ -48,6 +49,15 @@ Frame hello(FuzzedDataProvider& in) {
 Frame request(FuzzedDataProvider& in) {
   static const Op kOps[] = {Op::kSet, Op::kGet, Op::kTryGet, Op::kAdd, Op::kHello};
   Frame frame{in.PickValueInArray(kOps), {key(in)}};
+  // A hello after the hello only closes the connection: half of them stand
+  // for a will (counter, prefix, value; an empty counter clears it). Drawn
+  // this way, the will leaves what older inputs (fuzz/regressions) build as
+  // it was, except for the hellos among their requests.
+  if (frame.op == Op::kHello && in.ConsumeBool()) {
+    frame.op = Op::kWill;
+    frame.fields.push_back(key(in));
+    frame.fields.push_back(in.ConsumeRandomLengthString(256));
+  }
   if (frame.op == Op::kSet) frame.fields.push_back(in.ConsumeRandomLengthString(256));
   if (frame.op == Op::kAdd) frame.fields.push_back(delta(in));
   if (in.ConsumeIntegralInRange(0, 15) == 0) frame.fields.push_back(key(in));  // one too many

@@ -48,10 +48,17 @@ std::string hangHeadline(const WorkerFailure& f) {
 
 // What "no progress" measured, and what to do about it.
 void printHangAdvice(const WorkerFailure& f, std::ostream& out) {
-  out << fmt::format(
-      "distrun: no progress: rank {}'s processes used no CPU time and wrote no output for "
-      "{:.0f} s\n",
-      f.rank, f.hungSeconds);
+  if (f.reportsProgress) {
+    out << fmt::format(
+        "distrun: no progress: rank {} reported none on DISTRUN_PROGRESS_FD for {:.0f} s (it "
+        "had reported before)\n",
+        f.rank, f.hungSeconds);
+  } else {
+    out << fmt::format(
+        "distrun: no progress: rank {}'s processes used no CPU time and wrote no output for "
+        "{:.0f} s\n",
+        f.rank, f.hungSeconds);
+  }
   if (f.stopped) {
     out << fmt::format(
         "distrun: something sent rank {} SIGSTOP (or SIGTSTP, SIGTTIN, SIGTTOU): find what; "
@@ -98,6 +105,7 @@ std::string WorkerFailure::toJson() const {
     j["hung_seconds"] = hungSeconds;
     j["hang_timeout"] = hangTimeout;
     j["stopped"] = stopped;
+    j["reports_progress"] = reportsProgress;
   }
   return j.dump();
 }
@@ -119,6 +127,7 @@ WorkerFailure WorkerFailure::fromJson(const std::string& text) {
     f.hungSeconds = j.value("hung_seconds", 0.0);
     f.hangTimeout = j.value("hang_timeout", 0.0);
     f.stopped = j.value("stopped", false);
+    f.reportsProgress = j.value("reports_progress", false);
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw RendezvousError(fmt::format("malformed failure record from a peer: {}", e.what()));

@@ -24,10 +24,13 @@ struct WorkerFailure {
   std::string python;
   // A hung worker (--hang-timeout; docs/launcher.md, "Hung workers"): it
   // made no progress for hungSeconds (0: it did not hang, it exited) by the
-  // limit of hangTimeout seconds, and whether a signal had stopped it.
+  // limit of hangTimeout seconds, whether a signal had stopped it, and
+  // whether progress meant its own reports (DISTRUN_PROGRESS_FD) rather
+  // than CPU time and output.
   double hungSeconds = 0;
   double hangTimeout = 0;
   bool stopped = false;
+  bool reportsProgress = false;
 
   bool hung() const { return hungSeconds > 0; }
   // What the agent exits with: 75 (ExitCode::kTimeout) for a hung worker,

@@ -15,7 +15,11 @@ double secondsOf(std::chrono::steady_clock::duration d) {
          1000.0;
 }
 
+// A worker that reports its progress is judged by its reports alone (a
+// rank spinning in a collective whose peer is gone burns CPU time); one
+// that never reported, by its CPU time and its output.
 bool progressed(const WorkerProgress& now, const WorkerProgress& before) {
+  if (now.reports > 0) return now.reports != before.reports;
   return now.cpuTicks != before.cpuTicks || now.outputBytes != before.outputBytes;
 }
 
@@ -72,6 +76,7 @@ HangAnswer HangWatch::answer(int nodeRank) {
     f.hungSeconds = secondsOf(lastSample_ - w.since);
     f.hangTimeout = secondsOf(timeout_);
     f.stopped = w.last.stopped;
+    f.reportsProgress = w.last.reports > 0;
     if (!a.worker || likelierHangCause(f, *a.worker)) a.worker = f;
   }
   return a;

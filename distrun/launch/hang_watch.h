@@ -37,8 +37,9 @@ bool likelierHangCause(const WorkerFailure& a, const WorkerFailure& b);
 // workers"), a part of the Supervisor: samples and answers in, the worker
 // to name out. No clock, no system call. Not thread-safe.
 //
-// A worker makes progress at a sample when its CPU time or its output grew
-// since the sample before. The node whose worker first reaches the timeout
+// A worker makes progress at a sample when its reports on its progress pipe
+// grew since the sample before (once it has reported at all), else when its
+// CPU time or its output grew. The node whose worker first reaches the timeout
 // publishes its answer; every other node answers once it reads that; when
 // every node has answered (or kHangAnswerGrace after the first answer) the
 // likeliest cause of all answers is named, the same on every node.

@@ -68,6 +68,31 @@ TEST_F(HangWatchTest, CpuTimeAndOutputAreEachProgress) {
   EXPECT_TRUE(sample({progressOf(0, 6, 101)}, 1s));
 }
 
+// A worker spinning in a collective whose peer is gone burns CPU time: once
+// it reported progress on DISTRUN_PROGRESS_FD, only its reports count.
+TEST_F(HangWatchTest, AReportingWorkerIsJudgedByItsReportsAlone) {
+  auto reporting = [](long long cpu, long long reports) {
+    WorkerProgress p = progressOf(0, cpu, cpu);
+    p.reports = reports;
+    return p;
+  };
+  EXPECT_FALSE(sample({reporting(1, 1)}));
+  EXPECT_FALSE(sample({reporting(100, 1)}, 9s));
+  EXPECT_TRUE(sample({reporting(200, 1)}, 1s)) << "CPU time and output are no progress now";
+  HangAnswer answer = watch_.answer(0);
+  ASSERT_TRUE(answer.worker);
+  EXPECT_TRUE(answer.worker->reportsProgress);
+  EXPECT_EQ(answer.worker->hungSeconds, 10);
+}
+
+TEST_F(HangWatchTest, AReportIsProgressWithoutCpuTimeOrOutput) {
+  WorkerProgress p = progressOf(0, 5);
+  for (long long reports = 1; reports <= 30; ++reports) {
+    p.reports = reports;
+    EXPECT_FALSE(sample({p})) << reports;
+  }
+}
+
 TEST_F(HangWatchTest, AWorkerThatExitedIsNoLongerWatched) {
   sample({progressOf(0, 5), progressOf(1, 5)});
   EXPECT_FALSE(sample({progressOf(0, 6)}, 10s));

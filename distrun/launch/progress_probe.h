@@ -18,6 +18,7 @@ struct WorkerProgress {
   long long cpuTicks = 0;     // CPU time its process group used, in clock ticks
   long long outputBytes = 0;  // bytes it wrote to stdout and stderr
   bool stopped = false;       // a process of its group is stopped by a signal (state T)
+  long long reports = 0;      // bytes it wrote to its progress pipe (DISTRUN_PROGRESS_FD)
 };
 
 // What one process group used, summed over its processes.

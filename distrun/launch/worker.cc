@@ -26,10 +26,30 @@ struct Pipe {
   UniqueFd write;
 };
 
-Pipe makePipe() {
+Pipe makePipe(const char* what) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", "worker output", errno);
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", what, errno);
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+void setNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+// The worker's output pipes and its progress pipe, whose write end is
+// non-blocking: a worker never waits on its agent to report.
+struct WorkerPipes {
+  Pipe out = makePipe("worker output");
+  Pipe err = makePipe("worker output");
+  Pipe progress = makePipe("worker progress");
+};
+
+// Runs in the child: the progress pipe's write end as kProgressFd, open
+// across exec (dup2 clears FD_CLOEXEC, unless it is that descriptor already).
+void holdProgressFd(int fd) {
+  if (fd == kProgressFd) {
+    ::fcntl(fd, F_SETFD, 0);
+  } else {
+    ::dup2(fd, kProgressFd);
+  }
 }
 
 std::vector<char*> cStrings(const std::vector<std::string>& strings) {
@@ -40,7 +60,7 @@ std::vector<char*> cStrings(const std::vector<std::string>& strings) {
 }
 
 // Runs in the child between fork and exec: async-signal-safe calls only.
-[[noreturn]] void becomeWorker(pid_t agent, const Pipe& out, const Pipe& err, const cpu_set_t* cpus,
+[[noreturn]] void becomeWorker(pid_t agent, const WorkerPipes& pipes, const cpu_set_t* cpus,
                                char* const* argv, char* const* envp) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -49,8 +69,9 @@ std::vector<char*> cStrings(const std::vector<std::string>& strings) {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   if (cpus != nullptr) ::sched_setaffinity(0, sizeof(cpu_set_t), cpus);
-  ::dup2(out.write.get(), STDOUT_FILENO);
-  ::dup2(err.write.get(), STDERR_FILENO);
+  ::dup2(pipes.out.write.get(), STDOUT_FILENO);
+  ::dup2(pipes.err.write.get(), STDERR_FILENO);
+  holdProgressFd(pipes.progress.write.get());
   ::execvpe(argv[0], argv, envp);
   int e = errno;
   const char* reason = std::strerror(e);
@@ -64,8 +85,8 @@ std::vector<char*> cStrings(const std::vector<std::string>& strings) {
 }  // namespace
 
 WorkerProcess spawnWorker(const WorkerSpec& spec) {
-  Pipe out = makePipe();
-  Pipe err = makePipe();
+  WorkerPipes pipes;
+  setNonBlocking(pipes.progress.write.get());
   std::vector<char*> argv = cStrings(spec.argv);
   std::vector<char*> envp = cStrings(spec.environment);
   cpu_set_t set;
@@ -75,14 +96,14 @@ WorkerProcess spawnWorker(const WorkerSpec& spec) {
   pid_t agent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw SystemError("fork", spec.argv.at(0), errno);
-  if (pid == 0) becomeWorker(agent, out, err, cpus, argv.data(), envp.data());
+  if (pid == 0) becomeWorker(agent, pipes, cpus, argv.data(), envp.data());
   ::setpgid(pid, pid);  // also here, so killpg works before the child runs
-  out.write.reset();    // the child holds them now
-  err.write.reset();
-  for (int fd : {out.read.get(), err.read.get()}) {
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  for (Pipe* p : {&pipes.out, &pipes.err, &pipes.progress}) {
+    p->write.reset();  // the child holds them now
+    setNonBlocking(p->read.get());
   }
-  return WorkerProcess{pid, std::move(out.read), std::move(err.read)};
+  return WorkerProcess{pid, std::move(pipes.out.read), std::move(pipes.err.read),
+                       std::move(pipes.progress.read)};
 }
 
 void signalWorker(pid_t pid, int signal) {

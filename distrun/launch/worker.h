@@ -16,18 +16,25 @@ struct WorkerSpec {
   std::vector<int> cpus;                 // affinity; empty: inherit
 };
 
-// A started worker and the read ends of its output pipes (non-blocking),
-// which close with it. Move-only.
+// The descriptor on which a worker reports its progress (--hang-timeout;
+// docs/launcher.md, "Hung workers"): any bytes written to it, one per step
+// is enough. The worker's environment names it in DISTRUN_PROGRESS_FD.
+inline constexpr int kProgressFd = 3;
+
+// A started worker and the read ends of its output and progress pipes
+// (non-blocking), which close with it. Move-only.
 struct WorkerProcess {
   pid_t pid = -1;  // also its process group id
   UniqueFd stdoutFd;
   UniqueFd stderrFd;
+  UniqueFd progressFd;  // invalid when the launcher gives none (tests)
 };
 
 // Forks and execs `spec`. The child leads its own process group (so the
 // agent can signal it and everything it starts with killpg), dies with
 // SIGKILL if the agent dies (PR_SET_PDEATHSIG), gets `spec.cpus` as its
-// affinity, and writes stdout/stderr into pipes the agent reads. When exec
+// affinity, writes stdout/stderr into pipes the agent reads, and holds the
+// write end of its progress pipe as kProgressFd (non-blocking). When exec
 // fails the child prints `distrun: error: cannot run 'X': reason` to its
 // stderr pipe and exits 127 (not found) or 126. Throws SystemError when
 // fork or pipe fail.

@@ -28,10 +28,24 @@ int WorkerGroup::add(int rank, int localRank, const WorkerSpec& spec,
 
 void WorkerGroup::addPollFds(std::vector<pollfd>& fds) const {
   for (const Member& m : members_) {
-    for (const UniqueFd* fd : {&m.process.stdoutFd, &m.process.stderrFd}) {
+    for (const UniqueFd* fd : {&m.process.stdoutFd, &m.process.stderrFd, &m.process.progressFd}) {
       if (fd->valid()) fds.push_back(pollfd{fd->get(), POLLIN, 0});
     }
   }
+}
+
+// Counts what the worker reported when `fd` is its progress pipe; the pipe
+// is closed once the worker closed it (or it failed).
+bool WorkerGroup::pumpReports(Member& m, int fd) {
+  if (fd != m.process.progressFd.get()) return false;
+  char buffer[4096];
+  ssize_t n = ::read(fd, buffer, sizeof(buffer));
+  if (n > 0) {
+    m.reports += n;
+  } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+    m.process.progressFd.reset();
+  }
+  return true;
 }
 
 void WorkerGroup::pumpOutput(const std::vector<pollfd>& fds) {
@@ -39,6 +53,7 @@ void WorkerGroup::pumpOutput(const std::vector<pollfd>& fds) {
   for (const pollfd& p : fds) {
     if ((p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
     for (Member& m : members_) {
+      if (pumpReports(m, p.fd)) continue;
       bool isOut = p.fd == m.process.stdoutFd.get();
       if (!isOut && p.fd != m.process.stderrFd.get()) continue;
       ssize_t n = ::read(p.fd, buffer, sizeof(buffer));
@@ -98,6 +113,7 @@ void WorkerGroup::finishExit(Member& m, const ProcessLauncher::Exit& exit) {
   drain(m);
   m.process.stdoutFd.reset();
   m.process.stderrFd.reset();
+  m.process.progressFd.reset();
 }
 
 void WorkerGroup::signalAll(int signal) {
@@ -116,7 +132,8 @@ std::vector<WorkerProgress> WorkerGroup::progress(const ProgressProbe& probe) co
   for (const Member& m : members_) {
     if (!m.running) continue;
     GroupUsage used = usage.count(m.process.pid) ? usage.at(m.process.pid) : GroupUsage{};
-    out.push_back(WorkerProgress{recordOf(m), used.cpuTicks, m.outputBytes, used.stopped});
+    out.push_back(
+        WorkerProgress{recordOf(m), used.cpuTicks, m.outputBytes, used.stopped, m.reports});
   }
   return out;
 }

@@ -31,9 +31,10 @@ class WorkerGroup {
   // be started.
   int add(int rank, int localRank, const WorkerSpec& spec, std::unique_ptr<WorkerOutput> output);
 
-  // Poll entries for every open output pipe, appended to `fds`.
+  // Poll entries for every open output and progress pipe, appended to `fds`.
   void addPollFds(std::vector<pollfd>& fds) const;
-  // Drains the pipes that `fds` reports readable or closed.
+  // Drains the pipes that `fds` reports readable or closed: output to the
+  // worker's WorkerOutput, progress reports counted.
   void pumpOutput(const std::vector<pollfd>& fds);
 
   // Reaps every exited child (workers and adopted orphans) without blocking.
@@ -46,7 +47,8 @@ class WorkerGroup {
   void signalAll(int signal);
 
   // The progress counters of every running worker (--hang-timeout): its
-  // group's CPU time from `probe` and the bytes it wrote so far.
+  // group's CPU time from `probe`, the bytes it wrote so far and the bytes
+  // it reported on its progress pipe.
   std::vector<WorkerProgress> progress(const ProgressProbe& probe) const;
 
  private:
@@ -59,12 +61,14 @@ class WorkerGroup {
     int exitCode = 0;
     int signal = 0;
     long long outputBytes = 0;  // read from its stdout and stderr
+    long long reports = 0;      // bytes read from its progress pipe
   };
 
   Member* memberWithPid(pid_t pid);
   void finishExit(Member& m, const ProcessLauncher::Exit& exit);
   WorkerFailure recordOf(const Member& m) const;
   void drain(Member& m);
+  static bool pumpReports(Member& m, int fd);
 
   ProcessLauncher& launcher_;
   int nodeRank_;

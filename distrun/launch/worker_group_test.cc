@@ -25,9 +25,10 @@ class FakeProcessLauncher : public ProcessLauncher {
   WorkerProcess start(const WorkerSpec& spec) override {
     started.push_back(spec.argv);
     pid_t pid = 100 + static_cast<pid_t>(started.size());
-    WorkerProcess p{pid, UniqueFd(), UniqueFd()};
+    WorkerProcess p{pid, UniqueFd(), UniqueFd(), UniqueFd()};
     p.stdoutFd = pipeTo(stdoutOf[pid]);
     p.stderrFd = pipeTo(stderrOf[pid]);
+    p.progressFd = pipeTo(progressOf[pid]);
     return p;
   }
   void signal(pid_t group, int signal) override { signals.emplace_back(group, signal); }
@@ -52,6 +53,7 @@ class FakeProcessLauncher : public ProcessLauncher {
   std::vector<pid_t> waited;
   std::map<pid_t, UniqueFd> stdoutOf;
   std::map<pid_t, UniqueFd> stderrOf;
+  std::map<pid_t, UniqueFd> progressOf;
 
  private:
   // A pipe: the write end goes to `writeEnd`, the read end is returned.
@@ -114,7 +116,7 @@ class FakeProgressProbe : public ProgressProbe {
   mutable std::set<int> asked;
 };
 
-TEST(WorkerGroupTest, ProgressIsTheGroupsCpuTimeAndTheOutputRead) {
+TEST(WorkerGroupTest, ProgressIsTheGroupsCpuTimeTheOutputReadAndTheReports) {
   FakeProcessLauncher launcher;
   WorkerGroup group(launcher, 0, "a");
   group.add(4, 0, WorkerSpec{{"w"}, {}, {}}, quietOutput());
@@ -122,6 +124,7 @@ TEST(WorkerGroupTest, ProgressIsTheGroupsCpuTimeAndTheOutputRead) {
   group.add(6, 2, WorkerSpec{{"w"}, {}, {}}, quietOutput());
   ASSERT_EQ(::write(launcher.stdoutOf[101].get(), "step 1\n", 7), 7);
   ASSERT_EQ(::write(launcher.stderrOf[101].get(), "warn\n", 5), 5);
+  ASSERT_EQ(::write(launcher.progressOf[102].get(), "...", 3), 3);
   std::vector<pollfd> fds;
   group.addPollFds(fds);
   ASSERT_GT(::poll(fds.data(), fds.size(), 1000), 0);
@@ -137,10 +140,12 @@ TEST(WorkerGroupTest, ProgressIsTheGroupsCpuTimeAndTheOutputRead) {
   EXPECT_EQ(progress[0].record.pid, 101);
   EXPECT_EQ(progress[0].cpuTicks, 42);
   EXPECT_EQ(progress[0].outputBytes, 12);
+  EXPECT_EQ(progress[0].reports, 0);
   EXPECT_THAT(progress[0].record.stderrTail, ElementsAre("warn"));
   EXPECT_FALSE(progress[0].stopped);
   EXPECT_EQ(progress[1].record.rank, 5);
   EXPECT_EQ(progress[1].outputBytes, 0);
+  EXPECT_EQ(progress[1].reports, 3) << "bytes on its progress pipe, not output";
   EXPECT_TRUE(progress[1].stopped);
 }
 

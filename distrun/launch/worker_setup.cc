@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "distrun/cluster/rank_env.h"
+#include "distrun/launch/worker.h"
 
 namespace distrun::launch {
 
@@ -46,7 +47,8 @@ cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config, const rdz
   o.usableCpus = static_cast<int>(config.cpus.size());
   o.launcherVariables = {{"DISTRUN_STORE", fmt::format("{}:{}", config.storeHost, storePort)},
                          {"DISTRUN_TOKEN", config.token},
-                         {"DISTRUN_RUN_ID", config.runId}};
+                         {"DISTRUN_RUN_ID", config.runId},
+                         {"DISTRUN_PROGRESS_FD", std::to_string(kProgressFd)}};
   if (!config.logDir.empty()) {
     o.launcherVariables.push_back(
         {"TORCHELASTIC_ERROR_FILE",

@@ -57,9 +57,8 @@ void setFileFlags(int fd, int flags, const std::string& where) {
   if (::fcntl(fd, F_SETFL, flags) != 0) throw SystemError("fcntl", where, errno);
 }
 
-void setOption(int fd, int level, int option, const std::string& where) {
-  int one = 1;
-  if (::setsockopt(fd, level, option, &one, sizeof(one)) != 0) {
+void setOption(int fd, int level, int option, const std::string& where, int value = 1) {
+  if (::setsockopt(fd, level, option, &value, sizeof(value)) != 0) {
     throw SystemError("setsockopt", where, errno);
   }
 }
@@ -102,13 +101,25 @@ int listenTcp(const std::string& host, int port, int* boundPort) {
     throw SystemError("bind", where, errno);
   }
   if (::listen(fd.get(), 4096) != 0) throw SystemError("listen", where, errno);
+  *boundPort = rdzv::boundPort(fd.get(), where);
+  return fd.release();
+}
+
+int boundPort(int fd, const std::string& where) {
   sockaddr_in bound{};
   socklen_t len = sizeof(bound);
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
     throw SystemError("getsockname", where, errno);
   }
-  *boundPort = ntohs(bound.sin_port);
-  return fd.release();
+  return ntohs(bound.sin_port);
+}
+
+void setKeepAlive(int fd, const std::string& where) {
+  setOption(fd, SOL_SOCKET, SO_KEEPALIVE, where);
+  setOption(fd, IPPROTO_TCP, TCP_KEEPIDLE, where, kKeepAliveIdleSeconds);
+  setOption(fd, IPPROTO_TCP, TCP_KEEPINTVL, where, kKeepAliveIntervalSeconds);
+  setOption(fd, IPPROTO_TCP, TCP_KEEPCNT, where, kKeepAliveProbes);
+  setOption(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, where, kUserTimeoutMs);
 }
 
 namespace {
@@ -138,6 +149,30 @@ std::string storeBindAddress(const std::string& reachHost, bool severalNodes) {
   return text;
 }
 
+namespace {
+
+ConnectAttempt attemptConnect(const addrinfo* addr, Clock::time_point deadline,
+                              const std::string& where) {
+  ConnectAttempt attempt;
+  attempt.fd.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!attempt.fd) throw SystemError("socket", where, errno);
+  attempt.error = connectBefore(attempt.fd.get(), addr, deadline, where);
+  if (attempt.error != 0) {
+    attempt.fd.reset();
+    return attempt;
+  }
+  setOption(attempt.fd.get(), IPPROTO_TCP, TCP_NODELAY, where);
+  return attempt;
+}
+
+}  // namespace
+
+ConnectAttempt tryConnectTcp(const std::string& host, int port, Clock::time_point deadline) {
+  AddrInfo ai;
+  resolve(host, port, false, ai);
+  return attemptConnect(ai.list, deadline, fmt::format("{}:{}", host, port));
+}
+
 int connectTcp(const std::string& host, int port, Clock::time_point deadline) {
   AddrInfo ai;
   resolve(host, port, false, ai);
@@ -145,13 +180,9 @@ int connectTcp(const std::string& host, int port, Clock::time_point deadline) {
   int lastError = 0;
   auto pause = std::chrono::milliseconds(10);
   while (true) {
-    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd) throw SystemError("socket", where, errno);
-    lastError = connectBefore(fd.get(), ai.list, deadline, where);
-    if (lastError == 0) {
-      setOption(fd.get(), IPPROTO_TCP, TCP_NODELAY, where);
-      return fd.release();
-    }
+    ConnectAttempt attempt = attemptConnect(ai.list, deadline, where);
+    if (attempt.fd) return attempt.fd.release();
+    lastError = attempt.error;
     if (Clock::now() + pause >= deadline) break;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));

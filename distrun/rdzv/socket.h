@@ -3,6 +3,8 @@
 #include <chrono>
 #include <string>
 
+#include "distrun/common/unique_fd.h"
+
 namespace distrun::rdzv {
 
 using Clock = std::chrono::steady_clock;
@@ -13,6 +15,10 @@ using Clock = std::chrono::steady_clock;
 // (hold it in a UniqueFd). Throws SystemError naming the address and the
 // call that failed (socket, setsockopt, bind, listen, getsockname).
 int listenTcp(const std::string& host, int port, int* boundPort);
+
+// The port a bound socket listens on (getsockname). Throws SystemError
+// naming `where`.
+int boundPort(int fd, const std::string& where);
 
 // The address a store should bind so that only the address its clients are
 // told to reach (`reachHost`) listens (docs/security.md, "Interfaces"):
@@ -30,6 +36,36 @@ std::string storeBindAddress(const std::string& reachHost, bool severalNodes);
 // resolve, SystemError when a socket call fails. The returned socket is
 // blocking, close-on-exec, TCP_NODELAY, and the caller owns it (UniqueFd).
 int connectTcp(const std::string& host, int port, Clock::time_point deadline);
+
+// One connection attempt of connectTcp's, no retry: `fd` is the connected
+// socket (as connectTcp's), or empty with `error` the errno (ECONNREFUSED:
+// nothing listens there; ETIMEDOUT: `deadline` passed with no answer, as
+// from a host that is down). Throws as connectTcp does for other failures.
+struct ConnectAttempt {
+  UniqueFd fd;
+  int error = 0;
+};
+ConnectAttempt tryConnectTcp(const std::string& host, int port, Clock::time_point deadline);
+
+// TCP keepalive on the store's connections, both ends (StoreServer's
+// accepted sockets, StoreClient's, a succession probe's), so that a peer
+// whose host died, or whose path went silent, is seen within
+// idle + probes x interval = 5 s, not never (an idle TCP connection sends
+// nothing). A peer process that dies is seen at once either way (its kernel
+// closes the connection). TCP_USER_TIMEOUT bounds data sent and not
+// acknowledged the same way (keepalive probes only idle connections; without
+// it a request in flight to a dead host waits out ~15 min of retransmits).
+// Short on purpose: the kernel of a live host answers probes even when the
+// process is stopped or busy, so only a dead host or a cut network fails
+// them.
+inline constexpr int kKeepAliveIdleSeconds = 2;
+inline constexpr int kKeepAliveIntervalSeconds = 1;
+inline constexpr int kKeepAliveProbes = 3;
+inline constexpr int kUserTimeoutMs =
+    (kKeepAliveIdleSeconds + kKeepAliveProbes * kKeepAliveIntervalSeconds) * 1000;
+
+// Sets the options above on `fd`. Throws SystemError naming `where`.
+void setKeepAlive(int fd, const std::string& where);
 
 // Writes all of `data` with MSG_NOSIGNAL, so a peer that closed is a
 // RendezvousError naming `peer`, never a SIGPIPE (docs/development.md).

@@ -3,8 +3,14 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <gtest/gtest.h>
+
+#include "distrun/common/error.h"
+#include "distrun/common/unique_fd.h"
 
 namespace distrun::rdzv {
 namespace {
@@ -51,6 +57,30 @@ TEST(StoreBindAddressTest, AnAddressOfThisMachineIsBound) {
 TEST(StoreBindAddressTest, AnAddressElsewhereBindsEveryAddress) {
   EXPECT_EQ(storeBindAddress("203.0.113.9", true), "0.0.0.0");
   EXPECT_EQ(storeBindAddress("no-such-host.invalid", true), "0.0.0.0");
+}
+
+TEST(TryConnectTcpTest, ARefusedConnectIsReportedNotRetried) {
+  int port = 0;
+  UniqueFd listener(listenTcp("127.0.0.1", 0, &port));
+  listener.reset();  // nothing listens there any more
+  ConnectAttempt attempt =
+      tryConnectTcp("127.0.0.1", port, Clock::now() + std::chrono::seconds(30));
+  EXPECT_FALSE(attempt.fd.valid());
+  EXPECT_EQ(attempt.error, ECONNREFUSED);
+}
+
+TEST(SetKeepAliveTest, ADescriptorThatIsNotASocketIsASystemError) {
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  UniqueFd read(ends[0]), write(ends[1]);
+  try {
+    setKeepAlive(read.get(), "node1:29400");
+    FAIL() << "keepalive was set on a pipe";
+  } catch (const SystemError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "setsockopt(node1:29400) failed: Socket operation on non-socket");
+    EXPECT_EQ(e.exitCode(), ExitCode::kSystem);
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
 #include "distrun/rdzv/wire.h"
 
@@ -23,6 +24,7 @@ StoreClient::~StoreClient() = default;
 
 void StoreClient::connect(std::chrono::milliseconds timeout) {
   fd_.reset(connectTcp(host_, port_, Clock::now() + timeout));
+  setKeepAlive(fd_.get(), address_);
   Frame reply = request(Frame{Op::kHello, {token_}}, Clock::now() + timeout);
   if (reply.op == Op::kRefused) {
     fd_.reset();
@@ -88,6 +90,13 @@ std::optional<std::string> StoreClient::get(const std::string& key,
     Frame reply = request(Frame{Op::kGet, {key}}, Clock::now() + timeout);
     return reply.fields.at(0);
   } catch (const TimeoutError&) {
+    if (hasWill_) {
+      hasWill_ = false;
+      throw RendezvousError(fmt::format(
+          "no value for '{}' from the rendezvous store at {} in time, on the connection that "
+          "holds this client's will: the connection is given up, so the will fired",
+          key, address_));
+    }
     connect(std::chrono::seconds(30));
     return std::nullopt;
   }
@@ -102,6 +111,29 @@ std::optional<std::string> StoreClient::tryGet(const std::string& key) {
 long long StoreClient::add(const std::string& key, long long delta) {
   Frame reply = request(Frame{Op::kAdd, {key, std::to_string(delta)}}, std::nullopt);
   return std::stoll(reply.fields.at(0));
+}
+
+void StoreClient::setWill(const std::string& counterKey, const std::string& prefix,
+                          const std::string& value) {
+  DISTRUN_ENFORCE(!counterKey.empty(), "a will needs the key of its sequence's counter");
+  request(Frame{Op::kWill, {counterKey, prefix, value}}, std::nullopt);
+  hasWill_ = true;
+}
+
+void StoreClient::clearWill() {
+  request(Frame{Op::kWill, {"", "", ""}}, std::nullopt);
+  hasWill_ = false;
+}
+
+void StoreClient::close() {
+  try {
+    if (fd_ && hasWill_) clearWill();
+  } catch (const Error&) {
+    fd_.reset();  // the store is gone or failed: the will may have fired
+    throw;
+  }
+  fd_.reset();
+  in_.clear();
 }
 
 }  // namespace distrun::rdzv

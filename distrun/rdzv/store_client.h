@@ -14,7 +14,9 @@ namespace distrun::rdzv {
 // Not thread-safe: one client per thread. Every failure is a typed error
 // naming the store's address: RendezvousError (refused token, lost
 // connection, "the rendezvous store at HOST:PORT stopped serving: CAUSE"
-// when the server failed), TimeoutError (no answer in time).
+// when the server failed), TimeoutError (no answer in time). The socket
+// carries TCP keepalive (socket.h), so a store whose host died is a
+// RendezvousError within seconds, also while a get() waits.
 class StoreClient {
  public:
   // Connects (retrying while the store is not up yet, until `connectTimeout`)
@@ -32,6 +34,23 @@ class StoreClient {
   std::optional<std::string> tryGet(const std::string& key);
   // Adds `delta` to the integer at `key` (0 when absent); returns the sum.
   long long add(const std::string& key, long long delta);
+
+  // Leaves this connection's last will with the store (wire.h, kWill): when
+  // the connection closes without clearWill() or close() first (this
+  // process died, its host went silent, or the client was destroyed), the
+  // store appends `value` to the sequence counted by `counterKey`, at
+  // `prefix` + index, as publishEvent does (launch/job_events.cc: counter
+  // roundKey(k, "events"), prefix roundKey(k, "event/")). A later call
+  // replaces the will. `counterKey` must not be empty.
+  // Hold a will on a connection whose get() never times out (or that makes
+  // no get()): a get() whose time-out passes gives up the connection, so the
+  // will fires, and get() then throws RendezvousError saying so.
+  void setWill(const std::string& counterKey, const std::string& prefix, const std::string& value);
+  // Withdraws the will; the connection stays.
+  void clearWill();
+  // A clean leave: withdraws the will, if one is set, and closes the
+  // connection; any later call is a RendezvousError. Idempotent.
+  void close();
 
   const std::string& address() const { return address_; }
 
@@ -53,6 +72,7 @@ class StoreClient {
 
   UniqueFd fd_;
   std::string in_;
+  bool hasWill_ = false;
 };
 
 }  // namespace distrun::rdzv

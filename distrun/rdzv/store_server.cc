@@ -55,7 +55,19 @@ bool clientGaveUp(int err) {
   }
 }
 
+UniqueFd listenOn(const std::string& host, int port) {
+  int bound = 0;
+  return UniqueFd(listenTcp(host, port, &bound));
+}
+
 }  // namespace
+
+// A client's last will (wire.h, kWill).
+struct StoreServer::Will {
+  std::string counter;
+  std::string prefix;
+  std::string value;
+};
 
 struct StoreServer::Connection {
   UniqueFd fd;
@@ -67,14 +79,20 @@ struct StoreServer::Connection {
   bool waiting = false;
   uint32_t events = 0;
   uint64_t serial = 0;  // tells this connection from a later one on the same fd
+  std::optional<Will> will;
 };
 
 StoreServer::StoreServer(const std::string& host, int port, std::string token, EpollWait epollWait,
                          StoreLimits limits)
+    : StoreServer(listenOn(host, port), host, std::move(token), std::move(epollWait), limits) {}
+
+StoreServer::StoreServer(UniqueFd listening, const std::string& host, std::string token,
+                         EpollWait epollWait, StoreLimits limits)
     : token_(std::move(token)),
       epollWait_(epollWait ? std::move(epollWait) : EpollWait(::epoll_wait)),
-      limits_(limits) {
-  listenFd_.reset(listenTcp(host, port, &port_));
+      limits_(limits),
+      listenFd_(std::move(listening)) {
+  port_ = boundPort(listenFd_.get(), host.empty() ? "0.0.0.0" : host);
   where_ = fmt::format("rendezvous store at {}:{}", host.empty() ? "0.0.0.0" : host, port_);
   epollFd_.reset(::epoll_create1(EPOLL_CLOEXEC));
   if (!epollFd_) throw SystemError("epoll_create1", where_, errno);
@@ -246,6 +264,7 @@ void StoreServer::accept() {
     if (::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
       throw SystemError("setsockopt", where_, errno);
     }
+    setKeepAlive(fd.get(), where_);
     watch(fd.get(), EPOLL_CTL_ADD, EPOLLIN);
     auto c = std::make_unique<Connection>();
     c->events = EPOLLIN;
@@ -315,9 +334,8 @@ bool StoreServer::handle(Connection& c, Frame& frame) {
   if (key.size() > limits_.maxKeyBytes) return false;
   switch (frame.op) {
     case Op::kSet:
-      values_[key] = frame.fields[1];
       reply(c, Frame{Op::kOk, {}});
-      wake(key, frame.fields[1]);
+      storeSet(key, frame.fields[1]);
       return true;
     case Op::kGet: {
       auto it = values_.find(key);
@@ -336,21 +354,52 @@ bool StoreServer::handle(Connection& c, Frame& frame) {
       return true;
     }
     case Op::kAdd: {
-      auto it = values_.find(key);
-      std::optional<long long> total =
-          addedTotal(it == values_.end() ? "" : it->second, frame.fields[1]);
-      if (!total) return false;
-      values_[key] = std::to_string(*total);
-      reply(c, Frame{Op::kValue, {values_[key]}});
-      wake(key, values_[key]);
-      return true;
+      std::optional<long long> total = storeAdd(key, frame.fields[1]);
+      if (total) reply(c, Frame{Op::kValue, {std::to_string(*total)}});
+      return total.has_value();
     }
+    case Op::kWill:
+      return leaveWill(c, frame);
     default:
       return false;
   }
 }
 
 void StoreServer::reply(Connection& c, const Frame& frame) { encodeFrame(frame, c.out); }
+
+void StoreServer::storeSet(const std::string& key, const std::string& value) {
+  values_[key] = value;
+  wake(key, value);
+}
+
+// kAdd: the new total, or nullopt (nothing changed) when `delta` is not a
+// number or the total would overflow.
+std::optional<long long> StoreServer::storeAdd(const std::string& key, const std::string& delta) {
+  auto it = values_.find(key);
+  std::optional<long long> total = addedTotal(it == values_.end() ? "" : it->second, delta);
+  if (total) storeSet(key, std::to_string(*total));
+  return total;
+}
+
+// kWill: keeps (or, with an empty counter, clears) the connection's will.
+bool StoreServer::leaveWill(Connection& c, Frame& frame) {
+  if (frame.fields[1].size() > limits_.maxKeyBytes) return false;
+  c.will.reset();
+  if (!frame.fields[0].empty()) {
+    c.will =
+        Will{std::move(frame.fields[0]), std::move(frame.fields[1]), std::move(frame.fields[2])};
+  }
+  reply(c, Frame{Op::kOk, {}});
+  return true;
+}
+
+// Appends a closed connection's will to its sequence, as `n = add(counter,
+// 1)` then `set(prefix + (n - 1), value)` from a client would. A counter at
+// the top of a long long appends nothing.
+void StoreServer::carryOut(const Will& will) {
+  std::optional<long long> total = storeAdd(will.counter, "1");
+  if (total) storeSet(will.prefix + std::to_string(*total - 1), will.value);
+}
 
 void StoreServer::wake(const std::string& key, const std::string& value) {
   auto it = waiters_.find(key);
@@ -400,8 +449,12 @@ void StoreServer::disconnect(int fd, bool rejected) {
     auto& list = waiters_[it->second->waitingFor];
     std::erase(list, fd);
   }
+  std::optional<Will> will = std::move(it->second->will);
   watch(fd, EPOLL_CTL_DEL, 0);
   connections_.erase(it);  // closes the socket
+  // After the erase: carrying it out wakes waiters, whose own requests may
+  // close (and so look up) other connections.
+  if (will) carryOut(*will);
 }
 
 }  // namespace distrun::rdzv

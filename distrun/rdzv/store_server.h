@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -47,7 +48,11 @@ struct StoreLimits {
 // every agent joins with the job token. One thread runs one epoll loop over
 // every connection (no thread per connection). Values are never deleted.
 // Protocol: wire.h. A connection that sends a wrong token, or bytes that are
-// not a frame, is closed; the server keeps serving the others.
+// not a frame, is closed; the server keeps serving the others. A client's
+// last will (kWill) is carried out when its connection closes, for any
+// reason, while the store serves. Accepted sockets carry TCP keepalive
+// (socket.h's setKeepAlive), so a client whose host died is closed, and its
+// will carried out, within seconds.
 //
 // Every system call is checked. One connection's failure (a read or send
 // error, a peer gone) closes that connection. A failure of the loop itself
@@ -70,6 +75,12 @@ class StoreServer {
   // `limits`: the defaults above, smaller in tests.
   StoreServer(const std::string& host, int port, std::string token, EpollWait epollWait = nullptr,
               StoreLimits limits = {});
+  // Serves on `listening`, a socket already bound to `host` and listening,
+  // non-blocking and close-on-exec (listenTcp's; StandbyStore's), which it
+  // takes over: connections waiting in its backlog are served. `host` names
+  // the store in errors. Throws SystemError.
+  StoreServer(UniqueFd listening, const std::string& host, std::string token,
+              EpollWait epollWait = nullptr, StoreLimits limits = {});
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;
@@ -99,6 +110,11 @@ class StoreServer {
   bool handle(Connection& c, Frame& frame);
   void reply(Connection& c, const Frame& frame);
   void wake(const std::string& key, const std::string& value);
+  void storeSet(const std::string& key, const std::string& value);
+  std::optional<long long> storeAdd(const std::string& key, const std::string& delta);
+  bool leaveWill(Connection& c, Frame& frame);
+  struct Will;
+  void carryOut(const Will& will);
   void disconnect(int fd, bool rejected);
   void updateInterest(Connection& c);
   int msUntilNextHelloDeadline() const;

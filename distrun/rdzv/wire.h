@@ -19,6 +19,16 @@ namespace distrun::rdzv {
 //   kGet key              -> kValue value, once the key exists (waits)
 //   kTryGet key           -> kValue value | kMissing
 //   kAdd key delta        -> kValue total   (delta and total as decimal)
+//   kWill counter prefix value -> kOk  (this connection's last will)
+// A will is kept with its connection, one per connection (a later kWill
+// replaces it; an empty counter clears it). When the connection closes
+// while the will is set (the client died: EOF, a reset, a keepalive
+// time-out; or it just closed without clearing it), the server appends
+// `value` to the sequence that `counter` counts, as one client's
+// `n = kAdd counter 1` then `kSet prefix<n-1> value` would, waking their
+// waiters: the key scheme of the job's event sequence (`r<k>/events`,
+// `r<k>/event/<i>`, distrun/launch/job_events.cc). No will fires when the
+// store itself stops. `counter` and `prefix` are keys (kMaxKeyBytes each).
 // Anything else (an unknown opcode, a field running past its frame, a frame
 // over the limit, a request before kHello) closes that connection and
 // nothing more: the store keeps serving everyone else.
@@ -31,6 +41,7 @@ enum class Op : uint8_t {
   kGet = 3,
   kTryGet = 4,
   kAdd = 5,
+  kWill = 7,
   kOk = 100,
   kValue = 101,
   kMissing = 102,

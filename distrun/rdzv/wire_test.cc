@@ -49,5 +49,16 @@ TEST(WireTest, RequestFieldCounts) {
   EXPECT_FALSE(requestFieldCount(Op::kValue).has_value());
 }
 
+TEST(WireTest, AWillCarriesCounterPrefixAndValue) {
+  std::string bytes;
+  encodeFrame(Frame{Op::kWill, {"r0/events", "r0/event/", "lost\nnode 2"}}, bytes);
+  Frame f;
+  size_t used = 0;
+  ASSERT_EQ(decodeFrame(bytes, f, used), DecodeStatus::kFrame);
+  EXPECT_EQ(f.op, Op::kWill);
+  EXPECT_EQ(f.fields.size(), requestFieldCount(Op::kWill));
+  EXPECT_EQ(requestFieldCount(Op::kWill), 3u);
+}
+
 }  // namespace
 }  // namespace distrun::rdzv

@@ -70,6 +70,30 @@ TEST_F(LauncherHangTest, AnIdleRankIsNamedWhileAnotherWritesOutput) {
   expectAllGone();
 }
 
+// Rank 1 reports once on DISTRUN_PROGRESS_FD, then spins (as a rank polling
+// for a peer that is gone does): its CPU time is no progress now.
+TEST_F(LauncherHangTest, ASpinningRankThatStoppedReportingIsNamed) {
+  CommandResult r = runCommand(
+      "timeout 120 " + distrun() + " run --nproc-per-node 2 --hang-timeout 2 " +
+      worker("test \"$DISTRUN_PROGRESS_FD\" = 3 || exit 9; if [ $RANK = 1 ]; then "
+             "echo . >&3; while :; do :; done; fi; while :; do echo . >&3; sleep 0.2; done"));
+  EXPECT_EQ(r.exitCode, 75) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("root cause was rank 1 (local rank 1) on node 0"));
+  EXPECT_THAT(r.err, HasSubstr("distrun: no progress: rank 1 reported none on "
+                               "DISTRUN_PROGRESS_FD for "));
+  expectAllGone();
+}
+
+// Ranks that report every 0.2 s while using no CPU time and writing no
+// output make progress; the job ends by itself, 0.
+TEST_F(LauncherHangTest, RanksThatReportAreNotHungWithoutCpuTimeOrOutput) {
+  CommandResult r =
+      runCommand("timeout 120 " + distrun() + " run --nproc-per-node 2 --hang-timeout 2 " +
+                 worker("i=0; while [ $i -lt 25 ]; do echo . >&3; sleep 0.2; i=$((i+1)); done"));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  expectAllGone();
+}
+
 // Node 0's ranks wait from the start; node 1's rank 2 stops itself a
 // second later, so node 0 notices first: both agents name rank 2.
 TEST_F(LauncherHangTest, TwoAgentsNameTheStoppedRankOfNodeOne) {

@@ -109,8 +109,10 @@ TEST(TrainProcessTest, BalancedLinearOnTwoRanksTrainsEverySample) {
 }
 
 // A snapshot written by 2 ranks: 3 ranks go on from its epoch's end; from
-// mid-epoch, another world size is a config error (exit 78) naming both.
-TEST(TrainProcessTest, ASnapshotResumesOnAnotherWorldSizeOnlyFromAnEpochsEnd) {
+// mid-epoch, 1 rank goes on with the rest of the epoch (an elastic job that
+// lost a node there), saying so in one line, and every epoch is in the
+// metrics.
+TEST(TrainProcessTest, ASnapshotResumesOnAnotherWorldSizeAtAnEpochsEndAndMidEpoch) {
   const std::string dir = freshDir("resize");
   const std::string snapshot = " --snapshot " + quote(dir + "/s.snap");
   CommandResult r = runCommand("timeout 300 " + distrun() +
@@ -122,17 +124,28 @@ TEST(TrainProcessTest, ASnapshotResumesOnAnotherWorldSizeOnlyFromAnEpochsEnd) {
   EXPECT_THAT(r.out, HasSubstr("epoch 2, step 0 of 22 (written by 2 ranks, now 3)")) << r.out;
 
   // Back to 2 ranks for epoch 3, a snapshot every 10th step of the run:
-  // 32 + 22 steps before it, so the last at its step 26.
+  // 32 + 22 steps before it, so the last at its step 26, after 2 x 26 x 32
+  // samples of the epoch's order.
   r = runCommand("timeout 300 " + distrun() + " train --nproc-per-node 2 linear --epochs 3" +
                  " --save-every 0 --save-every-steps 10" + snapshot);
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  r = runCommand(quote(binaryPath("distrun-train")) + " linear --epochs 4" + snapshot);
-  EXPECT_EQ(r.exitCode, 78);
-  EXPECT_EQ(r.err, "distrun: error: snapshot " + dir +
-                       "/s.snap was written by a 2-rank run at step 26 of epoch 3, "
-                       "this is a 1-rank run: another world size resumes only from a "
-                       "snapshot at an epoch's end; resume with 2 ranks, or delete "
-                       "it to start afresh\n");
+  r = runCommand("timeout 300 " + quote(binaryPath("distrun-train")) +
+                 " linear --epochs 4 --progress epochs --metrics " + quote(dir + "/m.json") +
+                 snapshot);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("resuming epoch 3 mid-way at sample 1664 of 2048 on 1 rank "
+                               "(snapshot " +
+                               dir + "/s.snap written by 2 ranks)\n"))
+      << r.out;
+  EXPECT_THAT(r.out, HasSubstr("epoch 3/4  loss ")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("epoch 4/4  loss ")) << r.out;
+  std::ifstream in(dir + "/m.json");
+  const nlohmann::json m = nlohmann::json::parse(in);
+  ASSERT_EQ(m["epochs"].size(), 4u);
+  // Epoch 3 here: the 384 samples left, over its own seconds.
+  const nlohmann::json& third = m["epochs"][2];
+  EXPECT_NEAR(third["samples_per_second"].get<double>() * third["seconds"].get<double>(), 384,
+              1e-6);
 }
 
 // Resuming a snapshot that finished every epoch asked for trains nothing

@@ -21,6 +21,8 @@ class ProgressReporter {
  public:
   ProgressReporter(std::ostream& out, ProgressStyle style, int64_t epochs, int64_t stepsPerEpoch);
   void step(int64_t epoch, int64_t step, double runningLoss);  // 0-based epoch, 1-based step
+  // An epoch resumed mid-way on another world size has steps of its own.
+  void setStepsPerEpoch(int64_t steps) { stepsPerEpoch_ = steps; }
   void epochDone(const EpochMetrics& metrics);
   void message(const std::string& line);
   // Erases the bar, if shown, so that the next line starts clean.

@@ -33,17 +33,35 @@ void validate(const DistributedSampler::Options& options) {
 
 // PyTorch computes ceil((size - world) / world) with dropLast and an uneven
 // size: that is size / world rounded down.
-int64_t samplesPerRank(const DistributedSampler::Options& options) {
+int64_t samplesPerRank(const DistributedSampler::Options& options, int64_t size) {
   int64_t world = options.worldSize;
-  if (options.dropLast) return options.datasetSize / world;
-  return (options.datasetSize + world - 1) / world;
+  if (options.dropLast) return size / world;
+  return (size + world - 1) / world;
+}
+
+void checkRange(EpochRange range, int64_t datasetSize) {
+  if (range.begin < 0 || range.begin > range.end || range.end > datasetSize) {
+    throw UsageError(
+        fmt::format("DistributedSampler::setEpoch: range [{}, {}) must have 0 <= begin <= end <= "
+                    "datasetSize ({})",
+                    range.begin, range.end, datasetSize));
+  }
 }
 
 }  // namespace
 
 DistributedSampler::DistributedSampler(const Options& options) : options_(options) {
   validate(options_);
-  numSamples_ = samplesPerRank(options_);
+  setEpoch(0);
+}
+
+void DistributedSampler::setEpoch(int64_t epoch) { setEpoch(epoch, {0, options_.datasetSize}); }
+
+void DistributedSampler::setEpoch(int64_t epoch, EpochRange rest) {
+  checkRange(rest, options_.datasetSize);
+  epoch_ = epoch;
+  range_ = rest;
+  numSamples_ = samplesPerRank(options_, rest.size());
 }
 
 std::vector<int64_t> DistributedSampler::epochOrder() const {
@@ -65,14 +83,31 @@ std::vector<int64_t> DistributedSampler::indices() const {
   std::vector<int64_t> order = epochOrder();
   size_t total = static_cast<size_t>(totalSize());
   size_t world = static_cast<size_t>(options_.worldSize);
+  const auto begin = static_cast<size_t>(range_.begin);
+  const auto size = static_cast<size_t>(range_.size());
   std::vector<int64_t> mine;
   mine.reserve(static_cast<size_t>(numSamples_));
-  // Position p of the padded (or truncated) list is order[p % size]: the
-  // padding repeats the list from its start.
+  // Position p of the padded (or truncated) list is order[begin + p % size]:
+  // the padding repeats the range from its start.
   for (size_t p = static_cast<size_t>(options_.rank); p < total; p += world) {
-    mine.push_back(order[p % order.size()]);
+    mine.push_back(order[begin + p % size]);
   }
   return mine;
+}
+
+EpochRange DistributedSampler::remainingAfter(int64_t steps, int64_t batchSize) const {
+  if (steps < 0 || batchSize < 1) {
+    throw UsageError(fmt::format(
+        "DistributedSampler::remainingAfter: expected steps 0 or more and batchSize at least 1, "
+        "got {} and {}",
+        steps, batchSize));
+  }
+  // Past the last step every index is trained (and steps * batchSize might
+  // overflow there).
+  const int64_t each =
+      steps >= (numSamples_ + batchSize - 1) / batchSize ? numSamples_ : steps * batchSize;
+  const int64_t trained = std::min(each * options_.worldSize, range_.size());
+  return {range_.begin + trained, range_.begin + std::min(totalSize(), range_.size())};
 }
 
 }  // namespace distrun::train

@@ -3,20 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
-#include <sstream>
 
 #include <zlib.h>
 
-#include <cstring>
-
-#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
 #include <torch/utils.h>
 
 #include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
+#include "distrun/common/progress_report.h"
 #include "distrun/common/writable_file.h"
 #include "distrun/train/sampler.h"
 #include "distrun/train/snapshot_file.h"
@@ -26,7 +21,6 @@ namespace distrun::train {
 
 namespace {
 
-constexpr int64_t kSnapshotFormat = 1;
 constexpr int64_t kEvalBatch = 1000;
 
 using Clock = std::chrono::steady_clock;
@@ -38,28 +32,6 @@ double secondsSince(Clock::time_point start) {
 uLong crc32Of(uLong crc, const torch::Tensor& tensor) {
   const torch::Tensor t = tensor.contiguous();
   return ::crc32(crc, static_cast<const Bytef*>(t.data_ptr()), static_cast<uInt>(t.nbytes()));
-}
-
-at::Generator cpuGenerator() { return at::detail::getDefaultCPUGenerator(); }
-
-std::string rngStateBytes() {
-  at::Generator gen = cpuGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  const torch::Tensor state = gen.get_state();
-  return std::string(static_cast<const char*>(state.data_ptr()),
-                     static_cast<size_t>(state.nbytes()));
-}
-
-void setRngStateBytes(const torch::Tensor& state) {
-  at::Generator gen = cpuGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
-}
-
-c10::IValue readValue(torch::serialize::InputArchive& archive, const std::string& key) {
-  c10::IValue v;
-  archive.read(key, v);
-  return v;
 }
 
 // UsageError naming the TrainerOptions field: the library's words, not
@@ -115,6 +87,7 @@ Trainer::Trainer(TrainingTask task, comm::Communicator& comm, TrainerOptions opt
   if (task_.train.size() == 0) {
     throw DataError(fmt::format("{}: the training set is empty", task_.name));
   }
+  position_.range = {0, task_.train.size()};
 }
 
 std::vector<EpochMetrics> Trainer::run() {
@@ -126,23 +99,15 @@ std::vector<EpochMetrics> Trainer::run() {
   }
   DistributedDataParallel ddp(task_.model, comm_, options_.ddp);  // averages through hooks
   DistributedSampler sampler = samplerOf(comm_.rank());
+  sampler.setEpoch(position_.epoch, position_.range);
   if (options_.balanceLoad && comm_.size() > 1) startBalancing();
-  const int64_t perRank = sampler.numSamples();
-  const int64_t stepsPerEpoch = (perRank + options_.batchSize - 1) / options_.batchSize;
   if (comm_.rank() == 0) {
-    progress_.emplace(out_, options_.progress, options_.epochs, stepsPerEpoch);
-    if (resumedFrom_) {
-      progress_->message(fmt::format(
-          "resumed from {}: epoch {}, step {} of {}{}", *resumedFrom_, position_.epoch + 1,
-          position_.step, stepsPerEpoch,
-          snapshotWorldSize_ == comm_.size()
-              ? ""
-              : fmt::format(" (written by {} ranks, now {})", snapshotWorldSize_, comm_.size())));
-    }
+    progress_.emplace(out_, options_.progress, options_.epochs, stepsOf(sampler));
+    if (resumedFrom_) progress_->message(resumeLine(stepsOf(sampler)));
   }
   std::vector<EpochMetrics> ran;
   while (position_.epoch < options_.epochs) {
-    std::optional<EpochMetrics> m = runEpoch(sampler, stepsPerEpoch, ddp);
+    std::optional<EpochMetrics> m = runEpoch(sampler, ddp);
     if (!m) return ran;  // checkpointed on request
     ran.push_back(*m);
   }
@@ -164,9 +129,11 @@ void Trainer::checkReplicasEqual() {
   }
 }
 
-std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
+std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler,
                                               const DistributedDataParallel& ddp) {
-  sampler.setEpoch(position_.epoch);
+  sampler.setEpoch(position_.epoch, position_.range);
+  const int64_t stepsPerEpoch = stepsOf(sampler);
+  if (progress_) progress_->setStepsPerEpoch(stepsPerEpoch);
   const std::vector<std::vector<int64_t>> shards = epochShards(sampler);
   task_.model.train();
   comm_.barrier();
@@ -187,6 +154,7 @@ std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler, int64
     samples += static_cast<int64_t>(batch.size());
     position_.step = s + 1;
     ++position_.globalStep;
+    reportProgress();  // to the agent, for --hang-timeout
     if (progress_) progress_->step(position_.epoch, s + 1, position_.lossSum / position_.samples);
     if (options_.saveEverySteps > 0 && position_.globalStep % options_.saveEverySteps == 0) {
       saveSnapshot();
@@ -207,6 +175,7 @@ std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler, int64
   history_.push_back(m);
   position_ = Position{.epoch = position_.epoch + 1,
                        .step = 0,
+                       .range = {0, task_.train.size()},
                        .globalStep = position_.globalStep,
                        .lossSum = 0,
                        .samples = 0};
@@ -219,6 +188,18 @@ std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler, int64
       writeMetricsFile(options_.metricsPath, description(), history_);
   }
   return m;
+}
+
+// This run's steps of the sampler's current range.
+int64_t Trainer::stepsOf(const DistributedSampler& sampler) const {
+  return (sampler.numSamples() + options_.batchSize - 1) / options_.batchSize;
+}
+
+RunShape Trainer::shape() const {
+  return {.worldSize = comm_.size(),
+          .batchSize = options_.batchSize,
+          .datasetSize = task_.train.size(),
+          .dropLast = options_.dropLast};
 }
 
 DistributedSampler Trainer::samplerOf(int rank) const {
@@ -237,7 +218,7 @@ std::vector<std::vector<int64_t>> Trainer::epochShards(const DistributedSampler&
   std::vector<std::vector<int64_t>> shards;
   for (int r = 0; r < comm_.size(); ++r) {
     DistributedSampler sampler = samplerOf(r);
-    sampler.setEpoch(mine.epoch());
+    sampler.setEpoch(mine.epoch(), mine.range());
     shards.push_back(sampler.indices());
   }
   return shards;
@@ -332,15 +313,6 @@ RunDescription Trainer::description() const {
                         .threadsPerRank = options_.threadsPerRank};
 }
 
-// Collective: every rank's random generator state goes into rank 0's file.
-void Trainer::saveSnapshot() {
-  if (options_.snapshotPath.empty()) return;
-  lastSaved_ = CheckpointStop{position_.epoch, position_.step};
-  const std::vector<std::string> rng = allgatherString(comm_, rngStateBytes());
-  if (comm_.rank() != 0) return;
-  writeSnapshotFile(options_.snapshotPath, encodeState(rng));
-}
-
 // Collective when it reads the flag: every rank takes the same decision at
 // the same step, whichever ranks the signal reached (and when).
 bool Trainer::checkpointAgreed() {
@@ -370,108 +342,6 @@ void Trainer::writeCheckpoint() {
   }
   checkpointedAt_ = here;
   if (progress_) progress_->clearBar();
-}
-
-std::string Trainer::encodeState(const std::vector<std::string>& rng) {
-  torch::serialize::OutputArchive archive;
-  archive.write("format", c10::IValue(kSnapshotFormat));
-  archive.write("workload", c10::IValue(task_.name));
-  archive.write("world_size", c10::IValue(static_cast<int64_t>(comm_.size())));
-  archive.write("epoch", c10::IValue(position_.epoch));
-  archive.write("step", c10::IValue(position_.step));
-  archive.write("global_step", c10::IValue(position_.globalStep));
-  archive.write("loss_sum", c10::IValue(position_.lossSum));
-  archive.write("samples", c10::IValue(position_.samples));
-  archive.write("history", c10::IValue(metricsJson(description(), history_)));
-  torch::Tensor states =
-      torch::empty({comm_.size(), static_cast<int64_t>(rng[0].size())}, torch::kByte);
-  for (size_t r = 0; r < rng.size(); ++r) {
-    std::memcpy(states[static_cast<int64_t>(r)].data_ptr(), rng[r].data(), rng[r].size());
-  }
-  archive.write("rng", states);
-  torch::serialize::OutputArchive model;
-  task_.model.save(model);
-  archive.write("model", model);
-  torch::serialize::OutputArchive optimizer;
-  task_.optimizer.save(optimizer);
-  archive.write("optimizer", optimizer);
-  std::ostringstream bytes;
-  archive.save_to(bytes);
-  return bytes.str();
-}
-
-void Trainer::decodeState(const std::string& payload, const std::string& path) {
-  torch::serialize::InputArchive archive;
-  try {
-    std::istringstream bytes(payload);
-    archive.load_from(bytes);
-  } catch (const c10::Error& e) {
-    throw DataError(
-        fmt::format("snapshot {} holds no training state: {}", path, e.what_without_backtrace()));
-  }
-  try {
-    const int64_t world = checkResumable(archive, path);
-    snapshotWorldSize_ = world;
-    torch::serialize::InputArchive model;
-    archive.read("model", model);
-    task_.model.load(model);
-    torch::serialize::InputArchive optimizer;
-    archive.read("optimizer", optimizer);
-    task_.optimizer.load(optimizer);
-    restoreRandomState(archive, world, path);
-    position_ = Position{.epoch = readValue(archive, "epoch").toInt(),
-                         .step = readValue(archive, "step").toInt(),
-                         .globalStep = readValue(archive, "global_step").toInt(),
-                         .lossSum = readValue(archive, "loss_sum").toDouble(),
-                         .samples = readValue(archive, "samples").toDouble()};
-    history_ = parseMetricsEpochs(readValue(archive, "history").toStringRef());
-  } catch (const c10::Error& e) {
-    throw DataError(fmt::format("snapshot {} does not fit this model and optimizer: {}", path,
-                                e.what_without_backtrace()));
-  }
-}
-
-// The snapshot's format, workload and world size against this run's;
-// returns the world size it was written by. Another world size resumes
-// only at an epoch's end: mid-epoch, the step counts the old shards.
-int64_t Trainer::checkResumable(torch::serialize::InputArchive& archive,
-                                const std::string& path) const {
-  const int64_t format = readValue(archive, "format").toInt();
-  if (format != kSnapshotFormat) {
-    throw DataError(
-        fmt::format("snapshot {} has format {}: expected {}", path, format, kSnapshotFormat));
-  }
-  const std::string workload = readValue(archive, "workload").toStringRef();
-  if (workload != task_.name) {
-    throw ConfigError(
-        fmt::format("snapshot {} was written by a '{}' run, this is a '{}' run: "
-                    "resume with the same workload, or delete it to start afresh",
-                    path, workload, task_.name));
-  }
-  const int64_t world = readValue(archive, "world_size").toInt();
-  const int64_t step = readValue(archive, "step").toInt();
-  if (world != comm_.size() && step != 0) {
-    throw ConfigError(fmt::format(
-        "snapshot {} was written by a {}-rank run at step {} of "
-        "epoch {}, this is a {}-rank run: another world size "
-        "resumes only from a snapshot at an epoch's end; resume "
-        "with {} ranks, or delete it to start afresh",
-        path, world, step, readValue(archive, "epoch").toInt() + 1, comm_.size(), world));
-  }
-  return world;
-}
-
-// Each rank's generator from the snapshot; a rank the writing run did not
-// have takes rank (r mod its world size)'s, as all ranks start from one seed.
-void Trainer::restoreRandomState(torch::serialize::InputArchive& archive, int64_t world,
-                                 const std::string& path) {
-  torch::Tensor states;
-  archive.read("rng", states);
-  if (world < 1 || states.dim() != 2 || states.size(0) != world) {
-    throw DataError(fmt::format(
-        "snapshot {} does not hold one generator state per rank of its {}-rank run", path, world));
-  }
-  setRngStateBytes(states[comm_.rank() % world].clone());
 }
 
 // Rank 0 removes what interrupted writes left, finds the newest good

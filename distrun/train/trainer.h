@@ -18,6 +18,7 @@
 #include "distrun/train/ddp.h"
 #include "distrun/train/metrics.h"
 #include "distrun/train/progress.h"
+#include "distrun/train/resume_plan.h"
 #include "distrun/train/sampler.h"
 #include "distrun/train/step_balancer.h"
 
@@ -87,11 +88,16 @@ struct CheckpointStop {
 // averaging, rank-0 progress on `out`, metrics JSON, snapshots.
 //
 // Snapshots hold model, optimizer, next epoch and step, every rank's CPU
-// random generator and the epoch's running loss; rank 0 writes them
-// (snapshot_file.h: atomic, checksummed, previous one kept). run() resumes
-// from the newest good snapshot: rank 0 reads it and broadcasts it, so
-// nodes need no shared file system. A snapshot of another workload or
-// world size is refused (ConfigError).
+// random generator, the epoch's running loss, and the run's shape (world
+// size, batch size, training set size, dropLast) with the samples of the
+// epoch's order it had consumed; rank 0 writes them (snapshot_file.h:
+// atomic, checksummed, previous one kept). run() resumes from the newest
+// good snapshot: rank 0 reads it and broadcasts it, so nodes need no shared
+// file system. On the same shape it goes on exactly where the snapshot
+// stopped; on another world or batch size, at an epoch's end with the next
+// epoch and mid-epoch with the rest of the epoch split among this world
+// (planResume). A snapshot of another workload, or one taken mid-epoch
+// over a training set of another size, is refused (ConfigError).
 class Trainer {
  public:
   // Throws UsageError (exit 64) naming the TrainerOptions field and its
@@ -117,9 +123,13 @@ class Trainer {
   // snapshot was written (the epochs after it did not run).
   const std::optional<CheckpointStop>& checkpointedAt() const { return checkpointedAt_; }
 
-  // Where run() began: 0 and 0, or the resumed snapshot's epoch and step.
+  // Where run() began: 0 and 0, or the resumed snapshot's epoch and step;
+  // the step counts from the start of startRange(), the part of the
+  // epoch's order run() splits: {0, training set size}, or the rest of an
+  // epoch resumed mid-way on another shape (then startStep() is 0).
   int64_t startEpoch() const { return resumedAt_.epoch; }
   int64_t startStep() const { return resumedAt_.step; }
+  EpochRange startRange() const { return resumedAt_.range; }
   // The snapshot file run() resumed from, if any.
   const std::optional<std::string>& resumedFrom() const { return resumedFrom_; }
   // The free space a snapshot needs: three times the model's parameters
@@ -129,7 +139,8 @@ class Trainer {
  private:
   struct Position {
     int64_t epoch = 0;  // the epoch to run next
-    int64_t step = 0;   // steps of it already done
+    int64_t step = 0;   // steps of `range` already done
+    EpochRange range;   // the part of the epoch's order this run splits
     int64_t globalStep = 0;
     double lossSum = 0;  // this rank's loss * samples so far in the epoch
     double samples = 0;
@@ -138,12 +149,22 @@ class Trainer {
   void checkOutputFiles();
   void resume();
   void saveSnapshot();
-  std::string encodeState(const std::vector<std::string>& rngStates);
+  std::string encodeState(const std::vector<std::string>& rngStates,
+                          const std::vector<double>& epochTotals);
+  void writePosition(torch::serialize::OutputArchive& archive,
+                     const std::vector<double>& epochTotals);
   void decodeState(const std::string& payload, const std::string& path);
   int64_t checkResumable(torch::serialize::InputArchive& archive, const std::string& path) const;
+  SnapshotPosition readPosition(torch::serialize::InputArchive& archive, int64_t format,
+                                const std::string& path) const;
+  void restorePosition(torch::serialize::InputArchive& archive, int64_t format,
+                       const ResumePlan& plan);
   void restoreRandomState(torch::serialize::InputArchive& archive, int64_t world,
                           const std::string& path);
-  std::optional<EpochMetrics> runEpoch(DistributedSampler& sampler, int64_t stepsPerEpoch,
+  RunShape shape() const;
+  std::string resumeLine(int64_t steps) const;
+  int64_t stepsOf(const DistributedSampler& sampler) const;
+  std::optional<EpochMetrics> runEpoch(DistributedSampler& sampler,
                                        const DistributedDataParallel& ddp);
   bool checkpointAgreed();
   void writeCheckpoint();
@@ -167,7 +188,8 @@ class Trainer {
   Position resumedAt_;
   std::vector<EpochMetrics> history_;       // every finished epoch, resumed ones too
   std::optional<std::string> resumedFrom_;  // the snapshot file resumed
-  int64_t snapshotWorldSize_ = 0;           // the ranks of the run that wrote it
+  RunShape snapshotShape_;                  // of the run that wrote it
+  bool resizedMidEpoch_ = false;            // resumed the rest of an epoch on another shape
   uint32_t checksum_ = 0;
   std::optional<CheckpointStop> checkpointedAt_;
   std::optional<CheckpointStop> lastSaved_;  // the position of the last snapshot written

@@ -6,10 +6,16 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+#include <torch/serialize/input-archive.h>
 #include <torch/utils.h>
 #include <nlohmann/json.hpp>
 
@@ -24,6 +30,82 @@ namespace {
 
 using comm::Communicator;
 using comm::testing::runGlooThreads;
+
+using TaskHook = std::function<void(int rank, TrainingTask& task)>;
+
+// What each rank of a run trained, forward call by forward call (`linear`
+// has no test set: every call is a training step): the dataset indices
+// (known by their rows' bytes) and the loss times the samples. With
+// stopAfter, rank 0's stopAfter-th call raises `stop`, the ranks'
+// checkpoint request: the run writes its snapshot and stops at the next
+// step's start.
+class Recorder {
+ public:
+  explicit Recorder(int ranks, int64_t stopAfter = 0)
+      : calls(static_cast<size_t>(ranks)),
+        losses(static_cast<size_t>(ranks)),
+        stopAfter_(stopAfter) {
+    const torch::Tensor inputs = buildWorkload("linear", {}).train.inputs.contiguous();
+    for (int64_t i = 0; i < inputs.size(0); ++i) rows_[bytesOf(inputs[i])] = i;
+  }
+
+  TaskHook hook() {
+    return [this](int rank, TrainingTask& task) {
+      const auto r = static_cast<size_t>(rank);
+      task.forward = [this, r, forward = task.forward](const torch::Tensor& x) {
+        calls[r].push_back(indicesOf(x));
+        if (r == 0 && stopAfter_ > 0 && static_cast<int64_t>(calls[r].size()) == stopAfter_) {
+          stop = true;
+        }
+        return forward(x);
+      };
+      task.loss = [this, r, loss = task.loss](const torch::Tensor& out, const torch::Tensor& y) {
+        torch::Tensor l = loss(out, y);
+        losses[r].push_back(l.item<double>() * static_cast<double>(out.size(0)));
+        return l;
+      };
+    };
+  }
+  std::vector<const std::atomic<bool>*> requests() {
+    return std::vector<const std::atomic<bool>*>(calls.size(), &stop);
+  }
+
+  // Every rank's indices of its first `steps` calls (all: -1).
+  std::vector<int64_t> trained(int64_t steps = -1) const {
+    std::vector<int64_t> all;
+    for (const auto& rank : calls) {
+      const size_t n = steps < 0 ? rank.size() : std::min(rank.size(), static_cast<size_t>(steps));
+      for (size_t c = 0; c < n; ++c) all.insert(all.end(), rank[c].begin(), rank[c].end());
+    }
+    return all;
+  }
+  // Every rank's loss * samples over its first `steps` calls.
+  double lossSum(int64_t steps) const {
+    double sum = 0;
+    for (const auto& rank : losses) {
+      for (size_t c = 0; c < std::min(rank.size(), static_cast<size_t>(steps)); ++c) sum += rank[c];
+    }
+    return sum;
+  }
+
+  std::vector<std::vector<std::vector<int64_t>>> calls;  // [rank][call] -> indices
+  std::vector<std::vector<double>> losses;               // [rank][call] -> loss * samples
+  std::atomic<bool> stop{false};
+
+ private:
+  static std::string bytesOf(const torch::Tensor& row) {
+    const torch::Tensor r = row.contiguous();
+    return std::string(static_cast<const char*>(r.data_ptr()), r.nbytes());
+  }
+  std::vector<int64_t> indicesOf(const torch::Tensor& x) const {
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < x.size(0); ++i) out.push_back(rows_.at(bytesOf(x[i])));
+    return out;
+  }
+
+  std::map<std::string, int64_t> rows_;
+  int64_t stopAfter_;
+};
 
 class TrainerTest : public ::testing::Test {
  protected:
@@ -43,6 +125,7 @@ class TrainerTest : public ::testing::Test {
     std::vector<EpochMetrics> ran, history;
     uint32_t checksum = 0;
     int64_t startEpoch = 0, startStep = 0;
+    EpochRange startRange;
     std::string progress;  // rank 0's
     std::string error;
     std::vector<std::string> errors;  // every rank's
@@ -57,9 +140,11 @@ class TrainerTest : public ::testing::Test {
   }
 
   // The same on `ranks` ranks (threads); the outcome is rank 0's.
-  // `requests`, when given, is each rank's checkpoint request flag.
+  // `requests`, when given, is each rank's checkpoint request flag; `hook`,
+  // when given, changes each rank's task before it trains.
   Outcome trainRanks(int ranks, const TrainerOptions& o, const std::string& name = "linear",
-                     uint64_t seed = 0, std::vector<const std::atomic<bool>*> requests = {}) {
+                     uint64_t seed = 0, std::vector<const std::atomic<bool>*> requests = {},
+                     const TaskHook& hook = {}) {
     Outcome outcome;
     std::vector<std::optional<CheckpointStop>> stops(static_cast<size_t>(ranks));
     // The ranks are threads of one process sharing LibTorch's default
@@ -74,6 +159,7 @@ class TrainerTest : public ::testing::Test {
       }();
       TrainingTask task = w.task();
       task.name = name;
+      if (hook) hook(comm.rank(), task);
       std::ostringstream out, err;
       TrainerOptions mine = o;
       if (!requests.empty()) mine.checkpointRequest = requests[static_cast<size_t>(comm.rank())];
@@ -88,6 +174,7 @@ class TrainerTest : public ::testing::Test {
       outcome.checksum = trainer.parameterChecksum();
       outcome.startEpoch = trainer.startEpoch();
       outcome.startStep = trainer.startStep();
+      outcome.startRange = trainer.startRange();
       outcome.progress = out.str();
       outcome.resumedFrom = trainer.resumedFrom();
     });
@@ -215,17 +302,151 @@ TEST_F(TrainerTest, ResumesOnAnotherWorldSizeFromAnEpochsEnd) {
   EXPECT_LT(one.history[2].trainLoss, one.history[0].trainLoss);
 }
 
-TEST_F(TrainerTest, MidEpochSnapshotOfAnotherWorldSizeIsRefused) {
-  TrainerOptions o = options(1);  // 2 ranks: 32 steps; the last snapshot is at step 30
-  o.saveEveryEpochs = 0;
-  o.saveEverySteps = 10;
-  ASSERT_EQ(trainRanks(2, o).error, "");
-  EXPECT_EQ(train(options(2)).error,
+// Samples of `a` then `b`.
+std::vector<int64_t> joined(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+size_t distinct(const std::vector<int64_t>& samples) {
+  return std::set<int64_t>(samples.begin(), samples.end()).size();
+}
+
+// 2 ranks stop at step 21 of epoch 1 (the elastic case: a node lost after
+// that snapshot), 1344 samples of the epoch's order trained. 3 ranks, and
+// 1, go on with the other 704, split as a fresh epoch over them would be:
+// across the two runs every sample of the epoch is trained once (3 ranks
+// pad 704 to 705), and the epoch's loss is over every sample trained in
+// it; its samples/s over the resumed part's.
+TEST_F(TrainerTest, AMidEpochSnapshotResumesOnAnotherWorldSizeTrainingEachSampleOnce) {
+  Recorder first(2, /*stopAfter=*/21);
+  const Outcome stopped = trainRanks(2, options(2), "linear", 0, first.requests(), first.hook());
+  ASSERT_EQ(stopped.error, "");
+  ASSERT_TRUE(stopped.checkpointedAt.has_value());
+  ASSERT_EQ(stopped.checkpointedAt->step, 21);
+  std::filesystem::copy_file(dir_ + "/linear.snap", dir_ + "/two.snap");
+
+  struct Case {
+    int ranks;
+    size_t partSteps, epochSteps, padding;
+  };
+  for (Case c : {Case{3, 8, 22, 1}, Case{1, 22, 64, 0}}) {
+    SCOPED_TRACE(c.ranks);
+    std::filesystem::copy_file(dir_ + "/two.snap", dir_ + "/linear.snap",
+                               std::filesystem::copy_options::overwrite_existing);
+    TrainerOptions o = options(2);
+    o.progress = ProgressStyle::kEpochs;
+    Recorder rest(c.ranks);
+    const Outcome resumed = trainRanks(c.ranks, o, "linear", /*seed=*/99, {}, rest.hook());
+    ASSERT_EQ(resumed.error, "");  // run() checks that the replicas are equal
+    EXPECT_EQ(resumed.startEpoch, 0);
+    EXPECT_EQ(resumed.startStep, 0);
+    EXPECT_EQ(resumed.startRange, (EpochRange{1344, 2048}));
+    EXPECT_EQ(resumed.progress.rfind(
+                  fmt::format("resuming epoch 1 mid-way at sample 1344 of 2048 on {} rank{} "
+                              "(snapshot {}/linear.snap written by 2 ranks)\n",
+                              c.ranks, c.ranks == 1 ? "" : "s", dir_),
+                  0),
+              0u)
+        << resumed.progress;
+    ASSERT_EQ(rest.calls[0].size(), c.partSteps + c.epochSteps);  // and epoch 2 whole
+    const std::vector<int64_t> epoch = joined(first.trained(), rest.trained(c.partSteps));
+    EXPECT_EQ(epoch.size(), 2048 + c.padding);
+    EXPECT_EQ(distinct(epoch), 2048u);
+    ASSERT_EQ(resumed.ran.size(), 2u);
+    EXPECT_NEAR(resumed.ran[0].samplesPerSecond * resumed.ran[0].seconds,
+                static_cast<double>(704 + c.padding), 1e-6);
+    const double lossSum = first.lossSum(21) + rest.lossSum(static_cast<int64_t>(c.partSteps));
+    const double loss = lossSum / static_cast<double>(epoch.size());
+    EXPECT_NEAR(resumed.ran[0].trainLoss, loss, 1e-9 * loss);
+    EXPECT_EQ(resumed.history.size(), 2u);
+  }
+}
+
+// The 3 ranks that went on with the epoch stop 4 steps into their part:
+// 3 ranks resume it at that step, as any same-shape resume does; 1 rank
+// goes on with what is left after 1344 + 3 x 128 = 1728. Each way the
+// epoch is trained once over the three runs.
+TEST_F(TrainerTest, AResizedEpochResumesAgainFromItsOwnSnapshot) {
+  Recorder first(2, /*stopAfter=*/21);
+  ASSERT_EQ(trainRanks(2, options(1), "linear", 0, first.requests(), first.hook()).error, "");
+  Recorder second(3, /*stopAfter=*/4);
+  const Outcome three = trainRanks(3, options(1), "linear", 5, second.requests(), second.hook());
+  ASSERT_EQ(three.error, "");
+  ASSERT_TRUE(three.checkpointedAt.has_value());
+  EXPECT_EQ(three.checkpointedAt->step, 4);
+  std::filesystem::copy_file(dir_ + "/linear.snap", dir_ + "/three.snap");
+  const std::vector<int64_t> before = joined(first.trained(), second.trained());
+
+  TrainerOptions o = options(1);
+  o.progress = ProgressStyle::kEpochs;
+  Recorder same(3);
+  const Outcome again = trainRanks(3, o, "linear", 7, {}, same.hook());
+  ASSERT_EQ(again.error, "");
+  EXPECT_EQ(again.startStep, 4);
+  EXPECT_EQ(again.startRange, (EpochRange{1344, 2048}));
+  EXPECT_EQ(
+      again.progress.rfind("resumed from " + dir_ + "/linear.snap: epoch 1, step 4 of 8\n", 0), 0u)
+      << again.progress;
+  std::vector<int64_t> epoch = joined(before, same.trained());
+  EXPECT_EQ(epoch.size(), 2049u);
+  EXPECT_EQ(distinct(epoch), 2048u);
+
+  std::filesystem::copy_file(dir_ + "/three.snap", dir_ + "/linear.snap",
+                             std::filesystem::copy_options::overwrite_existing);
+  Recorder one(1);
+  const Outcome single = trainRanks(1, o, "linear", 7, {}, one.hook());
+  ASSERT_EQ(single.error, "");
+  EXPECT_EQ(single.startRange, (EpochRange{1728, 2048}));
+  EXPECT_EQ(single.progress.rfind("resuming epoch 1 mid-way at sample 1728 of 2048 on 1 rank "
+                                  "(snapshot " +
+                                      dir_ + "/linear.snap written by 3 ranks)\n",
+                                  0),
+            0u)
+      << single.progress;
+  epoch = joined(before, one.trained());
+  EXPECT_EQ(epoch.size(), 2048u);
+  EXPECT_EQ(distinct(epoch), 2048u);
+}
+
+// Another batch size on the same world is the same case: the rest of the
+// epoch is split into the new batches (352 samples a rank: 6 steps of 64).
+TEST_F(TrainerTest, AMidEpochSnapshotResumesWithAnotherBatchSize) {
+  Recorder first(2, /*stopAfter=*/21);
+  ASSERT_EQ(trainRanks(2, options(1), "linear", 0, first.requests(), first.hook()).error, "");
+  TrainerOptions o = options(1);
+  o.batchSize = 64;
+  o.progress = ProgressStyle::kEpochs;
+  Recorder rest(2);
+  const Outcome wider = trainRanks(2, o, "linear", 3, {}, rest.hook());
+  ASSERT_EQ(wider.error, "");
+  EXPECT_EQ(wider.startRange, (EpochRange{1344, 2048}));
+  EXPECT_EQ(wider.progress.rfind("resuming epoch 1 mid-way at sample 1344 of 2048 on 2 ranks "
+                                 "(snapshot " +
+                                     dir_ + "/linear.snap written by 2 ranks, batch size 32)\n",
+                                 0),
+            0u)
+      << wider.progress;
+  EXPECT_EQ(rest.calls[0].size(), 6u);
+  const std::vector<int64_t> epoch = joined(first.trained(), rest.trained());
+  EXPECT_EQ(epoch.size(), 2048u);
+  EXPECT_EQ(distinct(epoch), 2048u);
+}
+
+// Mid-epoch, the snapshot's positions are in the order of its training
+// set: over another one they mean nothing (at an epoch's end any is fine).
+TEST_F(TrainerTest, AMidEpochSnapshotOfAnotherTrainingSetSizeIsRefused) {
+  Recorder first(2, /*stopAfter=*/21);
+  ASSERT_EQ(trainRanks(2, options(1), "linear", 0, first.requests(), first.hook()).error, "");
+  const TaskHook fewer = [](int, TrainingTask& task) {
+    task.train.inputs = task.train.inputs.narrow(0, 0, 1000);
+    task.train.targets = task.train.targets.narrow(0, 0, 1000);
+  };
+  EXPECT_EQ(trainRanks(1, options(1), "linear", 0, {}, fewer).error,
             "snapshot " + dir_ +
-                "/linear.snap was written by a 2-rank run at step 30 of epoch 1, "
-                "this is a 1-rank run: another world size resumes only from a "
-                "snapshot at an epoch's end; resume with 2 ranks, or delete it to "
-                "start afresh");
+                "/linear.snap was written mid-way through epoch 1 of a 2048-sample training "
+                "set, this run's has 1000: the epoch's order cannot go on over other data; "
+                "resume with the same training set, or delete it to start afresh");
 }
 
 TEST_F(TrainerTest, CorruptSnapshotWithoutAPreviousOneStopsTheRun) {
@@ -267,6 +488,125 @@ TEST_F(TrainerTest, SnapshotWithoutAGeneratorStatePerRankIsADataError) {
             "snapshot " + dir_ +
                 "/linear.snap does not hold one generator state per rank of "
                 "its 2-rank run");
+}
+
+// A hand-made snapshot of `format` as a `world`-rank run of `linear` would
+// write it at `step` of epoch 1 (fresh model and optimizer, every rank this
+// process's generator state; rank 0's loss 0.5 a sample), with `more`
+// fields.
+void writeHandMadeSnapshot(const std::string& path, int64_t format, int64_t world, int64_t step,
+                           const std::function<void(torch::serialize::OutputArchive&)>& more) {
+  Workload w = buildWorkload("linear", {});
+  TrainingTask task = w.task();
+  torch::serialize::OutputArchive archive, model, optimizer;
+  const std::vector<std::pair<const char*, c10::IValue>> fields = {
+      {"format", format},
+      {"workload", std::string("linear")},
+      {"world_size", world},
+      {"epoch", int64_t{0}},
+      {"step", step},
+      {"global_step", step},
+      {"loss_sum", 0.5 * static_cast<double>(32 * step)},
+      {"samples", static_cast<double>(32 * step)},
+      {"history", metricsJson({.workload = "linear"}, {})}};
+  for (const auto& [key, value] : fields) archive.write(key, value);
+  if (more) more(archive);
+  const torch::Tensor state = at::detail::getDefaultCPUGenerator().get_state();
+  archive.write("rng", state.unsqueeze(0).repeat({world, 1}));
+  task.model.save(model);
+  archive.write("model", model);
+  task.optimizer.save(optimizer);
+  archive.write("optimizer", optimizer);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  writeSnapshotFile(path, bytes.str());
+}
+
+c10::IValue snapshotField(const std::string& path, const std::string& key) {
+  torch::serialize::InputArchive archive;
+  std::istringstream bytes(readSnapshotFile(path));
+  archive.load_from(bytes);
+  c10::IValue value;
+  archive.read(key, value);
+  return value;
+}
+
+// Format 1 recorded no batch size, training set size or part of an epoch:
+// they are taken as this run's. Its 2-rank snapshot at step 21 resumes on 2
+// ranks at that step, as always, and on 1 rank at sample 1344 of the
+// epoch's order, with rank 0's loss so far standing for both ranks'. What
+// the run writes next is format 2.
+TEST_F(TrainerTest, AFormatOneSnapshotResumesMidEpochOnAnyWorldSize) {
+  const std::string snap = dir_ + "/linear.snap";
+  TrainerOptions o = options(1);
+  o.progress = ProgressStyle::kEpochs;
+  writeHandMadeSnapshot(snap, 1, 2, 21, {});
+  const Outcome two = trainRanks(2, o);
+  ASSERT_EQ(two.error, "");
+  EXPECT_EQ(two.startStep, 21);
+  EXPECT_EQ(two.startRange, (EpochRange{0, 2048}));
+  EXPECT_EQ(two.progress.rfind("resumed from " + snap + ": epoch 1, step 21 of 32\n", 0), 0u)
+      << two.progress;
+
+  writeHandMadeSnapshot(snap, 1, 2, 21, {});
+  Recorder rest(1);
+  const Outcome one = trainRanks(1, o, "linear", 0, {}, rest.hook());
+  ASSERT_EQ(one.error, "");
+  EXPECT_EQ(one.startRange, (EpochRange{1344, 2048}));
+  EXPECT_EQ(one.progress.rfind("resuming epoch 1 mid-way at sample 1344 of 2048 on 1 rank "
+                               "(snapshot " +
+                                   snap + " written by 2 ranks)\n",
+                               0),
+            0u)
+      << one.progress;
+  EXPECT_EQ(rest.trained().size(), 704u);
+  ASSERT_EQ(one.ran.size(), 1u);
+  const double loss = (0.5 * 1344 + rest.lossSum(22)) / 2048;
+  EXPECT_NEAR(one.ran[0].trainLoss, loss, 1e-9 * loss);
+
+  EXPECT_EQ(snapshotField(snap, "format").toInt(), 2);
+  EXPECT_EQ(snapshotField(snap, "world_size").toInt(), 1);
+  EXPECT_EQ(snapshotField(snap, "batch_size").toInt(), 32);
+  EXPECT_EQ(snapshotField(snap, "dataset_size").toInt(), 2048);
+  EXPECT_EQ(snapshotField(snap, "epoch").toInt(), 1);  // at epoch 1's end
+  EXPECT_EQ(snapshotField(snap, "samples_consumed").toInt(), 0);
+  EXPECT_EQ(snapshotField(snap, "samples_end").toInt(), 2048);
+}
+
+// What a format-2 snapshot records mid-epoch: the writing run's shape and
+// the samples of the epoch's order its ranks had consumed together.
+TEST_F(TrainerTest, AMidEpochSnapshotRecordsItsShapeAndTheSamplesConsumed) {
+  Recorder first(3, /*stopAfter=*/5);
+  ASSERT_EQ(trainRanks(3, options(1), "linear", 0, first.requests(), first.hook()).error, "");
+  const std::string snap = dir_ + "/linear.snap";
+  EXPECT_EQ(snapshotField(snap, "format").toInt(), 2);
+  EXPECT_EQ(snapshotField(snap, "world_size").toInt(), 3);
+  EXPECT_EQ(snapshotField(snap, "step").toInt(), 5);
+  EXPECT_EQ(snapshotField(snap, "range_begin").toInt(), 0);
+  EXPECT_EQ(snapshotField(snap, "range_end").toInt(), 2048);
+  EXPECT_EQ(snapshotField(snap, "samples_consumed").toInt(), 3 * 5 * 32);
+  EXPECT_EQ(snapshotField(snap, "samples_end").toInt(), 2048);
+  EXPECT_EQ(snapshotField(snap, "drop_last").toBool(), false);
+  EXPECT_EQ(snapshotField(snap, "epoch_samples").toDouble(), 3 * 5 * 32);
+  EXPECT_NEAR(snapshotField(snap, "epoch_loss_sum").toDouble(), first.lossSum(5), 1e-9);
+}
+
+TEST_F(TrainerTest, AnUnknownSnapshotFormatOrAnImpossiblePositionIsADataError) {
+  const std::string snap = dir_ + "/linear.snap";
+  writeHandMadeSnapshot(snap, 3, 2, 21, {});
+  EXPECT_EQ(train(options(1)).error, "snapshot " + snap + " has format 3: expected 1 or 2");
+  writeHandMadeSnapshot(snap, 2, 2, 3, [](torch::serialize::OutputArchive& a) {
+    const std::vector<std::pair<const char*, c10::IValue>> fields = {
+        {"batch_size", int64_t{32}},   {"dataset_size", int64_t{2048}},
+        {"drop_last", false},          {"range_begin", int64_t{0}},
+        {"range_end", int64_t{4096}},  {"samples_consumed", int64_t{0}},
+        {"samples_end", int64_t{2048}}};
+    for (const auto& [key, value] : fields) a.write(key, value);
+  });
+  EXPECT_EQ(train(options(1)).error,
+            "snapshot " + snap +
+                " holds an impossible position: batch size 32, step 3 of samples [0, 4096), "
+                "consumed 0 of 2048, in a 2048-sample training set");
 }
 
 // A snapshot that finished every epoch asked for: nothing runs, nothing

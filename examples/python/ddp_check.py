@@ -21,6 +21,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gloo_check import check_contract, fail  # noqa: E402
 
 STEPS = 5
+# Under `distrun run`, a byte per step on this descriptor tells the agent the
+# rank is making progress (--hang-timeout; docs/launcher.md, "Hung workers").
+PROGRESS_FD = os.environ.get("DISTRUN_PROGRESS_FD")
 
 
 def train(rank):
@@ -35,6 +38,8 @@ def train(rank):
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if PROGRESS_FD:
+            os.write(int(PROGRESS_FD), b".")
     return torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
