@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <deque>
 #include <filesystem>
@@ -18,14 +19,17 @@
 #include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
+#include "distrun/launch/elastic_join.h"
 #include "distrun/launch/job_events.h"
 #include "distrun/launch/poll_sources.h"
 #include "distrun/launch/supervisor.h"
 #include "distrun/launch/worker_group.h"
 #include "distrun/launch/worker_setup.h"
+#include "distrun/rdzv/elastic_rendezvous.h"
 #include "distrun/rdzv/rendezvous.h"
 #include "distrun/rdzv/socket.h"
 #include "distrun/rdzv/store_server.h"
+#include "distrun/rdzv/store_succession.h"
 
 namespace distrun::launch {
 
@@ -41,13 +45,13 @@ constexpr auto kSampleInterval = std::chrono::seconds(1);
 // fd() when it is done. Destroying it waits for the thread.
 class Join {
  public:
-  Join(rdzv::StoreClient& store, int round, rdzv::RendezvousConfig config) {
-    world_ = std::async(std::launch::async, [this, &store, round, config] {
+  Join(rdzv::StoreClient& store, int round, const AgentConfig& config, int standbyPort) {
+    world_ = std::async(std::launch::async, [this, &store, round, config, standbyPort] {
       struct Notify {
         EventFd& fd;
         ~Notify() { fd.notify(); }
       } notify{done_};
-      return rdzv::joinRound(store, round, config);
+      return joinRoundOf(store, round, config, standbyPort, pickFreeTcpPort);
     });
   }
   int fd() const { return done_.fd(); }
@@ -55,20 +59,20 @@ class Join {
     return world_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
   }
   // The world agreed on; rethrows what the join threw.
-  rdzv::World take() { return world_.get(); }
+  JoinedRound take() { return world_.get(); }
 
  private:
   EventFd done_;
-  std::future<rdzv::World> world_;
+  std::future<JoinedRound> world_;
 };
 
 // One round's mechanics: the watcher of its event sequence and this node's
 // workers. Destroying it kills the workers still running, then stops the
 // watcher.
 struct RoundIo {
-  RoundIo(const AgentConfig& config, int storePort, int round, ProcessLauncher& launcher)
+  RoundIo(const AgentConfig& config, int round, ProcessLauncher& launcher)
       : number(round),
-        watcher(config.storeHost, storePort, config.token, round, events.fd()),
+        watcher(config.storeHost, config.storePort, config.token, round, events.fd()),
         group(launcher, config.layout.nodeRank, config.host) {}
   int number;
   EventFd events;
@@ -76,8 +80,14 @@ struct RoundIo {
   WorkerGroup group;
 };
 
+// Node 0's agent hosts the store. In an elastic job, the first agent on the
+// endpoint's host to bind its port does (torchrun's rule), and the others
+// there find the port taken.
 std::unique_ptr<rdzv::StoreServer> startStoreServer(const AgentConfig& config) {
-  if (config.layout.nodeRank != 0) return nullptr;
+  const bool elastic = config.elastic.has_value();
+  if (elastic ? !rdzv::isThisMachine(config.storeHost) : config.layout.nodeRank != 0) {
+    return nullptr;
+  }
   raiseOpenFileLimit();
   // Only the address the other agents are told to reach (docs/security.md).
   std::string bind =
@@ -86,11 +96,26 @@ std::unique_ptr<rdzv::StoreServer> startStoreServer(const AgentConfig& config) {
     return std::make_unique<rdzv::StoreServer>(bind, config.storePort, config.token);
   } catch (const SystemError& e) {
     if (e.errorNumber() != EADDRINUSE) throw;
+    if (elastic) return nullptr;  // another agent of this host came first
     throw ConfigError(fmt::format(
         "the rendezvous store's port {} is already in use on this node ({}): choose a free "
         "port with --rdzv-endpoint HOST:PORT (or --master-port)",
         config.storePort, e.what()));
   }
+}
+
+// An elastic agent's reserved store address, for store succession.
+std::optional<rdzv::StandbyStore> standbyOf(const AgentConfig& config) {
+  if (!config.elastic) return std::nullopt;
+  return std::make_optional<rdzv::StandbyStore>(rdzv::storeBindAddress(config.host, true));
+}
+
+// `config` with the store where it is now (after a succession, not where
+// it was at the start).
+AgentConfig withStore(AgentConfig config, const rdzv::StoreCandidate& store) {
+  config.storeHost = store.host;
+  config.storePort = store.port;
+  return config;
 }
 
 }  // namespace
@@ -103,9 +128,11 @@ class Agent::Loop {
       : agent_(agent),
         config_(agent.config_),
         server_(startStoreServer(config_)),
-        port_(server_ ? server_->port() : config_.storePort),
-        store_(config_.storeHost, port_, config_.token, config_.joinTimeout),
-        supervisor_(config_, port_) {}
+        storeAt_{config_.storeHost, server_ ? server_->port() : config_.storePort},
+        store_(std::make_unique<rdzv::StoreClient>(storeAt_.host, storeAt_.port, config_.token,
+                                                   config_.joinTimeout)),
+        standby_(standbyOf(config_)),
+        supervisor_(config_, storeAt_.port) {}
 
   int run() {
     feed(supervisor_.start(now()));
@@ -114,13 +141,10 @@ class Agent::Loop {
   }
 
   void operator()(const JoinRendezvous& a) {
-    rdzv::RendezvousConfig rc{config_.layout.nodeRank,       config_.layout.numNodes,
-                              config_.layout.localWorldSize, config_.host,
-                              config_.joinTimeout,           pickFreeTcpPort};
-    join_ = std::make_unique<Join>(store_, a.round, rc);
+    join_ = std::make_unique<Join>(*store_, a.round, config_, standby_ ? standby_->port() : 0);
   }
   void operator()(const InterruptRendezvous&) {
-    store_.interrupt();
+    store_->interrupt();
     try {
       join_->take();
     } catch (const Error&) {
@@ -131,13 +155,13 @@ class Agent::Loop {
   // The workers get this round's node rank and count (an elastic job's
   // change from round to round: Supervisor::config()).
   void operator()(const StartWorkers& a) {
-    const AgentConfig& config = supervisor_.config();
-    round_ = std::make_unique<RoundIo>(config, port_, a.world.round, agent_.launcher_);
+    const AgentConfig config = withStore(supervisor_.config(), storeAt_);
+    round_ = std::make_unique<RoundIo>(config, a.world.round, agent_.launcher_);
     for (int local = 0; local < config.layout.localWorldSize; ++local) {
       int rank = workerRank(a.world, local);
-      int pid =
-          round_->group.add(rank, local, workerSpec(config, a.world, port_, local, agent_.env_),
-                            workerOutput(config, a.world.round, rank, local));
+      int pid = round_->group.add(rank, local,
+                                  workerSpec(config, a.world, storeAt_.port, local, agent_.env_),
+                                  workerOutput(config, a.world.round, rank, local));
       feed(supervisor_.workerStarted(local, pid, now()));
     }
     if (config_.hangTimeout.count() > 0) nextSample_ = now() + kSampleInterval;
@@ -152,14 +176,14 @@ class Agent::Loop {
   void operator()(const WakeAt& a) { wakeAt_ = a.time; }
   void operator()(const PublishEvent& a) {
     try {
-      publishEvent(store_, round().number, a.event);
+      publishEvent(*store_, round().number, a.event);
     } catch (const Error& e) {
       feed(supervisor_.storeLost(e.what(), now()));
     }
   }
   void operator()(const MarkNodeDone&) {
     try {
-      long long done = store_.add(rdzv::roundKey(round().number, "done"), 1);
+      long long done = store_->add(rdzv::roundKey(round().number, "done"), 1);
       feed(supervisor_.nodesDone(done, now()));
     } catch (const Error& e) {
       feed(supervisor_.storeLost(e.what(), now()));
@@ -174,6 +198,14 @@ class Agent::Loop {
   }
   void operator()(const LeaveJob&);
   void operator()(const WriteFailureReport& a);
+  void operator()(const RecordNodeFailure&) {
+    try {
+      rdzv::recordNodeFailure(*store_, round().number, config_.elastic->nodeName);
+    } catch (const Error& e) {
+      feed(supervisor_.storeLost(e.what(), now()));
+    }
+  }
+  void operator()(const FindStore&);
   void operator()(const Exit& a) { exitCode_ = a.code; }
   void operator()(const EndWithError& a) { throw RendezvousError(a.message); }
 
@@ -221,11 +253,22 @@ class Agent::Loop {
   void takeSignals() {
     for (int s : signals_.read()) feed(supervisor_.signalReceived(s, now()));
   }
+  // A failed join of an elastic job ends it through the Supervisor, which
+  // names the nodes lost so far; a fixed job's join error ends the agent.
   void takeRendezvous() {
     if (!join_ || !join_->ready()) return;
-    rdzv::World world = join_->take();
+    std::optional<JoinedRound> joined;
+    try {
+      joined = join_->take();
+    } catch (const RendezvousError& e) {
+      join_.reset();
+      if (!config_.elastic) throw;
+      feed(supervisor_.rendezvousFailed(e.what(), now()));
+      return;
+    }
     join_.reset();
-    feed(supervisor_.rendezvousCompleted(world, now()));
+    if (!joined->successors.empty()) successors_ = joined->successors;
+    feed(supervisor_.rendezvousCompleted(joined->world, now()));
   }
   void takeStoreEvents() {
     if (!round_) return;
@@ -264,8 +307,10 @@ class Agent::Loop {
   const AgentConfig& config_;
   SignalReader signals_;  // first: blocks the signals before any thread starts
   std::unique_ptr<rdzv::StoreServer> server_;
-  int port_;
-  rdzv::StoreClient store_;
+  rdzv::StoreCandidate storeAt_;  // where the store is now (a succession moves it)
+  std::unique_ptr<rdzv::StoreClient> store_;
+  std::optional<rdzv::StandbyStore> standby_;      // elastic jobs: this agent's reserve
+  std::vector<rdzv::StoreCandidate> successors_;  // elastic jobs: the last round's candidates
   Supervisor supervisor_;
   std::unique_ptr<Join> join_;
   std::unique_ptr<RoundIo> round_;
@@ -275,6 +320,35 @@ class Agent::Loop {
   std::deque<Action> pending_;
   bool feeding_ = false;
 };
+
+// Walks the last round's candidates for the store's successor (or becomes
+// it: store_succession.h), then connects there. An agent that is not among
+// the candidates (the first nodes of the round) walks them with itself last.
+// The walk runs on the loop's thread: a dead agent costs nothing, a dead
+// host kCandidateConnectTimeout, and signals wait for it.
+void Agent::Loop::operator()(const FindStore&) {
+  const std::string lost = fmt::format("{}:{}", storeAt_.host, storeAt_.port);
+  try {
+    std::vector<rdzv::StoreCandidate> candidates = successors_;
+    const rdzv::StoreCandidate self{config_.host, standby_->port()};
+    auto it = std::find(candidates.begin(), candidates.end(), self);
+    if (it == candidates.end()) it = candidates.insert(candidates.end(), self);
+    const auto index = static_cast<size_t>(it - candidates.begin());
+    rdzv::StoreLocation at =
+        rdzv::findOrBecomeStore(candidates, index, *standby_, config_.token, storeAt_);
+    if (at.server) server_ = std::move(at.server);
+    storeAt_ = at.address;
+    store_ = std::make_unique<rdzv::StoreClient>(storeAt_.host, storeAt_.port, config_.token,
+                                                 config_.joinTimeout);
+  } catch (const Error& e) {
+    feed(supervisor_.rendezvousFailed(
+        fmt::format("the rendezvous store at {} was lost and no successor took over: {}", lost,
+                    e.what()),
+        now()));
+    return;
+  }
+  feed(supervisor_.storeFound(fmt::format("{}:{}", storeAt_.host, storeAt_.port), now()));
+}
 
 // The failure report's folder is created here; an error in either step is
 // an IoError naming the report.
@@ -314,10 +388,11 @@ int Agent::run() {
 void Agent::Loop::operator()(const LeaveJob& a) {
   int round = supervisor_.round();
   try {
-    long long exited = store_.add(rdzv::roundKey(round, "exited"), 1);
+    store_->clearWill();  // leaving is no loss
+    long long exited = store_->add(rdzv::roundKey(round, "exited"), 1);
     std::string allExited = rdzv::roundKey(round, "all_exited");
-    if (exited == supervisor_.config().layout.numNodes - a.lostNodes) store_.set(allExited, "1");
-    if (server_) store_.get(allExited, kExitBarrier);
+    if (exited == supervisor_.config().layout.numNodes - a.lostNodes) store_->set(allExited, "1");
+    if (server_) store_->get(allExited, kExitBarrier);
   } catch (const Error&) {
     // The store is gone: nobody is left to wait for.
   }

@@ -99,6 +99,9 @@ Actions Supervisor::start(TimePoint) {
 
 Actions Supervisor::rendezvousCompleted(const rdzv::World& world, TimePoint) {
   DISTRUN_ENFORCE(phase_ == Phase::kJoining, "a rendezvous completed that was not under way");
+  // An elastic node may join a later round than it asked for (the job was
+  // there already, or it waited).
+  if (elastic()) round_ = world.round;
   DISTRUN_ENFORCE_EQ(world.round, round_);
   phase_ = Phase::kRunning;
   state_.firstRank = world.firstRank;

@@ -134,6 +134,16 @@ bool isLocal(const sockaddr_in& addr) {
 
 }  // namespace
 
+bool isThisMachine(const std::string& host) {
+  AddrInfo ai;
+  try {
+    resolve(host, 0, false, ai);
+  } catch (const ConfigError&) {
+    return false;
+  }
+  return isLocal(*reinterpret_cast<const sockaddr_in*>(ai.list->ai_addr));
+}
+
 std::string storeBindAddress(const std::string& reachHost, bool severalNodes) {
   AddrInfo ai;
   try {

@@ -30,6 +30,10 @@ int boundPort(int fd, const std::string& where);
 // that is not the one they reach).
 std::string storeBindAddress(const std::string& reachHost, bool severalNodes);
 
+// Whether `host` resolves to an address of this machine (loopback
+// included); false when it does not resolve.
+bool isThisMachine(const std::string& host);
+
 // Connects to `host`:`port`, retrying refused connections until `deadline`
 // (the peer may not listen yet). Throws TimeoutError naming the address and
 // the last error when the deadline passes, ConfigError when `host` does not

@@ -1,0 +1,79 @@
+#include "distrun/launch/elastic_join.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "distrun/launch/job_events.h"
+#include "distrun/rdzv/elastic_rendezvous.h"
+
+namespace distrun::launch {
+
+namespace {
+
+rdzv::ElasticJoin elasticJoinOf(const AgentConfig& c, int standbyPort,
+                                const std::function<int()>& pickMasterPort) {
+  const ElasticSpec& e = *c.elastic;
+  rdzv::ElasticJoin join;
+  join.minNodes = e.minNodes;
+  join.maxNodes = e.maxNodes;
+  join.nproc = c.layout.localWorldSize;
+  join.host = c.host;
+  join.standbyPort = standbyPort;
+  join.nodeName = e.nodeName;
+  join.preferredNodeRank = e.preferredNodeRank.value_or(-1);
+  join.joinTimeout = c.joinTimeout;
+  join.lastCall = e.lastCall;
+  join.pickMasterPort = pickMasterPort;
+  return join;
+}
+
+JoinedRound joinedOf(const rdzv::ElasticOutcome& o) {
+  rdzv::World w{o.round, o.numNodes, o.worldSize, o.firstRank, o.masterAddr, o.masterPort};
+  w.nodeRank = o.nodeRank;
+  return JoinedRound{w, o.successors};
+}
+
+// A replacement node starts at the round the job is in, not at round 0.
+JoinedRound joinElastic(rdzv::StoreClient& store, int round, const AgentConfig& config,
+                        int standbyPort, const std::function<int()>& pickMasterPort) {
+  const rdzv::ElasticJoin join = elasticJoinOf(config, standbyPort, pickMasterPort);
+  int r = std::max(round, rdzv::latestRound(store).value_or(0));
+  while (true) {
+    const rdzv::ElasticOutcome o = rdzv::joinElasticRound(store, r, join);
+    if (o.status == rdzv::ElasticStatus::kJoined) return joinedOf(o);
+    if (o.status == rdzv::ElasticStatus::kWaiting) {
+      publishEvent(store, r, JobEvent{JobEvent::Kind::kNodeWaiting, join.nodeName});
+    }
+    r = std::max(r + 1, o.status == rdzv::ElasticStatus::kExcluded ? o.rejoinRound : 0);
+  }
+}
+
+JoinedRound joinFixed(rdzv::StoreClient& store, int round, const AgentConfig& config,
+                      const std::function<int()>& pickMasterPort) {
+  rdzv::RendezvousConfig rc{config.layout.nodeRank, config.layout.numNodes,
+                            config.layout.localWorldSize, config.host, config.joinTimeout,
+                            pickMasterPort};
+  return JoinedRound{rdzv::joinRound(store, round, rc), {}};
+}
+
+}  // namespace
+
+std::string nodeLabel(const AgentConfig& config) {
+  if (config.elastic) return config.elastic->nodeName;
+  return fmt::format("{} ({})", config.layout.nodeRank, config.host);
+}
+
+JoinedRound joinRoundOf(rdzv::StoreClient& store, int round, const AgentConfig& config,
+                        int standbyPort, const std::function<int()>& pickMasterPort) {
+  store.clearWill();  // the last round's: a join's timed waits would fire it
+  JoinedRound joined = config.elastic
+                           ? joinElastic(store, round, config, standbyPort, pickMasterPort)
+                           : joinFixed(store, round, config, pickMasterPort);
+  const int r = joined.world.round;
+  store.setWill(rdzv::roundKey(r, "events"), rdzv::roundKey(r, "event/"),
+                encodeEvent(JobEvent{JobEvent::Kind::kNodeLost, nodeLabel(config)}));
+  return joined;
+}
+
+}  // namespace distrun::launch
