@@ -1,0 +1,159 @@
+// Elastic jobs (`distrun run --nnodes MIN:MAX`) with agents as nodes of this
+// machine (label: multiproc): each agent names itself by a loopback address
+// of its own (--local-addr 127.0.0.N), meets the others at 127.0.0.1, and
+// runs one shell worker that records each round it ran in (its world size,
+// node rank and restart count) and then works for a while. An agent is
+// SIGKILLed, or starts late; the others must go on. Durations are bounded
+// (timeout), never asserted.
+#include <signal.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/testing/command.h"
+#include "distrun/testing/launcher_fixture.h"
+
+namespace distrun::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class LauncherElasticTest : public LauncherFixture {
+ protected:
+  void SetUp() override {
+    LauncherFixture::SetUp();
+    port_ = freePort();
+  }
+  // Starts node `n`'s agent (127.0.0.1`n + 2`: node 0 is 127.0.0.12) in the
+  // background; its
+  // worker records "WORLD_SIZE GROUP_RANK TORCHELASTIC_RESTART_COUNT" in
+  // rounds.<n>, then works `seconds`.
+  int startNode(int n, const std::string& nodes = "2:3", int seconds = 8,
+                const std::string& extra = "") {
+    const std::string record = "echo $WORLD_SIZE $GROUP_RANK $TORCHELASTIC_RESTART_COUNT >> " +
+                               path("rounds." + std::to_string(n)) + "; sleep " +
+                               std::to_string(seconds);
+    return startCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run --nnodes " + nodes +
+                            " --rdzv-endpoint 127.0.0.1:" + std::to_string(port_) +
+                            " --local-addr 127.0.0.1" + std::to_string(n + 2) +
+                            " --rdzv-conf last_call_timeout=2,join_timeout=10 --max-restarts 2 " +
+                            extra + worker(record),
+                        path("agent" + std::to_string(n) + ".log"));
+  }
+  // Waits until node `n`'s worker recorded `rounds` rounds.
+  bool waitForRounds(int n, size_t rounds) {
+    for (int i = 0; i < 600; ++i) {
+      if (lines("rounds." + std::to_string(n)).size() >= rounds) return true;
+      ::usleep(100000);
+    }
+    return false;
+  }
+  std::vector<std::string> lines(const std::string& name) const {
+    std::vector<std::string> out;
+    std::string text = log(name), line;
+    for (char c : text) {
+      if (c == '\n') {
+        out.push_back(line);
+        line.clear();
+      } else {
+        line += c;
+      }
+    }
+    return out;
+  }
+
+  int port_ = 0;
+};
+
+// The agent that hosts the store is the first to bind the endpoint: node 0
+// starts first. Node 2's agent is SIGKILLed mid-round: nodes 0 and 1 re-form
+// with two nodes (restart 1) and finish.
+TEST_F(LauncherElasticTest, ALostNodeLeavesTheOthersTrainingOnTwoNodes) {
+  int node0 = startNode(0);
+  ::usleep(300000);
+  int node1 = startNode(1);
+  int node2 = startNode(2);
+  ASSERT_TRUE(waitForRounds(2, 1)) << log("agent2.log");
+  ::kill(node2, SIGKILL);
+  waitCommand(node2);
+  EXPECT_EQ(waitCommand(node0), 0) << log("agent0.log");
+  EXPECT_EQ(waitCommand(node1), 0) << log("agent1.log");
+  EXPECT_THAT(lines("rounds.0").front(), ::testing::StartsWith("3 ")) << "three nodes first";
+  EXPECT_THAT(lines("rounds.0").back(), ::testing::EndsWith(" 1")) << "restart 1";
+  EXPECT_THAT(lines("rounds.1").back(), ::testing::StartsWith("2 ")) << "two nodes after it";
+  EXPECT_THAT(log("agent0.log"), HasSubstr("node 127.0.0.14 was lost"));
+  expectAllGone();
+}
+
+// The store's own agent (node 0) is SIGKILLed: the others find its
+// successor among the round's first nodes and finish on two nodes.
+TEST_F(LauncherElasticTest, LosingTheStoresNodeLeavesTheOthersTraining) {
+  int node0 = startNode(0);
+  ::usleep(300000);
+  int node1 = startNode(1);
+  int node2 = startNode(2);
+  ASSERT_TRUE(waitForRounds(0, 1)) << log("agent0.log");
+  ::kill(node0, SIGKILL);
+  waitCommand(node0);
+  EXPECT_EQ(waitCommand(node1), 0) << log("agent1.log");
+  EXPECT_EQ(waitCommand(node2), 0) << log("agent2.log");
+  EXPECT_THAT(log("agent1.log"), HasSubstr("the rendezvous store is now at "));
+  EXPECT_THAT(lines("rounds.1").back(), ::testing::StartsWith("2 "));
+  expectAllGone();
+}
+
+// Two of MIN 2 nodes, one lost: the other cannot re-form and ends, naming
+// the lost node, within the join timeout.
+TEST_F(LauncherElasticTest, FewerThanMinNodesLeftEndsTheJobNamingTheLostNode) {
+  int node0 = startNode(0, "2:3", 30);
+  ::usleep(300000);
+  int node1 = startNode(1, "2:3", 30);
+  ASSERT_TRUE(waitForRounds(1, 1)) << log("agent1.log");
+  ::kill(node1, SIGKILL);
+  waitCommand(node1);
+  EXPECT_EQ(waitCommand(node0), 76) << log("agent0.log");
+  EXPECT_THAT(log("agent0.log"), HasSubstr("nodes lost during the job: 127.0.0.13"));
+  expectAllGone();
+}
+
+// Two nodes start (MIN 2); a third comes later and waits: the job re-forms
+// with it, without counting a restart.
+TEST_F(LauncherElasticTest, ANodeJoiningLaterIsTakenInAtTheNextRound) {
+  int node0 = startNode(0, "2:3", 10);
+  ::usleep(300000);
+  int node1 = startNode(1, "2:3", 10);
+  ASSERT_TRUE(waitForRounds(0, 1)) << log("agent0.log");
+  int node2 = startNode(2, "2:3", 10);
+  EXPECT_EQ(waitCommand(node0), 0) << log("agent0.log");
+  EXPECT_EQ(waitCommand(node1), 0) << log("agent1.log");
+  EXPECT_EQ(waitCommand(node2), 0) << log("agent2.log");
+  EXPECT_THAT(lines("rounds.0").front(), ::testing::StartsWith("2 "));
+  EXPECT_THAT(lines("rounds.0").back(), ::testing::StartsWith("3 ")) << "re-formed with it";
+  EXPECT_THAT(lines("rounds.0").back(), ::testing::EndsWith(" 0")) << "no restart counted";
+  EXPECT_THAT(lines("rounds.2").back(), ::testing::StartsWith("3 ")) << "taken in";
+  EXPECT_THAT(lines("rounds.2").back(), ::testing::EndsWith(" 0")) << "no restart counted";
+  EXPECT_THAT(log("agent0.log"), HasSubstr("node 127.0.0.14 waits to join"));
+  expectAllGone();
+}
+
+// A fixed job (--node-rank) whose node 1 is SIGKILLed ends at once on node
+// 0 with the lost node named, rather than after its workers' time-outs.
+TEST_F(LauncherElasticTest, AFixedJobEndsAtOnceWhenANodesAgentIsKilled) {
+  const std::string work = worker("sleep 60");
+  int node0 = startCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
+                               twoNodeFlags(0, port_) + work,
+                           path("agent0.log"));
+  int node1 = startCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
+                               twoNodeFlags(1, port_) + work,
+                           path("agent1.log"));
+  for (int i = 0; i < 600 && lines("pids").size() < 2; ++i) ::usleep(100000);
+  ::kill(node1, SIGKILL);
+  waitCommand(node1);
+  EXPECT_EQ(waitCommand(node0), 76) << log("agent0.log");
+  EXPECT_THAT(log("agent0.log"), HasSubstr("node 1 (127.0.0.1) was lost"));
+  expectAllGone();
+}
+
+}  // namespace
+}  // namespace distrun::testing
