@@ -14,11 +14,16 @@ namespace distrun::rdzv {
 //   body = u8 opcode | fields...,  field = u32 length | bytes
 //
 // A client's first frame must be kHello with the job token; the server
-// answers kOk or kRefused and closes. Requests, each answered in order:
+// answers kOk or kRefused and closes. Requests, each answered in order (a
+// client may send many before reading: StoreBatch; a kGet that waits holds
+// back the requests behind it):
 //   kSet key value        -> kOk
 //   kGet key              -> kValue value, once the key exists (waits)
 //   kTryGet key           -> kValue value | kMissing
 //   kAdd key delta        -> kValue total   (delta and total as decimal)
+//   kCompareSet key expected desired -> kValue current: sets `desired` when
+//                           the value is `expected` (an absent key reads as
+//                           ""); `current` is the value held afterwards
 // Anything else (an unknown opcode, a field running past its frame, a frame
 // over the limit, a request before kHello) closes that connection and
 // nothing more: the store keeps serving everyone else.
@@ -31,6 +36,7 @@ enum class Op : uint8_t {
   kGet = 3,
   kTryGet = 4,
   kAdd = 5,
+  kCompareSet = 6,
   kOk = 100,
   kValue = 101,
   kMissing = 102,
