@@ -1,9 +1,9 @@
 // Feeds a real rendezvous store sequences of valid-looking frames built
 // from the fuzz bytes: a hello with the right token, a wrong one or none,
-// then set/get/tryGet/add/will with odd keys, values, deltas and field
-// counts, now and then an unknown opcode or a frame whose length is off. A
-// will left set is carried out when the input's connection closes. The
-// store never crashes, answers with well-formed reply frames, and still
+// then set/get/tryGet/add/compareSet/will with odd keys, values, deltas and
+// field counts, now and then an unknown opcode or a frame whose length is
+// off. A will left set is carried out when the input's connection closes.
+// The store never crashes, answers with well-formed reply frames, and still
 // serves a fresh client afterwards.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -47,7 +47,7 @@ Frame hello(FuzzedDataProvider& in) {
 }
 
 Frame request(FuzzedDataProvider& in) {
-  static const Op kOps[] = {Op::kSet, Op::kGet, Op::kTryGet, Op::kAdd, Op::kHello};
+  static const Op kOps[] = {Op::kSet, Op::kGet, Op::kTryGet, Op::kAdd, Op::kHello, Op::kCompareSet};
   Frame frame{in.PickValueInArray(kOps), {key(in)}};
   // A hello after the hello only closes the connection: half of them stand
   // for a will (counter, prefix, value; an empty counter clears it). Drawn
@@ -60,6 +60,10 @@ Frame request(FuzzedDataProvider& in) {
   }
   if (frame.op == Op::kSet) frame.fields.push_back(in.ConsumeRandomLengthString(256));
   if (frame.op == Op::kAdd) frame.fields.push_back(delta(in));
+  if (frame.op == Op::kCompareSet) {
+    frame.fields.push_back(in.ConsumeRandomLengthString(16));  // expected
+    frame.fields.push_back(in.ConsumeRandomLengthString(16));  // desired
+  }
   if (in.ConsumeIntegralInRange(0, 15) == 0) frame.fields.push_back(key(in));  // one too many
   if (in.ConsumeIntegralInRange(0, 15) == 0) frame.fields.pop_back();          // one too few
   if (in.ConsumeIntegralInRange(0, 31) == 0)

@@ -45,28 +45,47 @@ void claim(StoreClient& store, int round, const RendezvousConfig& config) {
                   store.address(), joined.empty() ? "none" : join(joined, ", ")));
 }
 
-std::string waitFor(StoreClient& store, int round, const std::string& name,
-                    Clock::time_point deadline, const RendezvousConfig& config) {
-  auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-  std::optional<std::string> value =
-      store.get(roundKey(round, name), std::max(left, milliseconds(0)));
-  if (!value) reportMissing(store, round, config);
-  return *value;
+milliseconds left(Clock::time_point deadline) {
+  auto ms = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+  return std::max(ms, milliseconds(0));
 }
 
 // Run by the last agent to arrive: every node is published, so it assigns
-// each node's first rank and publishes the world's summary.
+// each node's first rank and publishes the world's summary. Two batches
+// (one round trip each, however many nodes); each node's first rank is set
+// before the summary, so that an agent waiting on the summary finds its own
+// first rank at once.
 void assignRanks(StoreClient& store, int round, int numNodes) {
+  StoreBatch read;
+  for (int r = 0; r < numNodes; ++r) read.tryGet(roundKey(round, fmt::format("node/{}", r)));
+  read.tryGet(roundKey(round, "master_port"));
+  std::vector<std::optional<std::string>> nodes = store.run(read, milliseconds::max());
+  StoreBatch write;
   int next = 0;
-  std::string masterHost;
   for (int r = 0; r < numNodes; ++r) {
-    NodeInfo n = decodeNode(r, *store.tryGet(roundKey(round, fmt::format("node/{}", r))));
-    if (r == 0) masterHost = n.host;
-    store.set(roundKey(round, fmt::format("first/{}", r)), std::to_string(next));
-    next += n.nproc;
+    write.set(roundKey(round, fmt::format("first/{}", r)), std::to_string(next));
+    next += decodeNode(r, nodes.at(static_cast<size_t>(r)).value()).nproc;
   }
-  std::string port = *store.tryGet(roundKey(round, "master_port"));
-  store.set(roundKey(round, "world"), fmt::format("{} {} {}", next, port, masterHost));
+  std::string masterHost = decodeNode(0, nodes.at(0).value()).host;
+  write.set(roundKey(round, "world"),
+            fmt::format("{} {} {}", next, nodes.back().value(), masterHost));
+  store.run(write, milliseconds::max());
+}
+
+// Publishes this node (node 0: and its MASTER_PORT) and counts it in, in one
+// round trip; true when it is the last to arrive.
+bool publish(StoreClient& store, int round, const RendezvousConfig& config,
+             Clock::time_point deadline) {
+  StoreBatch batch;
+  if (config.nodeRank == 0) {
+    batch.set(roundKey(round, "master_port"), std::to_string(config.pickMasterPort()));
+  }
+  NodeInfo self{config.nodeRank, config.nproc, config.host};
+  batch.set(roundKey(round, fmt::format("node/{}", config.nodeRank)), encodeNode(self));
+  batch.add(roundKey(round, "joined"), 1);
+  std::vector<std::optional<std::string>> replies = store.run(batch, left(deadline));
+  if (replies.size() < batch.size()) reportMissing(store, round, config);
+  return std::stoll(replies.back().value()) == config.numNodes;
 }
 
 }  // namespace
@@ -78,15 +97,12 @@ std::string roundKey(int round, const std::string& name) {
 World joinRound(StoreClient& store, int round, const RendezvousConfig& config) {
   Clock::time_point deadline = Clock::now() + config.joinTimeout;
   claim(store, round, config);
-  NodeInfo self{config.nodeRank, config.nproc, config.host};
-  if (config.nodeRank == 0) {
-    store.set(roundKey(round, "master_port"), std::to_string(config.pickMasterPort()));
-  }
-  store.set(roundKey(round, fmt::format("node/{}", config.nodeRank)), encodeNode(self));
-  if (store.add(roundKey(round, "joined"), 1) == config.numNodes) {
-    assignRanks(store, round, config.numNodes);
-  }
-  std::string summary = waitFor(store, round, "world", deadline, config);
+  if (publish(store, round, config, deadline)) assignRanks(store, round, config.numNodes);
+  StoreBatch wait;
+  wait.get(roundKey(round, "world")).get(roundKey(round, fmt::format("first/{}", config.nodeRank)));
+  std::vector<std::optional<std::string>> replies = store.run(wait, left(deadline));
+  if (replies.size() < wait.size()) reportMissing(store, round, config);
+  const std::string& summary = replies[0].value();
   World world;
   world.round = round;
   world.numNodes = config.numNodes;
@@ -95,8 +111,7 @@ World joinRound(StoreClient& store, int round, const RendezvousConfig& config) {
   world.worldSize = std::stoi(summary.substr(0, a));
   world.masterPort = std::stoi(summary.substr(a + 1, b - a - 1));
   world.masterAddr = summary.substr(b + 1);
-  world.firstRank =
-      std::stoi(waitFor(store, round, fmt::format("first/{}", config.nodeRank), deadline, config));
+  world.firstRank = std::stoi(replies[1].value());
   return world;
 }
 

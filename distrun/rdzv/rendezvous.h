@@ -44,8 +44,9 @@ struct RendezvousConfig {
 
 // Joins round `round`: publishes this node, waits for every other one and
 // for node 0's choice of MASTER_PORT. Linear in the node count: each agent
-// makes a constant number of requests, and the last to arrive assigns every
-// node its ranks (N requests). Throws RendezvousError when a node rank is
+// makes a constant number of round trips (three, after the hello), and the
+// last to arrive assigns every node its ranks (two batches of N requests,
+// one round trip each: StoreBatch). Throws RendezvousError when a node rank is
 // claimed twice, and one naming every node still missing and the store they
 // were expected to reach when the join timeout passes.
 World joinRound(StoreClient& store, int round, const RendezvousConfig& config);

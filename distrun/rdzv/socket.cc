@@ -216,10 +216,12 @@ void writeAll(int fd, const std::string& data, const std::string& peer) {
 
 bool readSome(int fd, std::string& out, Clock::time_point deadline, const std::string& peer) {
   while (true) {
-    pollfd p{fd, POLLIN, 0};
-    int rc = ::poll(&p, 1, msUntil(deadline));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc == 0) return false;
+    if (deadline != Clock::time_point::max()) {  // else the read below blocks: no poll needed
+      pollfd p{fd, POLLIN, 0};
+      int rc = ::poll(&p, 1, msUntil(deadline));
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc == 0) return false;
+    }
     char buffer[65536];
     ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;

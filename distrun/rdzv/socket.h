@@ -75,7 +75,8 @@ void setKeepAlive(int fd, const std::string& where);
 // RendezvousError naming `peer`, never a SIGPIPE (docs/development.md).
 void writeAll(int fd, const std::string& data, const std::string& peer);
 
-// Reads at least one byte into `out` (appending), waiting until `deadline`.
+// Reads at least one byte into `out` (appending), waiting until `deadline`
+// (Clock::time_point::max(): a plain blocking read, no poll).
 // Returns false at the deadline; throws RendezvousError when the peer
 // closed or the read failed.
 bool readSome(int fd, std::string& out, Clock::time_point deadline, const std::string& peer);

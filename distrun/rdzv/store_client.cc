@@ -11,6 +11,20 @@
 
 namespace distrun::rdzv {
 
+namespace {
+
+// now + `timeout`; no deadline when that does not fit (milliseconds::max()).
+Clock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
+  using std::chrono::milliseconds;
+  const Clock::time_point now = Clock::now();
+  if (timeout >= std::chrono::duration_cast<milliseconds>(Clock::time_point::max() - now)) {
+    return Clock::time_point::max();
+  }
+  return now + timeout;
+}
+
+}  // namespace
+
 StoreClient::StoreClient(std::string host, int port, std::string token,
                          std::chrono::milliseconds connectTimeout)
     : host_(std::move(host)),
@@ -38,19 +52,26 @@ void StoreClient::connect(std::chrono::milliseconds timeout) {
 }
 
 Frame StoreClient::request(const Frame& frame, std::optional<Clock::time_point> deadline) {
+  std::string bytes;
+  encodeFrame(frame, bytes);
+  send(bytes);
+  return readReply(deadline.value_or(Clock::time_point::max()));
+}
+
+void StoreClient::send(const std::string& bytes) {
   if (!fd_) {
     throw RendezvousError(fmt::format("no connection to the rendezvous store at {}", address_));
   }
-  std::string bytes;
-  encodeFrame(frame, bytes);
   writeAll(fd_.get(), bytes, address_);
-  Clock::time_point until = deadline.value_or(Clock::time_point::max());
+}
+
+Frame StoreClient::readReply(Clock::time_point until) {
   while (true) {
     Frame reply;
     size_t used = 0;
-    DecodeStatus status = decodeFrame(in_, reply, used);
+    DecodeStatus status = decodeFrame(std::string_view(in_).substr(inPos_), reply, used);
     if (status == DecodeStatus::kFrame) {
-      in_.erase(0, used);
+      inPos_ += used;
       checkReply(reply);
       return reply;
     }
@@ -58,20 +79,26 @@ Frame StoreClient::request(const Frame& frame, std::optional<Clock::time_point> 
       throw RendezvousError(
           fmt::format("the rendezvous store at {} sent a malformed reply", address_));
     }
+    in_.erase(0, inPos_);
+    inPos_ = 0;
     if (!readSome(fd_.get(), in_, until, address_)) {
       // The answer may still come; this connection can no longer be used.
-      fd_.reset();
-      in_.clear();
+      forgetConnection();
       throw TimeoutError(
           fmt::format("the rendezvous store at {} did not answer in time", address_));
     }
   }
 }
 
+void StoreClient::forgetConnection() {
+  fd_.reset();
+  in_.clear();
+  inPos_ = 0;
+}
+
 void StoreClient::checkReply(const Frame& reply) {
   if (reply.op != Op::kFailed) return;
-  fd_.reset();  // the server closes it too
-  in_.clear();
+  forgetConnection();  // the server closes it too
   throw RendezvousError(fmt::format("the rendezvous store at {} stopped serving: {}", address_,
                                     reply.fields.empty() ? "no reason given" : reply.fields[0]));
 }
@@ -134,6 +161,57 @@ void StoreClient::close() {
   }
   fd_.reset();
   in_.clear();
+  inPos_ = 0;
+}
+
+std::string StoreClient::compareSet(const std::string& key, const std::string& expected,
+                                    const std::string& desired) {
+  return request(Frame{Op::kCompareSet, {key, expected, desired}}, std::nullopt).fields.at(0);
+}
+
+std::vector<std::optional<std::string>> StoreClient::run(const StoreBatch& batch,
+                                                         std::chrono::milliseconds timeout) {
+  const Clock::time_point until = deadlineAfter(timeout);
+  send(batch.bytes_);
+  std::vector<std::optional<std::string>> replies;
+  replies.reserve(batch.count_);
+  try {
+    while (replies.size() < batch.count_) {
+      Frame reply = readReply(until);
+      if (reply.op == Op::kMissing) {
+        replies.emplace_back();
+      } else {
+        replies.emplace_back(reply.fields.empty() ? std::string() : std::move(reply.fields[0]));
+      }
+    }
+  } catch (const TimeoutError&) {
+    connect(std::chrono::seconds(30));
+  }
+  return replies;
+}
+
+StoreBatch& StoreBatch::set(const std::string& key, const std::string& value) {
+  encodeFrame(Frame{Op::kSet, {key, value}}, bytes_);
+  count_++;
+  return *this;
+}
+
+StoreBatch& StoreBatch::get(const std::string& key) {
+  encodeFrame(Frame{Op::kGet, {key}}, bytes_);
+  count_++;
+  return *this;
+}
+
+StoreBatch& StoreBatch::tryGet(const std::string& key) {
+  encodeFrame(Frame{Op::kTryGet, {key}}, bytes_);
+  count_++;
+  return *this;
+}
+
+StoreBatch& StoreBatch::add(const std::string& key, long long delta) {
+  encodeFrame(Frame{Op::kAdd, {key, std::to_string(delta)}}, bytes_);
+  count_++;
+  return *this;
 }
 
 }  // namespace distrun::rdzv

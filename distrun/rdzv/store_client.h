@@ -3,12 +3,31 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/socket.h"
 #include "distrun/rdzv/wire.h"
 
 namespace distrun::rdzv {
+
+// Requests to send to the store together (wire.h): however many, a batch
+// costs one round trip, and the store answers them in order. A get in a
+// batch holds back the requests behind it until its key exists. Build one,
+// then StoreClient::run it. Not thread-safe.
+class StoreBatch {
+ public:
+  StoreBatch& set(const std::string& key, const std::string& value);
+  StoreBatch& get(const std::string& key);
+  StoreBatch& tryGet(const std::string& key);
+  StoreBatch& add(const std::string& key, long long delta);
+  size_t size() const { return count_; }
+
+ private:
+  friend class StoreClient;
+  std::string bytes_;  // the encoded frames
+  size_t count_ = 0;
+};
 
 // A connection to a StoreServer, authenticated with the job token.
 // Not thread-safe: one client per thread. Every failure is a typed error
@@ -34,6 +53,19 @@ class StoreClient {
   std::optional<std::string> tryGet(const std::string& key);
   // Adds `delta` to the integer at `key` (0 when absent); returns the sum.
   long long add(const std::string& key, long long delta);
+  // Sets `desired` when `key` holds `expected` (an absent key holds "");
+  // returns the value held afterwards, so the caller won iff it is
+  // `desired` and differs from what was there.
+  std::string compareSet(const std::string& key, const std::string& expected,
+                         const std::string& desired);
+  // Sends `batch` in one write and reads one reply per request, in order:
+  // the value for get and tryGet (nullopt: missing), the total for add, ""
+  // for set. Fewer replies than requests when `timeout` passed first; the
+  // connection is then made again, as get() does (the requests answered
+  // were applied; the others may or may not have been).
+  // milliseconds::max(): no deadline.
+  std::vector<std::optional<std::string>> run(const StoreBatch& batch,
+                                              std::chrono::milliseconds timeout);
 
   // Leaves this connection's last will with the store (wire.h, kWill): when
   // the connection closes without clearWill() or close() first (this
@@ -61,6 +93,9 @@ class StoreClient {
 
  private:
   Frame request(const Frame& frame, std::optional<Clock::time_point> deadline);
+  void send(const std::string& bytes);
+  Frame readReply(Clock::time_point until);
+  void forgetConnection();
   void connect(std::chrono::milliseconds timeout);
 
   std::string host_;
@@ -71,7 +106,8 @@ class StoreClient {
   void checkReply(const Frame& reply);
 
   UniqueFd fd_;
-  std::string in_;
+  std::string in_;    // bytes read and not yet decoded start at inPos_
+  size_t inPos_ = 0;  // (a batch's replies are decoded without copying)
   bool hasWill_ = false;
 };
 

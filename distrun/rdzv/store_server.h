@@ -108,6 +108,8 @@ class StoreServer {
   void onWritable(Connection& c);
   void processFrames(Connection& c);
   bool handle(Connection& c, Frame& frame);
+  void compareSet(Connection& c, const std::string& key, const std::string& expected,
+                  std::string& desired);
   void reply(Connection& c, const Frame& frame);
   void wake(const std::string& key, const std::string& value);
   void storeSet(const std::string& key, const std::string& value);

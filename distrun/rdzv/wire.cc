@@ -19,9 +19,7 @@ uint32_t getU32(std::string_view b, size_t at) {
   return v;
 }
 
-bool knownOp(uint8_t op) {
-  return (op >= 1 && op <= 5) || op == static_cast<uint8_t>(Op::kWill) || (op >= 100 && op <= 104);
-}
+bool knownOp(uint8_t op) { return (op >= 1 && op <= 7) || (op >= 100 && op <= 104); }
 
 }  // namespace
 
@@ -68,6 +66,7 @@ std::optional<size_t> requestFieldCount(Op op) {
     case Op::kSet:
     case Op::kAdd:
       return 2;
+    case Op::kCompareSet:
     case Op::kWill:
       return 3;
     default:

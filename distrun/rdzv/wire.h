@@ -14,11 +14,16 @@ namespace distrun::rdzv {
 //   body = u8 opcode | fields...,  field = u32 length | bytes
 //
 // A client's first frame must be kHello with the job token; the server
-// answers kOk or kRefused and closes. Requests, each answered in order:
+// answers kOk or kRefused and closes. Requests, each answered in order (a
+// client may send many before reading: StoreBatch; a kGet that waits holds
+// back the requests behind it):
 //   kSet key value        -> kOk
 //   kGet key              -> kValue value, once the key exists (waits)
 //   kTryGet key           -> kValue value | kMissing
 //   kAdd key delta        -> kValue total   (delta and total as decimal)
+//   kCompareSet key expected desired -> kValue current: sets `desired` when
+//                           the value is `expected` (an absent key reads as
+//                           ""); `current` is the value held afterwards
 //   kWill counter prefix value -> kOk  (this connection's last will)
 // A will is kept with its connection, one per connection (a later kWill
 // replaces it; an empty counter clears it). When the connection closes
@@ -41,6 +46,7 @@ enum class Op : uint8_t {
   kGet = 3,
   kTryGet = 4,
   kAdd = 5,
+  kCompareSet = 6,
   kWill = 7,
   kOk = 100,
   kValue = 101,
