@@ -6,17 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "distrun/rdzv/store_succession.h"
+
 namespace distrun::rdzv {
 
 class StoreClient;
-
-// An agent's standby store address (where it would serve the store if it
-// took over). The same type as store_succession.h's; declared here until
-// the two are merged.
-struct StoreCandidate {
-  std::string host;
-  int port = 0;
-};
 
 // One agent's request to join a round of the elastic rendezvous
 // (`--nnodes MIN:MAX`, torchrun's c10d rendezvous: node ranks by arrival).
