@@ -35,10 +35,14 @@ struct NodeRange {
 NodeRange parseNodes(const std::optional<std::string>& value) {
   if (!value) return {};
   std::vector<std::string> parts = split(*value, ':');
-  if (parts.size() <= 2) {
-    int min = static_cast<int>(parseCount(parts[0], "--nnodes"));
-    int max = parts.size() == 2 ? static_cast<int>(parseCount(parts[1], "--nnodes")) : min;
-    if (min >= 1 && max >= min) return {min, max};
+  try {
+    if (parts.size() <= 2) {
+      int min = static_cast<int>(parseCount(parts[0], "--nnodes"));
+      int max = parts.size() == 2 ? static_cast<int>(parseCount(parts[1], "--nnodes")) : min;
+      if (min >= 1 && max >= min) return {min, max};
+    }
+  } catch (const ConfigError&) {
+    // not a number: said below
   }
   throw UsageError(fmt::format(
       "--nnodes {}: expected a node count N, or MIN:MAX with 1 <= MIN <= MAX", *value));

@@ -27,7 +27,7 @@ Actions Supervisor::nodeLostPublished(const std::string& node, TimePoint now) {
   Actions out{Print{fmt::format(
       "distrun: node {}: node {} was lost: its agent's connection to the store closed without "
       "a goodbye (the agent or its host died)\n",
-      config_.layout.nodeRank, node))}};
+      config_.layout.nodeRank, node)}};
   append(out, stopWorkers(now));
   return endRoundIfOver(std::move(out));
 }
@@ -87,7 +87,7 @@ Actions Supervisor::rendezvousFailed(const std::string& why, TimePoint) {
   phase_ = Phase::kEnded;
   std::string lost = lostNodes_.empty()
                          ? ""
-                         : fmt::format("; nodes lost during the job: {}", join(lostNodes_, ", "));
+                         : fmt::format("; nodes lost during the job: {}", distrun::join(lostNodes_, ", "));
   return {EndWithError{why + lost}};
 }
 
@@ -105,7 +105,7 @@ Actions Supervisor::endWithLostNode() {
 // The report's line naming every node lost, when a failure ends the job.
 std::string Supervisor::lostNodesNote() const {
   if (lostNodes_.empty()) return "";
-  return fmt::format("distrun: nodes lost during the job: {}\n", join(lostNodes_, ", "));
+  return fmt::format("distrun: nodes lost during the job: {}\n", distrun::join(lostNodes_, ", "));
 }
 
 }  // namespace distrun::launch

@@ -41,6 +41,7 @@ std::string errorOf(const Actions& actions) {
   return "";
 }
 
+// The StartWorkers in `actions` (which must outlive the pointer), or null.
 const StartWorkers* startOf(const Actions& actions) {
   for (const Action& a : actions) {
     if (const auto* s = std::get_if<StartWorkers>(&a)) return s;
@@ -64,6 +65,7 @@ AgentConfig nodeConfig(bool elastic, int maxRestarts) {
 WorkerFailure exitOf(int rank, int code, int signal = 0) {
   WorkerFailure f;
   f.rank = rank;
+  f.localRank = 0;
   f.nodeRank = rank;
   f.host = "node" + std::to_string(rank);
   f.pid = 1000 + rank;
@@ -104,7 +106,8 @@ TEST_F(ElasticSupervisorTest, ALostNodeReformsTheJobOnTheNodesLeftAndCountsARest
   EXPECT_THAT(printed(ended),
               HasSubstr("node 10.0.0.3 was lost; re-forming the job (restart 1 of 2)"));
   // The survivors' round: this node is node 0 of 2 now.
-  const StartWorkers* start = startOf(startRound(s, 1, 0, 2));
+  const Actions restarted = startRound(s, 1, 0, 2);
+  const StartWorkers* start = startOf(restarted);
   ASSERT_NE(start, nullptr);
   EXPECT_EQ(start->world.restarts, 1);
   EXPECT_EQ(start->world.worldSize, 2);

@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fstream>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -34,12 +36,18 @@ class LauncherElasticTest : public LauncherFixture {
     const std::string record = "echo $WORLD_SIZE $GROUP_RANK $TORCHELASTIC_RESTART_COUNT >> " +
                                path("rounds." + std::to_string(n)) + "; sleep " +
                                std::to_string(seconds);
-    return startCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run --nnodes " + nodes +
+    return startCommand("env DISTRUN_TOKEN=t timeout 120 " + distrun() + " run --nnodes " + nodes +
                             " --rdzv-endpoint 127.0.0.1:" + std::to_string(port_) +
                             " --local-addr 127.0.0.1" + std::to_string(n + 2) +
                             " --rdzv-conf last_call_timeout=2,join_timeout=10 --max-restarts 2 " +
                             extra + worker(record),
                         path("agent" + std::to_string(n) + ".log"));
+  }
+  // SIGKILLs the agent that startCommand's `pid` (its `timeout`) runs, as
+  // a node dies: its workers die with it (PR_SET_PDEATHSIG).
+  static void killAgent(int pid) {
+    runCommand("pkill -KILL -P " + std::to_string(pid));
+    waitCommand(pid);
   }
   // Waits until node `n`'s worker recorded `rounds` rounds.
   bool waitForRounds(int n, size_t rounds) {
@@ -49,17 +57,11 @@ class LauncherElasticTest : public LauncherFixture {
     }
     return false;
   }
+  // The lines of `name` in the folder; none while it does not exist.
   std::vector<std::string> lines(const std::string& name) const {
     std::vector<std::string> out;
-    std::string text = log(name), line;
-    for (char c : text) {
-      if (c == '\n') {
-        out.push_back(line);
-        line.clear();
-      } else {
-        line += c;
-      }
-    }
+    std::ifstream file(path(name));
+    for (std::string line; std::getline(file, line);) out.push_back(line);
     return out;
   }
 
@@ -75,8 +77,7 @@ TEST_F(LauncherElasticTest, ALostNodeLeavesTheOthersTrainingOnTwoNodes) {
   int node1 = startNode(1);
   int node2 = startNode(2);
   ASSERT_TRUE(waitForRounds(2, 1)) << log("agent2.log");
-  ::kill(node2, SIGKILL);
-  waitCommand(node2);
+  killAgent(node2);
   EXPECT_EQ(waitCommand(node0), 0) << log("agent0.log");
   EXPECT_EQ(waitCommand(node1), 0) << log("agent1.log");
   EXPECT_THAT(lines("rounds.0").front(), ::testing::StartsWith("3 ")) << "three nodes first";
@@ -94,8 +95,7 @@ TEST_F(LauncherElasticTest, LosingTheStoresNodeLeavesTheOthersTraining) {
   int node1 = startNode(1);
   int node2 = startNode(2);
   ASSERT_TRUE(waitForRounds(0, 1)) << log("agent0.log");
-  ::kill(node0, SIGKILL);
-  waitCommand(node0);
+  killAgent(node0);
   EXPECT_EQ(waitCommand(node1), 0) << log("agent1.log");
   EXPECT_EQ(waitCommand(node2), 0) << log("agent2.log");
   EXPECT_THAT(log("agent1.log"), HasSubstr("the rendezvous store is now at "));
@@ -110,8 +110,7 @@ TEST_F(LauncherElasticTest, FewerThanMinNodesLeftEndsTheJobNamingTheLostNode) {
   ::usleep(300000);
   int node1 = startNode(1, "2:3", 30);
   ASSERT_TRUE(waitForRounds(1, 1)) << log("agent1.log");
-  ::kill(node1, SIGKILL);
-  waitCommand(node1);
+  killAgent(node1);
   EXPECT_EQ(waitCommand(node0), 76) << log("agent0.log");
   EXPECT_THAT(log("agent0.log"), HasSubstr("nodes lost during the job: 127.0.0.13"));
   expectAllGone();
@@ -141,15 +140,14 @@ TEST_F(LauncherElasticTest, ANodeJoiningLaterIsTakenInAtTheNextRound) {
 // 0 with the lost node named, rather than after its workers' time-outs.
 TEST_F(LauncherElasticTest, AFixedJobEndsAtOnceWhenANodesAgentIsKilled) {
   const std::string work = worker("sleep 60");
-  int node0 = startCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
+  int node0 = startCommand("env DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
                                twoNodeFlags(0, port_) + work,
                            path("agent0.log"));
-  int node1 = startCommand("DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
+  int node1 = startCommand("env DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
                                twoNodeFlags(1, port_) + work,
                            path("agent1.log"));
   for (int i = 0; i < 600 && lines("pids").size() < 2; ++i) ::usleep(100000);
-  ::kill(node1, SIGKILL);
-  waitCommand(node1);
+  killAgent(node1);
   EXPECT_EQ(waitCommand(node0), 76) << log("agent0.log");
   EXPECT_THAT(log("agent0.log"), HasSubstr("node 1 (127.0.0.1) was lost"));
   expectAllGone();
