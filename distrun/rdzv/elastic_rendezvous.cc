@@ -156,6 +156,25 @@ std::vector<std::string> arrivalNames(const Arrival& a, long long count) {
                         a.store.address()));
 }
 
+// Ends a round some of whose arrivals never published their node (the
+// store holds back the replies of a batch while a get in it waits, so the
+// ones missing are asked for again).
+[[noreturn]] void failUnpublished(const Arrival& a, long long count) {
+  StoreBatch batch;
+  for (long long j = 1; j <= count; ++j) batch.tryGet(key(a.round, "node", j));
+  Replies replies = a.store.run(batch, milliseconds::max());
+  std::vector<std::string> missing;
+  for (size_t j = 0; j < replies.size(); ++j) {
+    if (!replies[j]) missing.push_back(std::to_string(j + 1));
+  }
+  failRound(a, count,
+            fmt::format("round {} closed with {} nodes, but arrival(s) {} never published their "
+                        "node within {} s (an agent that stopped while joining); the rendezvous "
+                        "store is at {}",
+                        a.round, count, join(missing, ", "), seconds(a.join.joinTimeout),
+                        a.store.address()));
+}
+
 // Marks the round closed with `count` members and reads what the plan
 // needs: the failure table and every member's record (waiting for those on
 // their way).
@@ -166,14 +185,7 @@ std::vector<NodeRecord> gather(const Arrival& a, long long count, FailureTable& 
       .tryGet(kFailuresKey);
   for (long long j = 1; j <= count; ++j) batch.get(key(a.round, "node", j));
   Replies replies = a.store.run(batch, a.join.joinTimeout);
-  if (replies.size() < batch.size()) {
-    failRound(a, count,
-              fmt::format("round {} closed with {} nodes, but arrival {} never published its node "
-                          "within {} s (an agent that stopped while joining); the rendezvous store "
-                          "is at {}",
-                          a.round, count, replies.size() - 2, seconds(a.join.joinTimeout),
-                          a.store.address()));
-  }
+  if (replies.size() < batch.size()) failUnpublished(a, count);
   failures = decodeFailures(replies[2].value_or(""));
   std::vector<NodeRecord> records;
   records.reserve(static_cast<size_t>(count));

@@ -64,11 +64,11 @@ inline constexpr int kMaxSuccessors = 8;
 // 0..N-1) when every member has one.
 //
 // Protocol (keys under "e<round>/"; docs/launcher.md, "Elastic
-// rendezvous"). Each agent makes three round trips after its hello:
+// rendezvous"). Each agent makes two round trips after its hello:
 //   1. add("arrived", 1) -> i, its arrival (1-based).
 //   2. batch{set("node/<i>", its record), get("out/<i>")}: publishes
 //      nproc/preferred rank/standby port/host/name and waits for its outcome.
-//   3. (node rank 0 only) set("master_port", pickMasterPort()).
+//   and node rank 0 a third: set("master_port", pickMasterPort()).
 // Closing: the MAX-th arrival at once, the MIN-th when `lastCall` passes,
 // any other member when its own wait passes (joinTimeout below MIN,
 // lastCall from its arrival from MIN on), adds kClosedMark (2^40) to
@@ -83,15 +83,17 @@ inline constexpr int kMaxSuccessors = 8;
 // (waiting for those still on their way); plans the round (planRound: who is
 // excluded, node ranks, first ranks, successors); tells node rank 0 first
 // (master port unknown), waits for its "master_port", and sets every other
-// "out/<i>" (one write, each waking one agent). O(N) work for the closer,
-// one round trip per agent, never a round trip per node.
+// "out/<i>" (one write, each waking one agent). The closer's O(N) work is
+// four round trips in all, never one per node.
 //
 // A round that closes with fewer than MIN (an agent's joinTimeout passed)
 // fails: every member and every later arrival gets RendezvousError naming
 // how many of MIN joined, who, and the store's address. Throws ConfigError
 // for a bad `join` (naming the field), RendezvousError/TimeoutError for the
 // store's failures, and RendezvousError when the closing agent disappears
-// (no outcome within twice the joinTimeout after the close).
+// (no outcome within twice the joinTimeout after the close). Uses `store`
+// alone while it runs (a StoreClient is one thread's; its interrupt() ends
+// the join with RendezvousError).
 ElasticOutcome joinElasticRound(StoreClient& store, int round, const ElasticJoin& join);
 
 // Announces that `nodeName` waits for a round after `round` (once per name

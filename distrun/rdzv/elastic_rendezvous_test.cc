@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/common/error.h"
+#include "distrun/rdzv/elastic_plan.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
 
@@ -213,6 +214,49 @@ TEST_F(ElasticTest, TheTimeoutNamesWhoJoinedHowManyOfMinAndTheStore) {
   // A node arriving afterwards is told the same, not left waiting.
   EXPECT_THAT([&] { run(0, join("gamma", 3, 4)); },
               ::testing::ThrowsMessage<RendezvousError>(::testing::StrEq(expected)));
+}
+
+// The failures of agents that stop half-way, played by a bare client.
+TEST_F(ElasticTest, AnArrivalThatNeverPublishedItsNodeFailsTheRoundNamingIt) {
+  StoreClient stopped = client();
+  stopped.add("e0/arrived", 1);  // arrived, then stopped
+  ElasticJoin j = join("b", 2, 2);
+  j.joinTimeout = 200ms;
+  EXPECT_THAT([&] { run(0, j); },
+              ::testing::ThrowsMessage<RendezvousError>(::testing::StrEq(
+                  "round 0 closed with 2 nodes, but arrival(s) 1 never published their node "
+                  "within 0.2 s (an agent that stopped while joining); the rendezvous store is at "
+                  "127.0.0.1:" +
+                  std::to_string(server.port()))));
+  EXPECT_THAT(stopped.tryGet("e0/out/1").value_or(""), ::testing::StartsWith("failed\nround 0"));
+}
+
+TEST_F(ElasticTest, ANodeRankZeroThatNeverPicksItsPortFailsTheRoundNamingIt) {
+  StoreClient stopped = client();
+  stopped.add("e0/arrived", 1);
+  stopped.set("e0/node/1", detail::encodeRecord({1, -1, 7000, "a.example", "a"}));
+  ElasticJoin j = join("b", 2, 2);
+  j.joinTimeout = 200ms;
+  EXPECT_THAT([&] { run(0, j); },
+              ::testing::ThrowsMessage<RendezvousError>(::testing::StrEq(
+                  "node rank 0 of round 0 (a) did not pick its MASTER_PORT within 0.2 s; the "
+                  "rendezvous store is at 127.0.0.1:" +
+                  std::to_string(server.port()))));
+}
+
+TEST_F(ElasticTest, AClosingAgentThatVanishesIsReported) {
+  ElasticJoin j = join("a", 1, 3);
+  j.lastCall = 50ms;
+  j.joinTimeout = 100ms;
+  auto member = start(0, j);
+  awaitArrivals(0, 1);
+  client().add("e0/arrived", 1LL << 40);  // closes the round, then stops
+  EXPECT_THAT([&] { member.get(); },
+              ::testing::ThrowsMessage<RendezvousError>(::testing::StrEq(
+                  "round 0 closed, but the agent that closed it published no outcome within "
+                  "0.2 s (it stopped while planning the round); the rendezvous store is at "
+                  "127.0.0.1:" +
+                  std::to_string(server.port()))));
 }
 
 TEST_F(ElasticTest, ANodeThatFailedTwoRoundsInARowIsLeftOutOfTheNext) {

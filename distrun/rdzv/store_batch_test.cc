@@ -101,11 +101,14 @@ TEST_F(StoreBatchTest, ABatchOfThousandsIsOneWriteAndEveryReplyComes) {
   EXPECT_EQ(values[12345], std::string(100, 'x') + "12345");
 }
 
-TEST_F(StoreBatchTest, ATimedOutBatchGivesTheRepliesThatCameAndTheClientStaysUsable) {
+// The store holds the set's reply back while the get behind it waits (one
+// send for both): a batch that timed out may have had requests applied that
+// it got no reply for.
+TEST_F(StoreBatchTest, ATimedOutBatchGivesFewerRepliesAndTheClientStaysUsable) {
   StoreClient c = client();
   StoreBatch batch;
   batch.set("before", "1").get("never").set("behind", "2");
-  EXPECT_EQ(c.run(batch, 100ms), (Replies{""}));
+  EXPECT_EQ(c.run(batch, 100ms), Replies{});
   EXPECT_EQ(c.tryGet("before"), "1");
   c.set("after", "ok");
   EXPECT_EQ(c.get("after", kGenerous), "ok");
