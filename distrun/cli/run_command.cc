@@ -48,7 +48,8 @@ void flag(CLI::App* cmd, const std::string& dashed, bool& target, const std::str
 void addTorchrunFlags(CLI::App* cmd, RunOptions& o, std::string& ignored) {
   option(cmd, "nnodes", o.nnodes, "number of nodes: N, or MIN:MAX for an elastic job");
   option(cmd, "nproc-per-node", o.nprocPerNode, "workers per node: N, cpu, gpu or auto");
-  option(cmd, "node-rank", o.nodeRank, "this node's rank (default: SLURM_NODEID; none: by arrival)");
+  option(cmd, "node-rank", o.nodeRank,
+         "this node's rank (default: SLURM_NODEID; none: by arrival)");
   option(cmd, "master-addr", o.masterAddr, "host of node 0's store (static rendezvous)");
   option(cmd, "master-port", o.masterPort, "port of node 0's store (static rendezvous)");
   option(cmd, "rdzv-endpoint", o.rdzvEndpoint, "HOST[:PORT] of node 0's store");

@@ -309,7 +309,7 @@ class Agent::Loop {
   std::unique_ptr<rdzv::StoreServer> server_;
   rdzv::StoreCandidate storeAt_;  // where the store is now (a succession moves it)
   std::unique_ptr<rdzv::StoreClient> store_;
-  std::optional<rdzv::StandbyStore> standby_;      // elastic jobs: this agent's reserve
+  std::optional<rdzv::StandbyStore> standby_;     // elastic jobs: this agent's reserve
   std::vector<rdzv::StoreCandidate> successors_;  // elastic jobs: the last round's candidates
   Supervisor supervisor_;
   std::unique_ptr<Join> join_;

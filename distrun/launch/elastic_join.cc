@@ -51,9 +51,9 @@ JoinedRound joinElastic(rdzv::StoreClient& store, int round, const AgentConfig& 
 
 JoinedRound joinFixed(rdzv::StoreClient& store, int round, const AgentConfig& config,
                       const std::function<int()>& pickMasterPort) {
-  rdzv::RendezvousConfig rc{config.layout.nodeRank, config.layout.numNodes,
-                            config.layout.localWorldSize, config.host, config.joinTimeout,
-                            pickMasterPort};
+  rdzv::RendezvousConfig rc{config.layout.nodeRank,       config.layout.numNodes,
+                            config.layout.localWorldSize, config.host,
+                            config.joinTimeout,           pickMasterPort};
   return JoinedRound{rdzv::joinRound(store, round, rc), {}};
 }
 

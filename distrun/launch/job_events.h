@@ -17,14 +17,14 @@ namespace distrun::launch {
 // root cause.
 struct JobEvent {
   enum class Kind {
-    kFailure,     // payload: WorkerFailure JSON
-    kSignal,      // payload: the signal number
-    kComplete,    // every node's workers exited 0 (or 79, checkpointed), or,
-                  // after echoes only, exited at all (supervisor.h)
-    kCheckpoint,  // a worker exited 79 (checkpointed); payload: its rank
-    kStoreLost,   // (local) the watcher lost the store; payload: why
-    kHang,        // a node's answer to a suspected hang; payload: HangAnswer JSON
-    kNodeLost,    // a node's agent is gone (its will, set by the store); payload: its name
+    kFailure,      // payload: WorkerFailure JSON
+    kSignal,       // payload: the signal number
+    kComplete,     // every node's workers exited 0 (or 79, checkpointed), or,
+                   // after echoes only, exited at all (supervisor.h)
+    kCheckpoint,   // a worker exited 79 (checkpointed); payload: its rank
+    kStoreLost,    // (local) the watcher lost the store; payload: why
+    kHang,         // a node's answer to a suspected hang; payload: HangAnswer JSON
+    kNodeLost,     // a node's agent is gone (its will, set by the store); payload: its name
     kNodeWaiting,  // elastic: a node waits to join the next round; payload: its name
   };
   Kind kind;

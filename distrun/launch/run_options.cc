@@ -44,8 +44,8 @@ NodeRange parseNodes(const std::optional<std::string>& value) {
   } catch (const ConfigError&) {
     // not a number: said below
   }
-  throw UsageError(fmt::format(
-      "--nnodes {}: expected a node count N, or MIN:MAX with 1 <= MIN <= MAX", *value));
+  throw UsageError(
+      fmt::format("--nnodes {}: expected a node count N, or MIN:MAX with 1 <= MIN <= MAX", *value));
 }
 
 int parseNproc(const std::string& value, const RunContext& ctx) {
@@ -241,8 +241,9 @@ void placeByArrival(const RunOptions& o, const RunContext& ctx, NodeRange nodes,
                                       : ctx.host.hostname);
   c.runId = o.rdzvId.value_or(slurm ? cluster::defaultRunId(c.layout) : "none");
   placeToken(o, ctx, c);
-  ElasticSpec e{nodes.min, nodes.max, seconds(secondsFrom(o.rdzvConf, "last_call_timeout").value_or(5)),
-                c.host, std::nullopt};
+  ElasticSpec e{nodes.min, nodes.max,
+                seconds(secondsFrom(o.rdzvConf, "last_call_timeout").value_or(5)), c.host,
+                std::nullopt};
   if (slurm) e.preferredNodeRank = c.layout.nodeRank;
   c.layout.numNodes = nodes.max;  // until the first round says how many came
   c.layout.nodeRank = 0;

@@ -77,10 +77,10 @@ struct EndWithError {
   std::string message;
 };
 
-using Action = std::variant<JoinRendezvous, InterruptRendezvous, StartWorkers, SignalWorkers,
-                            KillWorkers, WakeAt, PublishEvent, MarkNodeDone, Print, EndRound,
-                            LeaveJob, WriteFailureReport, RecordNodeFailure, FindStore, Exit,
-                            EndWithError>;
+using Action =
+    std::variant<JoinRendezvous, InterruptRendezvous, StartWorkers, SignalWorkers, KillWorkers,
+                 WakeAt, PublishEvent, MarkNodeDone, Print, EndRound, LeaveJob, WriteFailureReport,
+                 RecordNodeFailure, FindStore, Exit, EndWithError>;
 using Actions = std::vector<Action>;
 
 // Moves `more` onto the end of `to`.
@@ -145,12 +145,12 @@ inline constexpr std::chrono::seconds kCauseWait{5};
 class Supervisor {
  public:
   enum class Phase {
-    kIdle,      // before start()
-    kJoining,   // a rendezvous is under way
+    kIdle,          // before start()
+    kJoining,       // a rendezvous is under way
     kFindingStore,  // elastic: the store was lost; its successor is sought
-    kRunning,   // workers run, nothing decided
-    kStopping,  // the workers are being stopped (failure, signal, lost store)
-    kEnded,     // Exit or EndWithError was returned
+    kRunning,       // workers run, nothing decided
+    kStopping,      // the workers are being stopped (failure, signal, lost store)
+    kEnded,         // Exit or EndWithError was returned
   };
 
   // `config` is copied; `storePort` is where node 0's store listens, for

@@ -38,9 +38,10 @@ Actions Supervisor::nodeWaitingPublished(const std::string& node, TimePoint now)
   if (!elastic() || phase_ != Phase::kRunning || endKnown()) return {};
   if (config_.layout.numNodes >= config_.elastic->maxNodes) return {};  // full: it waits
   state_.waitingNode = node;
-  Actions out{Print{fmt::format("distrun: node {}: node {} waits to join: stopping the workers to "
-                                "re-form the job with it\n",
-                                config_.layout.nodeRank, node)}};
+  Actions out{
+      Print{fmt::format("distrun: node {}: node {} waits to join: stopping the workers to "
+                        "re-form the job with it\n",
+                        config_.layout.nodeRank, node)}};
   append(out, stopWorkers(now));
   return endRoundIfOver(std::move(out));
 }
@@ -52,10 +53,10 @@ Actions Supervisor::endElasticRound() {
   if (s.signal != 0 || (s.complete && !s.rootCause)) return endJob();
   if (s.rootCause || s.lostNode || !s.lost.empty()) {
     if (restarts_ >= config_.maxRestarts) return endJob();
-    std::string why = s.rootCause ? fmt::format("rank {} failed ({})", s.rootCause->rank,
-                                                s.rootCause->cause())
-                      : s.lostNode ? fmt::format("node {} was lost", *s.lostNode)
-                                   : "the rendezvous store was lost";
+    std::string why =
+        s.rootCause  ? fmt::format("rank {} failed ({})", s.rootCause->rank, s.rootCause->cause())
+        : s.lostNode ? fmt::format("node {} was lost", *s.lostNode)
+                     : "the rendezvous store was lost";
     return reform(why, true);
   }
   if (s.waitingNode) return reform(fmt::format("node {} waits to join", *s.waitingNode), false);
@@ -85,9 +86,9 @@ Actions Supervisor::storeFound(const std::string& address, TimePoint) {
 
 Actions Supervisor::rendezvousFailed(const std::string& why, TimePoint) {
   phase_ = Phase::kEnded;
-  std::string lost = lostNodes_.empty()
-                         ? ""
-                         : fmt::format("; nodes lost during the job: {}", distrun::join(lostNodes_, ", "));
+  std::string lost = lostNodes_.empty() ? ""
+                                        : fmt::format("; nodes lost during the job: {}",
+                                                      distrun::join(lostNodes_, ", "));
   return {EndWithError{why + lost}};
 }
 

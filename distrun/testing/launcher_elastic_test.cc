@@ -32,9 +32,9 @@ class LauncherElasticTest : public LauncherFixture {
   // worker records "WORLD_SIZE GROUP_RANK TORCHELASTIC_RESTART_COUNT" in
   // rounds.<n>, then works `seconds`.
   int startNode(int n, const std::string& nodes = "2:3", int seconds = 8,
-                const std::string& extra = "") {
+                const std::string& extra = "", const std::string& before = "") {
     const std::string record = "echo $WORLD_SIZE $GROUP_RANK $TORCHELASTIC_RESTART_COUNT >> " +
-                               path("rounds." + std::to_string(n)) + "; sleep " +
+                               path("rounds." + std::to_string(n)) + "; " + before + "sleep " +
                                std::to_string(seconds);
     return startCommand("env DISTRUN_TOKEN=t timeout 120 " + distrun() + " run --nnodes " + nodes +
                             " --rdzv-endpoint 127.0.0.1:" + std::to_string(port_) +
@@ -136,16 +136,32 @@ TEST_F(LauncherElasticTest, ANodeJoiningLaterIsTakenInAtTheNextRound) {
   expectAllGone();
 }
 
+// Node 1's worker stops itself (SIGSTOP) in the first round: --hang-timeout
+// names it, its node's failure re-forms the job (restart 1), and the second
+// round, where nobody stops, finishes.
+TEST_F(LauncherElasticTest, AStoppedWorkerIsNamedAndTheJobReformsAndFinishes) {
+  const std::string stopOnce = "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then kill -STOP $$; fi; ";
+  int node0 = startNode(0, "2:3", 4, "--hang-timeout 2 ");
+  ::usleep(300000);
+  int node1 = startNode(1, "2:3", 4, "--hang-timeout 2 ", stopOnce);
+  EXPECT_EQ(waitCommand(node0), 0) << log("agent0.log");
+  EXPECT_EQ(waitCommand(node1), 0) << log("agent1.log");
+  EXPECT_THAT(log("agent0.log"), HasSubstr("rank 1 failed (no progress for "));
+  EXPECT_THAT(log("agent0.log"), HasSubstr("re-forming the job (restart 1 of 2)"));
+  EXPECT_THAT(lines("rounds.1").back(), ::testing::EndsWith(" 1"));
+  expectAllGone();
+}
+
 // A fixed job (--node-rank) whose node 1 is SIGKILLed ends at once on node
 // 0 with the lost node named, rather than after its workers' time-outs.
 TEST_F(LauncherElasticTest, AFixedJobEndsAtOnceWhenANodesAgentIsKilled) {
   const std::string work = worker("sleep 60");
-  int node0 = startCommand("env DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
-                               twoNodeFlags(0, port_) + work,
-                           path("agent0.log"));
-  int node1 = startCommand("env DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " +
-                               twoNodeFlags(1, port_) + work,
-                           path("agent1.log"));
+  int node0 = startCommand(
+      "env DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " + twoNodeFlags(0, port_) + work,
+      path("agent0.log"));
+  int node1 = startCommand(
+      "env DISTRUN_TOKEN=t timeout 120 " + distrun() + " run " + twoNodeFlags(1, port_) + work,
+      path("agent1.log"));
   for (int i = 0; i < 600 && lines("pids").size() < 2; ++i) ::usleep(100000);
   killAgent(node1);
   EXPECT_EQ(waitCommand(node0), 76) << log("agent0.log");

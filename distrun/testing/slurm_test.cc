@@ -1,5 +1,9 @@
 // Against a real Slurm cluster started on this machine (label: slurm).
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -145,6 +149,41 @@ TEST_F(SlurmTest, SrunAgentFailureStopsEveryNode) {
                           " run --nproc-per-node 2 sh -c '[ $RANK = 3 ] && exit 5; sleep 300'");
   EXPECT_EQ(r.exitCode, 5) << r.err;
   EXPECT_THAT(r.err, ::testing::HasSubstr("root cause was rank 3 (local rank 1) on node 1"));
+}
+
+// `srun -N3 --no-kill distrun run --nnodes 2:3`: the agent of node3 is
+// SIGKILLed mid-round (its worker dies with it); the agents of node1 and
+// node2 re-form on two nodes, Slurm's node ids as their node ranks, and
+// finish. srun reports the killed task; the others end 0.
+TEST_F(SlurmTest, AnElasticStepLosesANodeAndFinishesOnTwo) {
+  const std::string dir = ::testing::TempDir() + "elastic_slurm_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string worker = "echo $WORLD_SIZE $GROUP_RANK $TORCHELASTIC_RESTART_COUNT >> " + dir +
+                             "/rounds.$SLURM_NODEID; echo $PPID > " + dir +
+                             "/agent.$SLURM_NODEID; sleep 8; echo done >> " + dir +
+                             "/rounds.$SLURM_NODEID";
+  int srun = startCommand(cluster_->env() + "timeout 120 srun -N3 --ntasks-per-node=1 --no-kill " +
+                              distrun() +
+                              " run --nnodes 2:3 --max-restarts 2 --rdzv-conf "
+                              "last_call_timeout=2,join_timeout=20 sh -c " +
+                              quote(worker),
+                          dir + "/srun.log");
+  const std::string agent2 = dir + "/agent.2";
+  ASSERT_TRUE(waitForLines(agent2, 1, 60)) << slurp(dir + "/srun.log");
+  ASSERT_FALSE(readInts(agent2).empty());
+  ::kill(readInts(agent2).front(), SIGKILL);
+  waitCommand(srun);
+  const std::string log = slurp(dir + "/srun.log");
+  for (int node : {0, 1}) {
+    std::vector<std::string> rounds = lines(slurp(dir + "/rounds." + std::to_string(node)));
+    ASSERT_GE(rounds.size(), 3u) << log;
+    EXPECT_EQ(rounds.front(), "3 " + std::to_string(node) + " 0") << log;
+    EXPECT_EQ(rounds[rounds.size() - 2], "2 " + std::to_string(node) + " 1") << log;
+    EXPECT_EQ(rounds.back(), "done") << log;
+  }
+  EXPECT_THAT(log, ::testing::HasSubstr("node node3 was lost"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(SlurmTest, TwoStepsGetDifferentPorts) {
