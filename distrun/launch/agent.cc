@@ -80,14 +80,19 @@ struct RoundIo {
   WorkerGroup group;
 };
 
-// Node 0's agent hosts the store. In an elastic job, the first agent on the
-// endpoint's host to bind its port does (torchrun's rule), and the others
-// there find the port taken.
+// Whether this agent may host the store at the start: node 0's; in an
+// elastic job Slurm's node 0, else any agent on the endpoint's host (the
+// first to bind its port does, torchrun's rule; the others there find the
+// port taken).
+bool mayHostStore(const AgentConfig& config) {
+  if (!config.elastic) return config.layout.nodeRank == 0;
+  if (config.elastic->preferredNodeRank) return *config.elastic->preferredNodeRank == 0;
+  return rdzv::isThisMachine(config.storeHost);
+}
+
 std::unique_ptr<rdzv::StoreServer> startStoreServer(const AgentConfig& config) {
+  if (!mayHostStore(config)) return nullptr;
   const bool elastic = config.elastic.has_value();
-  if (elastic ? !rdzv::isThisMachine(config.storeHost) : config.layout.nodeRank != 0) {
-    return nullptr;
-  }
   raiseOpenFileLimit();
   // Only the address the other agents are told to reach (docs/security.md).
   std::string bind =

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "distrun/common/error.h"
 #include "distrun/launch/job_events.h"
 #include "distrun/rdzv/elastic_rendezvous.h"
 
@@ -71,8 +72,14 @@ JoinedRound joinRoundOf(rdzv::StoreClient& store, int round, const AgentConfig& 
                            ? joinElastic(store, round, config, standbyPort, pickMasterPort)
                            : joinFixed(store, round, config, pickMasterPort);
   const int r = joined.world.round;
-  store.setWill(rdzv::roundKey(r, "events"), rdzv::roundKey(r, "event/"),
-                encodeEvent(JobEvent{JobEvent::Kind::kNodeLost, nodeLabel(config)}));
+  try {
+    store.setWill(rdzv::roundKey(r, "events"), rdzv::roundKey(r, "event/"),
+                  encodeEvent(JobEvent{JobEvent::Kind::kNodeLost, nodeLabel(config)}));
+  } catch (const Error&) {
+    // The store died as the round closed: the round's watcher reports it,
+    // and an elastic job then finds the store's successor among the
+    // candidates this join returned.
+  }
   return joined;
 }
 

@@ -28,14 +28,15 @@ class LauncherElasticTest : public LauncherFixture {
     port_ = freePort();
   }
   // Starts node `n`'s agent (127.0.0.1`n + 2`: node 0 is 127.0.0.12) in the
-  // background; its
-  // worker records "WORLD_SIZE GROUP_RANK TORCHELASTIC_RESTART_COUNT" in
-  // rounds.<n>, then works `seconds`.
+  // background; its worker records "WORLD_SIZE GROUP_RANK
+  // TORCHELASTIC_RESTART_COUNT" in rounds.<n>, runs `before`, then works
+  // `seconds`, reporting progress (DISTRUN_PROGRESS_FD) five times a second.
   int startNode(int n, const std::string& nodes = "2:3", int seconds = 8,
                 const std::string& extra = "", const std::string& before = "") {
     const std::string record = "echo $WORLD_SIZE $GROUP_RANK $TORCHELASTIC_RESTART_COUNT >> " +
-                               path("rounds." + std::to_string(n)) + "; " + before + "sleep " +
-                               std::to_string(seconds);
+                               path("rounds." + std::to_string(n)) + "; " + before +
+                               "i=0; while [ $i -lt " + std::to_string(seconds * 5) +
+                               " ]; do echo . >&3; sleep 0.2; i=$((i+1)); done";
     return startCommand("env DISTRUN_TOKEN=t timeout 120 " + distrun() + " run --nnodes " + nodes +
                             " --rdzv-endpoint 127.0.0.1:" + std::to_string(port_) +
                             " --local-addr 127.0.0.1" + std::to_string(n + 2) +
