@@ -5,7 +5,7 @@
 # distrun-train linear with a snapshot every 20 steps. Mid-training one agent
 # is SIGKILLed (its worker dies with it, as on a node that fails): node 2's,
 # or node 0's, which hosts the rendezvous store. The time measured is from the
-# kill to the line of the re-formed job's rank 0 saying it resumed from the
+# kill to the line of the re-formed job's rank 0 saying it resumes from the
 # snapshot (the rendezvous, the new workers' start, DDP's set-up and the
 # snapshot's load are in it; the first step is next). Each case REPEATS times
 # (default 3); the median is printed, the last line the summary.
@@ -19,7 +19,7 @@ repeats=${2:-3}
 bin=$build/bin
 tmp=$(mktemp -d)
 agents=()
-trap 'kill -9 "${agents[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+trap 'kill -9 "${agents[@]}" 2>/dev/null || true; [[ -n ${KEEP:-} ]] || rm -rf "$tmp"' EXIT
 [[ -x $bin/distrun && -x $bin/distrun-train ]] || {
   echo "elastic.sh: no distrun in $bin: build it first (cmake --build $build)" >&2; exit 1; }
 
@@ -60,8 +60,8 @@ one_run() {
   kill -9 "${agents[$victim]}"
   local survivors=()
   for n in 0 1 2; do [[ $n == "$victim" ]] || survivors+=("$run.$n.log"); done
-  wait_for "resumed from" "${survivors[@]}" || {
-    echo "elastic.sh: the survivors did not resume:" >&2; tail -5 "${survivors[@]}" >&2; exit 1; }
+  wait_for "] resum" "${survivors[@]}" || {
+    echo "elastic.sh: the survivors did not resume:" >&2; tail -n 5 "${survivors[@]}" >&2; exit 1; }
   resumed=$(now)
   kill -9 "${agents[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
