@@ -7,9 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "distrun/launch/supervisor.h"
+#include "distrun/launch/supervisor_testing.h"
 
 namespace distrun::launch {
 namespace {
+
+using supervisor_testing::names;
+using supervisor_testing::printed;
 
 using namespace std::chrono_literals;
 using ::testing::Contains;
@@ -19,20 +23,6 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using Kind = JobEvent::Kind;
 using Phase = Supervisor::Phase;
-
-std::vector<std::string> names(const Actions& actions) {
-  std::vector<std::string> out;
-  for (const Action& a : actions) out.push_back(describe(a));
-  return out;
-}
-
-std::string printed(const Actions& actions) {
-  std::string text;
-  for (const Action& a : actions) {
-    if (const auto* p = std::get_if<Print>(&a)) text += p->text;
-  }
-  return text;
-}
 
 std::string errorOf(const Actions& actions) {
   for (const Action& a : actions) {

@@ -6,9 +6,14 @@
 #include <gtest/gtest.h>
 
 #include "distrun/launch/supervisor.h"
+#include "distrun/launch/supervisor_testing.h"
 
 namespace distrun::launch {
 namespace {
+
+using supervisor_testing::names;
+using supervisor_testing::printed;
+using supervisor_testing::publishedEvents;
 
 using namespace std::chrono_literals;
 using ::testing::ElementsAre;
@@ -29,29 +34,6 @@ AgentConfig hangConfig(int numNodes, int nodeRank, std::chrono::milliseconds han
   c.runId = "job";
   c.storeHost = "head";
   return c;
-}
-
-std::vector<std::string> names(const Actions& actions) {
-  std::vector<std::string> out;
-  for (const Action& a : actions) out.push_back(describe(a));
-  return out;
-}
-
-// The events `actions` publish, in order.
-std::vector<JobEvent> publishedEvents(const Actions& actions) {
-  std::vector<JobEvent> events;
-  for (const Action& a : actions) {
-    if (const auto* p = std::get_if<PublishEvent>(&a)) events.push_back(p->event);
-  }
-  return events;
-}
-
-std::string printed(const Actions& actions) {
-  std::string text;
-  for (const Action& a : actions) {
-    if (const auto* p = std::get_if<Print>(&a)) text += p->text;
-  }
-  return text;
 }
 
 // Worker `local` of a node whose first rank is `firstRank`, as sampled.

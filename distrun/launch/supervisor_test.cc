@@ -1,4 +1,5 @@
 #include "distrun/launch/supervisor.h"
+#include "distrun/launch/supervisor_testing.h"
 
 #include <csignal>
 
@@ -10,6 +11,9 @@
 
 namespace distrun::launch {
 namespace {
+
+using supervisor_testing::names;
+using supervisor_testing::printed;
 
 using namespace std::chrono_literals;
 using ::testing::ElementsAre;
@@ -37,12 +41,6 @@ AgentConfig nodeOfTwo(int nodeRank, int workers) {
   return c;
 }
 
-std::vector<std::string> names(const Actions& actions) {
-  std::vector<std::string> out;
-  for (const Action& a : actions) out.push_back(describe(a));
-  return out;
-}
-
 // The event of the (only) PublishEvent in `actions`: what the store hands
 // back to every agent.
 JobEvent published(const Actions& actions) {
@@ -51,15 +49,6 @@ JobEvent published(const Actions& actions) {
   }
   ADD_FAILURE() << "nothing published";
   return JobEvent{JobEvent::Kind::kComplete, ""};
-}
-
-// The text of the Print actions in `actions`.
-std::string printed(const Actions& actions) {
-  std::string text;
-  for (const Action& a : actions) {
-    if (const auto* p = std::get_if<Print>(&a)) text += p->text;
-  }
-  return text;
 }
 
 // The pid the tests give the worker of `rank`.
