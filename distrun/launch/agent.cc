@@ -273,7 +273,7 @@ class Agent::Loop {
     }
     join_.reset();
     if (!joined->successors.empty()) successors_ = joined->successors;
-    feed(supervisor_.rendezvousCompleted(joined->world, now()));
+    feed(supervisor_.rendezvousCompleted(joined->world, now(), joined->excluded));
   }
   void takeStoreEvents() {
     if (!round_) return;

@@ -32,7 +32,7 @@ rdzv::ElasticJoin elasticJoinOf(const AgentConfig& c, int standbyPort,
 JoinedRound joinedOf(const rdzv::ElasticOutcome& o) {
   rdzv::World w{o.round, o.numNodes, o.worldSize, o.firstRank, o.masterAddr, o.masterPort};
   w.nodeRank = o.nodeRank;
-  return JoinedRound{w, o.successors};
+  return JoinedRound{w, o.successors, o.excluded};
 }
 
 // A replacement node starts at the round the job is in, not at round 0.
@@ -55,7 +55,7 @@ JoinedRound joinFixed(rdzv::StoreClient& store, int round, const AgentConfig& co
   rdzv::RendezvousConfig rc{config.layout.nodeRank,       config.layout.numNodes,
                             config.layout.localWorldSize, config.host,
                             config.joinTimeout,           pickMasterPort};
-  return JoinedRound{rdzv::joinRound(store, round, rc), {}};
+  return JoinedRound{rdzv::joinRound(store, round, rc), {}, {}};
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ namespace distrun::launch {
 struct JoinedRound {
   rdzv::World world;
   std::vector<rdzv::StoreCandidate> successors;
+  std::vector<std::string> excluded;  // nodes left out for repeated failures
 };
 
 // How this node names itself in other agents' reports: its elastic name

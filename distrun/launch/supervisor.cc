@@ -97,7 +97,8 @@ Actions Supervisor::start(TimePoint) {
   return join(0);
 }
 
-Actions Supervisor::rendezvousCompleted(const rdzv::World& world, TimePoint) {
+Actions Supervisor::rendezvousCompleted(const rdzv::World& world, TimePoint,
+                                        const std::vector<std::string>& excluded) {
   DISTRUN_ENFORCE(phase_ == Phase::kJoining, "a rendezvous completed that was not under way");
   // An elastic node may join a later round than it asked for (the job was
   // there already, or it waited).
@@ -111,7 +112,15 @@ Actions Supervisor::rendezvousCompleted(const rdzv::World& world, TimePoint) {
   }
   rdzv::World started = world;
   started.restarts = restarts_;
-  return {StartWorkers{started}};
+  Actions out;
+  if (!excluded.empty()) {
+    out.push_back(Print{
+        fmt::format("distrun: node {}: round {} leaves out node(s) {}: their workers failed in two "
+                    "consecutive rounds (they may join a later round)\n",
+                    config_.layout.nodeRank, world.round, distrun::join(excluded, ", "))});
+  }
+  out.push_back(StartWorkers{started});
+  return out;
 }
 
 Actions Supervisor::workerStarted(int localRank, int pid, TimePoint) {

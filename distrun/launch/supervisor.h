@@ -158,7 +158,9 @@ class Supervisor {
   Supervisor(AgentConfig config, int storePort);
 
   Actions start(TimePoint now);
-  Actions rendezvousCompleted(const rdzv::World& world, TimePoint now);
+  // `excluded`: the nodes an elastic round left out for repeated failures.
+  Actions rendezvousCompleted(const rdzv::World& world, TimePoint now,
+                              const std::vector<std::string>& excluded = {});
   // The join failed (no MIN nodes in time, the store gone): the job ends
   // with `why` and the nodes lost so far.
   Actions rendezvousFailed(const std::string& why, TimePoint now);

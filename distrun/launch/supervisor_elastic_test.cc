@@ -196,6 +196,17 @@ TEST_F(ElasticSupervisorTest, ARoundWithoutMinNodesEndsNamingTheNodesLost) {
   EXPECT_EQ(s.phase(), Phase::kEnded);
 }
 
+TEST_F(ElasticSupervisorTest, ARoundThatLeavesANodeOutSaysSo) {
+  Supervisor s(nodeConfig(true, 3), 29400);
+  s.start(now());
+  rdzv::World world{0, 2, 2, 1, "head", 29500, 1};
+  Actions started = s.rendezvousCompleted(world, now(), {"10.0.0.4"});
+  EXPECT_THAT(printed(started),
+              HasSubstr("round 0 leaves out node(s) 10.0.0.4: their workers failed in two "
+                        "consecutive rounds"));
+  EXPECT_THAT(names(started), Contains("start round 0"));
+}
+
 TEST_F(ElasticSupervisorTest, ASignalStillEndsAnElasticJob) {
   Supervisor s(nodeConfig(true, 3), 29400);
   s.start(now());

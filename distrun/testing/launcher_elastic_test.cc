@@ -153,6 +153,39 @@ TEST_F(LauncherElasticTest, AStoppedWorkerIsNamedAndTheJobReformsAndFinishes) {
   expectAllGone();
 }
 
+// distrun-train on three nodes loses node 2 mid-training: nodes 0 and 1
+// resume from the snapshot on two ranks and finish, their parameters
+// identical.
+TEST_F(LauncherElasticTest, TrainingLosesANodeAndFinishesOnTwo) {
+  auto start = [&](int n) {
+    return startCommand(
+        "env DISTRUN_TOKEN=t timeout 300 " + distrun() + " run --nnodes 2:3 --rdzv-endpoint " +
+            "127.0.0.1:" + std::to_string(port_) + " --local-addr 127.0.0.1" +
+            std::to_string(n + 2) +
+            " --rdzv-conf last_call_timeout=1,join_timeout=30 --max-restarts 2 " +
+            worker("exec " + quote(binaryPath("distrun-train")) +
+                   " linear --epochs 40 --batch-size 8 --threads-per-rank 1 --progress epochs "
+                   "--save-every-steps 20 --snapshot " +
+                   quote(path("run.snap"))),
+        path("agent" + std::to_string(n) + ".log"));
+  };
+  int node0 = start(0);
+  ::usleep(300000);
+  int node1 = start(1);
+  int node2 = start(2);
+  for (int i = 0; i < 1200 && log("agent0.log").find("epoch 3/") == std::string::npos; ++i) {
+    ::usleep(100000);
+  }
+  ASSERT_THAT(log("agent0.log"), HasSubstr("epoch 3/"));
+  killAgent(node2);
+  EXPECT_EQ(waitCommand(node0), 0) << log("agent0.log");
+  EXPECT_EQ(waitCommand(node1), 0) << log("agent1.log");
+  const std::string both = log("agent0.log") + log("agent1.log");
+  EXPECT_THAT(both, HasSubstr("] resum")) << "resumed from the snapshot";
+  EXPECT_THAT(both, HasSubstr("parameters identical on all 2 ranks"));
+  expectAllGone();
+}
+
 // A fixed job (--node-rank) whose node 1 is SIGKILLed ends at once on node
 // 0 with the lost node named, rather than after its workers' time-outs.
 TEST_F(LauncherElasticTest, AFixedJobEndsAtOnceWhenANodesAgentIsKilled) {
