@@ -86,7 +86,8 @@ void addDistrunFlags(CLI::App* cmd, RunOptions& o) {
       "seconds between forwarding SIGTERM and SIGKILL (default 25, under Slurm's KillWait)");
   cmd->add_option("--join-timeout", o.joinTimeout, "seconds to wait for every node (default 300)");
   cmd->add_option("--hang-timeout", o.hangTimeout,
-                  "end the job (exit 75) when a worker made no progress (CPU time or output) "
+                  "end the job (exit 75) when a worker made no progress (its reports on "
+                  "DISTRUN_PROGRESS_FD, else CPU time or output) "
                   "for SECONDS (default 0: off)");
   cmd->add_option(
       "--log-prefix", o.logPrefix,
