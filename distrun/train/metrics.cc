@@ -77,4 +77,29 @@ std::vector<EpochMetrics> parseMetricsEpochs(const std::string& json) {
   return out;
 }
 
+namespace {
+
+template <typename T>
+void readField(const nlohmann::json& doc, const char* name, T& field) {
+  if (doc.contains(name)) field = doc.at(name).get<T>();
+}
+
+}  // namespace
+
+RunDescription parseRunDescription(const std::string& json) {
+  RunDescription run;
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(json);
+    if (!doc.is_object()) throw DataError("metrics history: expected a JSON object");
+    readField(doc, "workload", run.workload);
+    readField(doc, "runtime", run.runtime);
+    readField(doc, "world_size", run.worldSize);
+    readField(doc, "batch_size", run.batchSize);
+    readField(doc, "threads_per_rank", run.threadsPerRank);
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError(std::string("metrics history: ") + e.what());
+  }
+  return run;
+}
+
 }  // namespace distrun::train

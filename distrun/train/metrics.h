@@ -55,4 +55,9 @@ namespace distrun::train {
 // The "epochs" of a metricsJson() document; DataError when it is not one.
 std::vector<EpochMetrics> parseMetricsEpochs(const std::string& json);
 
+// The run a metricsJson() document describes (its fields other than
+// "epochs"); a field it lacks keeps RunDescription's default. DataError when
+// the text is not a JSON object or a field has the wrong type.
+RunDescription parseRunDescription(const std::string& json);
+
 }  // namespace distrun::train
