@@ -50,7 +50,7 @@ struct CliContext {
   // instead. Empty: the real agent.
   std::function<int(launch::RunOptions&)> runAgent = {};
   // Runs a Slurm client command (sbatch, squeue, scontrol, scancel) with its
-  // standard input: `distrun submit`.
+  // standard input: `distrun submit`; gnuplot: `distrun plot`.
   std::function<ToolResult(const std::vector<std::string>&, const std::string&)> runTool =
       distrun::runTool;
   // Follows a submitted job (`submit --wait`) and returns its exit code;

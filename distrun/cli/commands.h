@@ -31,6 +31,9 @@ Action addWrapCommand(CLI::App& app, CliContext& ctx);
 // `distrun enter [--bind ...] IMAGE -- PROGRAM [ARGS...]`: PROGRAM inside the
 // container IMAGE with this environment; returns its status.
 Action addEnterCommand(CLI::App& app, CliContext& ctx);
+// `distrun plot ...`: a figure of metrics or a trace, drawn by gnuplot
+// through ctx.runTool (distrun/plot/plot.h).
+Action addPlotCommand(CLI::App& app, CliContext& ctx);
 // `distrun bench ...`: execs distrun-bench from ctx.toolDir with the
 // arguments unchanged.
 Action addBenchCommand(CLI::App& app, CliContext& ctx);

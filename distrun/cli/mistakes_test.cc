@@ -28,13 +28,13 @@ TEST_P(DistrunMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
 
 const Mistake kCommandMistakes[] = {
     {{},
-     "expected a command: hostnames, env, exec, run, bench, doctor, train, submit, wrap, enter "
-     "(see 'distrun --help')"},
+     "expected a command: hostnames, env, exec, run, bench, doctor, train, submit, wrap, enter, "
+     "plot (see 'distrun --help')"},
     {{"rnu"}, "unknown command 'rnu' (did you mean 'run'?)"},
     {{"exce", "--", "true"}, "unknown command 'exce' (did you mean 'exec'?)"},
     {{"frobnicate"},
      "unknown command 'frobnicate': expected one of hostnames, env, exec, run, bench, doctor, "
-     "train, submit, wrap, enter"},
+     "train, submit, wrap, enter, plot"},
     {{"--verison"}, "unknown flag --verison: did you mean --version?"},
     {{"--nproc-per-node", "2", "run", "ddp.py"},
      "unknown flag --nproc-per-node before the command: flags follow it (distrun COMMAND "
@@ -376,6 +376,82 @@ const Mistake kWrapMistakes[] = {
      "is -o IMAGE"},
 };
 INSTANTIATE_TEST_SUITE_P(Wrap, DistrunMistakeTest, ::testing::ValuesIn(kWrapMistakes));
+
+// distrun plot: refused before gnuplot runs (nothing "gnuplot" started).
+// Its inputs: a metrics file and a trace (testdata), README.md as a file
+// that is no JSON, and a JSON file that is neither metrics nor trace.
+const std::string kPlotData = std::string(DISTRUN_SOURCE_DIR) + "/distrun/plot/testdata";
+const std::string kMetrics = kPlotData + "/linear_2ranks.json";
+const std::string kNotMetrics = kPlotData + "/not_metrics.json";
+const Mistake kPlotMistakes[] = {
+    {{"plot"},
+     "plot: expected a metrics file: distrun plot METRICS.json -o FILE.png|svg (or --compare "
+     "A.json B.json, or --trace TRACE.json)"},
+    {{"plot", kMetrics}, "plot: -o FILE is required: the image to write (FILE.png or FILE.svg)"},
+    {{"plot", kMetrics, "-o", "/tmp/fig.jpg"},
+     "-o /tmp/fig.jpg: expected a file name ending in .png or .svg (the image's format follows "
+     "it)"},
+    {{"plot", kMetrics, "-o", "/tmp/fig.png", "--size", "big"},
+     "--size big: expected WIDTHxHEIGHT in pixels, each 200 to 10000 (--size 1200x800)"},
+    {{"plot", kMetrics, "-o", "/tmp/fig.png", "--sizes", "800x600"},
+     "plot: unknown flag --sizes: did you mean --size?"},
+    {{"plot", kMetrics, kMetrics, "-o", "/tmp/fig.png"},
+     "plot: 2 metrics files given: plot one, or compare two with --compare A.json B.json"},
+    {{"plot", "--compare", kMetrics, "-o", "/tmp/fig.png"},
+     "--compare: expected two metrics files (--compare A.json B.json), got 1"},
+    {{"plot", "--trace", "t.json", kMetrics, "-o", "/tmp/fig.png"},
+     "--trace t.json: a trace is drawn alone: leave out the metrics file " + kMetrics},
+    {{"plot", "--trace", "t.json", "--compare", "-o", "/tmp/fig.png"},
+     "--trace with --compare: draw one trace, or compare two metrics files"},
+    {{"plot", kMetrics, "-o", "/tmp/fig.png", "--from", "5"},
+     "--from: only with --trace (a window of the timeline, in milliseconds)"},
+    {{"plot", "--trace", "t.json", "-o", "/tmp/fig.png", "--from", "9", "--to", "3"},
+     "--from 9 --to 3: expected FROM below TO (milliseconds from the trace's first span)"},
+    {{"plot", kMetrics, "-o", "/nonexistent-distrun/fig.png"},
+     "-o /nonexistent-distrun/fig.png: the folder /nonexistent-distrun does not exist: create "
+     "it, or choose another path",
+     false,
+     {},
+     ExitCode::kIo},
+    {{"plot", "/nonexistent-distrun/m.json", "-o", "/tmp/fig.png"},
+     "metrics file /nonexistent-distrun/m.json: cannot open: No such file or directory: give the "
+     "file `distrun train --metrics FILE` wrote",
+     false,
+     {},
+     ExitCode::kNoInput},
+    {{"plot", kNotMetrics, "-o", "/tmp/fig.png"},
+     "metrics file " + kNotMetrics +
+         ": expected the JSON `distrun train --metrics FILE` writes (an object with an \"epochs\" "
+         "array): key 'epochs' not found",
+     false,
+     {},
+     ExitCode::kData},
+    {{"plot", kNotAnImage, "-o", "/tmp/fig.svg"},
+     "metrics file " + kNotAnImage +
+         ": expected the JSON `distrun train --metrics FILE` writes (an object with an \"epochs\" "
+         "array): parse error at line 1",
+     true,
+     {},
+     ExitCode::kData},
+    {{"plot", "--trace", "/nonexistent-distrun/t.json", "-o", "/tmp/fig.png"},
+     "trace /nonexistent-distrun/t.json: cannot open: No such file or directory: give a Chrome "
+     "trace (`distrun trace merge -o FILE` writes one)",
+     false,
+     {},
+     ExitCode::kNoInput},
+    {{"plot", "--trace", kNotMetrics, "-o", "/tmp/fig.png"},
+     "trace " + kNotMetrics +
+         ": expected a Chrome trace, a JSON object with a \"traceEvents\" array (what `distrun "
+         "trace merge` writes)",
+     false,
+     {},
+     ExitCode::kData},
+    {{"plot", "--trace", kPlotData + "/two_ranks_trace.json", "-o", "/tmp/fig.png", "--from",
+      "900000"},
+     "--from 900000: no span of trace " + kPlotData +
+         "/two_ranks_trace.json lies in this window (its spans cover 0 to 11.5 ms)"},
+};
+INSTANTIATE_TEST_SUITE_P(Plot, DistrunMistakeTest, ::testing::ValuesIn(kPlotMistakes));
 
 // distrun-bench (what `distrun bench` execs): any rank it would start, or
 // join, first asks for the host's facts.
