@@ -13,9 +13,11 @@ namespace distrun::plot {
 // What a metrics figure is drawn at unless --size says otherwise.
 inline constexpr ImageSize kMetricsFigureSize{1200, 800};
 
-// Ranks a wait panel draws one line each for; above, the most, median and
-// least waiting rank of each epoch.
+// Ranks a wait panel draws one line each for (of one run; of each of two
+// compared runs); above, the most, median and least waiting rank of each
+// epoch.
 inline constexpr size_t kRanksDrawnEach = 8;
+inline constexpr size_t kComparedRanksDrawnEach = 4;
 
 // The names the legend gives `runs` (one or two): their runtimes when
 // those differ ("distrun", "pytorch"), else their files' names, else their

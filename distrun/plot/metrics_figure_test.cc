@@ -144,6 +144,14 @@ TEST(MetricsFigureTest, ComparedRunsAreNamedInTheLegendAndTitle) {
   EXPECT_THAT(script, HasSubstr("'distrun: mnist, distrun, 2 ranks x 1 thread, batch 64 per "
                                 "rank (d.json)'.\"\\n\".'pytorch: "));
   EXPECT_THAT(script, HasSubstr("set xrange [0.5:3.5]"));
+  EXPECT_THAT(script, HasSubstr("title 'pytorch: not recorded'"));
+}
+
+TEST(MetricsFigureTest, ComparedRunsDrawFewerRanksEach) {
+  const std::string script = scriptOf({runOf("d.json", testing::metricsText(1, 5, true)),
+                                       runOf("p.json", testing::metricsText(1, 4, true, "other"))});
+  EXPECT_THAT(script, HasSubstr("title 'distrun most waiting rank'"));
+  EXPECT_THAT(script, HasSubstr("title 'other rank 3'"));
 }
 
 }  // namespace
