@@ -30,6 +30,10 @@
 # ratios of the best rounds and of the medians, last. Targets (issue 5):
 # (a) >= 3x faster than Python, (b) >= 1.1x Python's samples/s and
 # efficiency >= 0.95.
+# The report ends with figures of the last round's mnist run on 2 ranks
+# (`distrun plot`, docs/observability.md "Plots"): distrun's alone, and
+# distrun's against PyTorch's (--compare), with their metrics files, kept in
+# FIGURES (default BUILD_DIR/bench-figures).
 #   bench/train.sh [BUILD_DIR] [ROUNDS]     (DATA=dir of MNIST/raw, default data)
 set -euo pipefail
 build=${1:-build}
@@ -192,3 +196,29 @@ print(f"  (b) the machine's own efficiency, 2 independent runs (median round): "
 print(f"  (c) overlap on / off (best):               distrun {best[('distrun', 2)] / max(off['distrun']):.3f}, "
       f"PyTorch {best[('pytorch', 2)] / max(off['pytorch']):.3f}")
 PY
+
+# figure NAME PLOT-ARGS...: draws $figures/NAME.png with distrun plot and
+# prints its path; a figure that cannot be drawn (no gnuplot) is said so,
+# and the report stands.
+figure() {
+  local name=$1
+  shift
+  if "$bin/distrun" plot "$@" -o "$figures/$name.png" >/dev/null; then
+    echo "  $figures/$name.png"
+  else
+    echo "  $name.png not drawn: distrun plot failed (the line above says why)"
+  fi
+}
+
+figures=${FIGURES:-$build/bench-figures}
+mkdir -p "$figures"
+echo -e "\n## figures (mnist, 2 ranks, round $rounds)"
+cp "$tmp/mnist2.distrun.$rounds.json" "$figures/mnist2.distrun.json"
+figure mnist2.distrun "$figures/mnist2.distrun.json"
+# PyTorch's side writes the same metrics (bench/peers/torch_ddp_train.py),
+# without the waits: its wait panel says so.
+if [[ -f $tmp/mnist2.pytorch.$rounds.json ]]; then
+  cp "$tmp/mnist2.pytorch.$rounds.json" "$figures/mnist2.pytorch.json"
+  figure mnist2.distrun-vs-pytorch --compare "$figures/mnist2.distrun.json" \
+    "$figures/mnist2.pytorch.json"
+fi
