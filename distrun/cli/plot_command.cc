@@ -42,8 +42,10 @@ Action addPlotCommand(CLI::App& app, CliContext& ctx) {
   // is refused by name (argumentsWithoutFlags).
   cmd->allow_extras();
   cmd->footer(
-      "distrun plot m.json -o m.png; distrun plot --compare a.json b.json -o ab.svg; "
-      "distrun plot --trace trace.json -o timeline.png --from 100 --to 250");
+      "distrun plot METRICS.json -o FILE.png|svg\n"
+      "distrun plot --compare A.json B.json -o FILE.png|svg\n"
+      "distrun plot --trace TRACE.json -o FILE.png|svg [--from MS] [--to MS]\n"
+      "(docs/observability.md, \"Plots\")");
   return [flags, cmd, &ctx] {
     plot::PlotRequest& r = flags->request;
     r.metrics = argumentsWithoutFlags(*cmd);
