@@ -363,9 +363,11 @@ TEST(MasterPortCheckTest, AnUnsetPortIsDerivedLater) {
   EXPECT_EQ(r.detail, "MASTER_PORT is not set: distrun derives a free one for the job");
 }
 
-// A /proc with one process holding one socket on port 30000 (0x7530).
+// A /proc with one process holding one socket on port 30000 (0x7530). The
+// folder is this process's own: the sanitizer trees run the same test at once.
 std::string fakeProc(const std::string& table, const std::string& state) {
-  const std::string root = ::testing::TempDir() + "/fake-proc-" + table + state;
+  const std::string root =
+      ::testing::TempDir() + "/fake-proc-" + std::to_string(::getpid()) + "-" + table + state;
   fs::remove_all(root);
   fs::create_directories(root + "/net");
   fs::create_directories(root + "/4242/fd");
