@@ -42,6 +42,7 @@ bool WorkerGroup::pumpReports(Member& m, int fd) {
   ssize_t n = ::read(fd, buffer, sizeof(buffer));
   if (n > 0) {
     m.reports += n;
+    m.status.feed(std::string_view(buffer, static_cast<size_t>(n)));
   } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
     m.process.progressFd.reset();
   }
@@ -134,6 +135,14 @@ std::vector<WorkerProgress> WorkerGroup::progress(const ProgressProbe& probe) co
     GroupUsage used = usage.count(m.process.pid) ? usage.at(m.process.pid) : GroupUsage{};
     out.push_back(
         WorkerProgress{recordOf(m), used.cpuTicks, m.outputBytes, used.stopped, m.reports});
+  }
+  return out;
+}
+
+std::vector<RankStatus> WorkerGroup::statuses() const {
+  std::vector<RankStatus> out;
+  for (const Member& m : members_) {
+    if (m.status.latest()) out.push_back(RankStatus{m.rank, *m.status.latest()});
   }
   return out;
 }
