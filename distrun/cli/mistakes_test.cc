@@ -296,6 +296,8 @@ const Mistake kSubmitMistakes[] = {
     {{"submit", "--format", "yaml", "--", "train", "mnist"}, "--format: yaml not in", true},
     {{"submit", "--dryrun", "--", "train", "mnist"},
      "submit: unknown flag --dryrun: did you mean --dry-run?"},
+    {{"submit", "--wait", "--status", "bar", "--", "train", "mnist"},
+     "--status 'bar': expected auto, line, plain or none"},
 };
 INSTANTIATE_TEST_SUITE_P(Submit, DistrunMistakeTest, ::testing::ValuesIn(kSubmitMistakes));
 

@@ -71,16 +71,17 @@ void WorkerGroup::pumpOutput(const std::vector<pollfd>& fds) {
 
 void WorkerGroup::drain(Member& m) {
   std::vector<pollfd> fds;
-  for (const UniqueFd* fd : {&m.process.stdoutFd, &m.process.stderrFd}) {
+  for (const UniqueFd* fd : {&m.process.stdoutFd, &m.process.stderrFd, &m.process.progressFd}) {
     if (fd->valid()) fds.push_back(pollfd{fd->get(), POLLIN, POLLIN});
   }
-  // The worker has exited: what it wrote is in the pipes. Read until they
-  // are empty (EAGAIN) or closed; a grandchild holding them open cannot
-  // stall the report.
+  // The worker has exited: what it wrote is in the pipes (its last status
+  // record too). Read until they are empty (EAGAIN) or closed; a grandchild
+  // holding them open cannot stall the report.
   for (int round = 0; round < 1024 && !fds.empty(); ++round) {
     pumpOutput(fds);
     std::erase_if(fds, [&](const pollfd& p) {
-      return p.fd != m.process.stdoutFd.get() && p.fd != m.process.stderrFd.get();
+      return p.fd != m.process.stdoutFd.get() && p.fd != m.process.stderrFd.get() &&
+             p.fd != m.process.progressFd.get();
     });
     if (::poll(fds.data(), fds.size(), 0) <= 0) break;
   }
