@@ -38,7 +38,7 @@ void JobProgress::update(const std::vector<RankStatus>& ranks, double now) {
   if (ranks.empty()) {
     summary_.reset();
     hasRankZero_ = false;
-    rateEpoch_.reset();
+    rateSince_.reset();
     return;
   }
   const RankStatus& lead = *std::min_element(
@@ -53,23 +53,31 @@ void JobProgress::update(const std::vector<RankStatus>& ranks, double now) {
   hasRankZero_ = lead.rank == 0;
 }
 
-// Steps per second since the lead rank's first record of its epoch,
-// measured when its step changes; an epoch's start (or a restart) begins
-// a new measure, the last rate standing until it has two points.
+// The lead rank's steps since the run's start: whole epochs of `steps`
+// (when it says them) and this epoch's.
+int64_t JobProgress::stepsDone(const StatusRecord& lead) {
+  const int64_t epochs = lead.epoch && lead.steps ? (*lead.epoch - 1) * *lead.steps : 0;
+  return epochs + lead.step.value_or(0);
+}
+
+// Steps per second since the lead rank's first record the agent saw,
+// measured when its step changes: over the whole run, so that a rank
+// that steps in bursts (a busy machine) and the pauses between epochs
+// (evaluation) give a steady rate. A step count that goes back (a
+// restart) begins a new measure, the last rate standing until it has two
+// points.
 void JobProgress::measureRate(const StatusRecord& lead, double now) {
   if (!lead.step) return;
-  const int64_t epoch = lead.epoch.value_or(0);
-  const int64_t step = *lead.step;
-  if (!rateEpoch_ || *rateEpoch_ != epoch || step < rateStep_) {
-    rateEpoch_ = epoch;
-    rateStep_ = step;
+  const int64_t done = stepsDone(lead);
+  if (!rateSince_ || done < lastDone_) {
     rateSince_ = now;
-    lastStep_ = step;
+    firstDone_ = done;
+    lastDone_ = done;
     return;
   }
-  if (step == lastStep_ || now <= rateSince_) return;
-  lastStep_ = step;
-  stepsPerSecond_ = static_cast<double>(step - rateStep_) / (now - rateSince_);
+  if (done == lastDone_ || now <= *rateSince_) return;
+  lastDone_ = done;
+  stepsPerSecond_ = static_cast<double>(done - firstDone_) / (now - *rateSince_);
 }
 
 // The lead rank's steps left (this epoch's, then the later epochs' of as

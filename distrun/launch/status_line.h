@@ -22,8 +22,8 @@ struct RankStatus {
 // What the agent's status line says, folded from the latest records of
 // the ranks it sees: the lowest rank's record (rank 0's on the node that
 // runs it: epoch, step, loss, samples/s), the ETA from that rank's steps
-// per second, and the slowest rank when the ranks are not all at the same
-// step. A plain value updated by the agent's loop; not thread-safe.
+// per second since its first record, and the slowest rank when the ranks
+// are not all at the same step. A plain value updated by the agent's loop; not thread-safe.
 class JobProgress {
  public:
   // Folds the ranks' records seen at `now` (seconds, any origin); an empty
@@ -36,16 +36,17 @@ class JobProgress {
   bool hasRankZero() const { return hasRankZero_; }
 
  private:
+  static int64_t stepsDone(const StatusRecord& lead);
   void measureRate(const StatusRecord& lead, double now);
   std::optional<double> eta(const StatusRecord& lead) const;
 
   std::optional<StatusRecord> summary_;
   bool hasRankZero_ = false;
-  // The lead rank's first (epoch, step) seen in its current epoch, and when.
-  std::optional<int64_t> rateEpoch_;
-  int64_t rateStep_ = 0;
-  double rateSince_ = 0;
-  int64_t lastStep_ = 0;  // the lead rank's step at the last measure
+  // When the measure of the lead rank's rate began, its steps done then,
+  // and at the last measure.
+  std::optional<double> rateSince_;
+  int64_t firstDone_ = 0;
+  int64_t lastDone_ = 0;
   std::optional<double> stepsPerSecond_;
 };
 

@@ -43,19 +43,21 @@ TEST(JobProgressTest, TheLowestRanksRecordWithTheSlowestRankWhenOneIsBehind) {
   EXPECT_EQ(p.summary(), std::nullopt);
 }
 
-TEST(JobProgressTest, TheEtaFromTheLeadRanksStepsPerSecond) {
+TEST(JobProgressTest, TheEtaFromTheLeadRanksStepsPerSecondOverTheRun) {
   JobProgress p;
-  p.update({{0, record(1, 10)}}, 100);
+  p.update({{0, record(1, 10)}}, 0);
   EXPECT_EQ(p.summary()->etaSeconds, std::nullopt) << "one point is no rate";
-  p.update({{0, record(1, 30)}}, 110);  // 2 steps a second
+  p.update({{0, record(1, 30)}}, 10);  // 2 steps a second
   // 70 steps of this epoch and 100 of the next
   EXPECT_DOUBLE_EQ(*p.summary()->etaSeconds, 85);
-  p.update({{0, record(1, 30)}}, 200);  // the same record later: the rate stands
+  p.update({{0, record(1, 30)}}, 20);  // the same record later: the rate stands
   EXPECT_DOUBLE_EQ(*p.summary()->etaSeconds, 85);
-  p.update({{0, record(2, 1)}}, 210);  // a new epoch: the last rate until it has its own
-  EXPECT_DOUBLE_EQ(*p.summary()->etaSeconds, 49.5);
-  p.update({{0, record(2, 11)}}, 211);  // 10 steps a second
-  EXPECT_DOUBLE_EQ(*p.summary()->etaSeconds, 8.9);
+  p.update({{0, record(2, 10)}}, 60);  // 100 steps in 60 s, the pause between epochs too
+  EXPECT_DOUBLE_EQ(*p.summary()->etaSeconds, 54);
+  p.update({{0, record(1, 5)}}, 70);  // a restart: the last rate until it has its own
+  EXPECT_DOUBLE_EQ(*p.summary()->etaSeconds, 117);
+  p.update({{0, record(1, 15)}}, 75);
+  EXPECT_DOUBLE_EQ(*p.summary()->etaSeconds, 92.5);
 }
 
 struct StatusFixture : ::testing::Test {
