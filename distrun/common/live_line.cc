@@ -75,8 +75,7 @@ std::string fitToWidth(std::string_view text, int width) {
   return std::string(text);
 }
 
-LiveLine::LiveLine(std::ostream& out, LiveLineOptions options)
-    : out_(out), o_(std::move(options)) {
+LiveLine::LiveLine(std::ostream& out, LiveLineOptions options) : out_(out), o_(std::move(options)) {
   if (o_.mode == StatusMode::kPlain && !o_.plainFirstAtOnce) lastPlain_ = o_.now();
 }
 

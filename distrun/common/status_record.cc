@@ -164,9 +164,7 @@ void StatusRecordReader::feed(std::string_view bytes) {
 StatusReporter::StatusReporter(int fd, std::function<double()> now, double interval)
     : fd_(fd), now_(std::move(now)), interval_(interval) {}
 
-bool StatusReporter::due() const {
-  return fd_ >= 0 && (!last_ || now_() - *last_ >= interval_);
-}
+bool StatusReporter::due() const { return fd_ >= 0 && (!last_ || now_() - *last_ >= interval_); }
 
 void StatusReporter::report(const StatusRecord& record, bool force) {
   if (fd_ < 0 || (!force && !due())) return;

@@ -21,11 +21,11 @@ namespace distrun {
 // --hang-timeout. The agent adds what it derives (eta_s, slowest_rank,
 // slowest_step) to the record it writes to its status file. A plain value.
 struct StatusRecord {
-  std::optional<int64_t> epoch;   // 1-based
-  std::optional<int64_t> epochs;  // of the whole run
-  std::optional<int64_t> step;    // steps done in this epoch
-  std::optional<int64_t> steps;   // in this epoch
-  std::optional<double> loss;     // the epoch's running mean loss
+  std::optional<int64_t> epoch;            // 1-based
+  std::optional<int64_t> epochs;           // of the whole run
+  std::optional<int64_t> step;             // steps done in this epoch
+  std::optional<int64_t> steps;            // in this epoch
+  std::optional<double> loss;              // the epoch's running mean loss
   std::optional<double> samplesPerSecond;  // the job's, all ranks, as the worker estimates it
   std::optional<double> etaSeconds;        // agent: until the last step of the last epoch
   std::optional<int64_t> slowestRank;      // agent: the rank with the fewest steps it sees

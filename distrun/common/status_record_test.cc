@@ -136,7 +136,8 @@ std::string drain(int fd) {
 TEST(StatusReporterTest, AtMostOneRecordPerIntervalUnlessForced) {
   TestPipe pipe = nonBlockingPipe();
   double now = 0;
-  StatusReporter reporter(pipe.write.get(), [&] { return now; }, 0.1);
+  StatusReporter reporter(
+      pipe.write.get(), [&] { return now; }, 0.1);
   StatusRecord r;
   r.step = 1;
   EXPECT_TRUE(reporter.due());
@@ -155,7 +156,8 @@ TEST(StatusReporterTest, AtMostOneRecordPerIntervalUnlessForced) {
 
 TEST(StatusReporterTest, AFullOrClosedPipeOrNoneIsIgnored) {
   TestPipe pipe = nonBlockingPipe();
-  StatusReporter reporter(pipe.write.get(), [] { return 0.0; }, 0);
+  StatusReporter reporter(
+      pipe.write.get(), [] { return 0.0; }, 0);
   const int size = ::fcntl(pipe.write.get(), F_GETPIPE_SZ);
   for (int i = 0; i <= size / 8; ++i) reporter.report(fullRecord());  // fills it
   pipe.read.reset();

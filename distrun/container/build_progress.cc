@@ -73,8 +73,8 @@ std::optional<std::string> lastDebootstrapPhase(std::string_view output) {
 ProgressLine::ProgressLine(std::ostream& err, bool terminal, bool quiet,
                            std::function<double()> now, double interval,
                            std::function<int()> columns)
-    : line_(err, progressLineOptions(terminal, quiet, std::move(now), interval,
-                                     std::move(columns))) {}
+    : line_(err,
+            progressLineOptions(terminal, quiet, std::move(now), interval, std::move(columns))) {}
 
 std::string formatReport(const BuildReport& r) {
   std::string text = fmt::format("distrun wrap: before: {} files and folders, {}\n",

@@ -170,9 +170,9 @@ class Agent::Loop {
       int rank = workerRank(a.world, local);
       std::unique_ptr<WorkerOutput> output = workerOutput(config, a.world.round, rank, local);
       output->setStatusLine(&status_.line());
-      int pid = round_->group.add(
-          rank, local, workerSpec(config, a.world, storeAt_.port, local, agent_.env_),
-          std::move(output));
+      int pid = round_->group.add(rank, local,
+                                  workerSpec(config, a.world, storeAt_.port, local, agent_.env_),
+                                  std::move(output));
       feed(supervisor_.workerStarted(local, pid, now()));
     }
     if (config_.hangTimeout.count() > 0) nextSample_ = now() + kSampleInterval;

@@ -106,7 +106,8 @@ AgentStatus::AgentStatus(StatusMode mode, std::ostream& err, const Clock& clock,
     : err_(err),
       clock_(clock),
       statusFile_(std::move(statusFile)),
-      line_(err, agentLineOptions(mode, [this] { return seconds(); }, std::move(columns))) {}
+      line_(err, agentLineOptions(
+                     mode, [this] { return seconds(); }, std::move(columns))) {}
 
 double AgentStatus::seconds() const {
   return std::chrono::duration<double>(clock_.now().time_since_epoch()).count();
@@ -125,8 +126,8 @@ void AgentStatus::update(const std::vector<RankStatus>& ranks) {
 std::optional<TimePoint> AgentStatus::nextDue() const {
   std::optional<double> due = line_.nextDue();
   if (!due) return std::nullopt;
-  return TimePoint(std::chrono::duration_cast<TimePoint::duration>(
-      std::chrono::duration<double>(*due)));
+  return TimePoint(
+      std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(*due)));
 }
 
 void AgentStatus::finish() {

@@ -145,8 +145,7 @@ TEST_F(StatusFixture, AWorkersConsoleLineErasesTheStatusLineFirst) {
   EXPECT_FALSE(s.line().onScreen());
   s.update({{0, record(1, 3)}});
   EXPECT_TRUE(s.line().onScreen());
-  EXPECT_EQ(err.str(),
-            "\repoch 1/2  step 3/100\x1b[K\r\x1b[K\repoch 1/2  step 3/100\x1b[K");
+  EXPECT_EQ(err.str(), "\repoch 1/2  step 3/100\x1b[K\r\x1b[K\repoch 1/2  step 3/100\x1b[K");
 }
 
 }  // namespace

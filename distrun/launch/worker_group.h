@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "distrun/common/status_record.h"
 #include "distrun/launch/failure_report.h"
 #include "distrun/launch/process_launcher.h"
-#include "distrun/common/status_record.h"
 #include "distrun/launch/progress_probe.h"
 #include "distrun/launch/status_line.h"
 #include "distrun/launch/worker.h"
@@ -66,8 +66,8 @@ class WorkerGroup {
     bool running = true;
     int exitCode = 0;
     int signal = 0;
-    long long outputBytes = 0;  // read from its stdout and stderr
-    long long reports = 0;      // bytes read from its progress pipe
+    long long outputBytes = 0;    // read from its stdout and stderr
+    long long reports = 0;        // bytes read from its progress pipe
     StatusRecordReader status{};  // the records among them
   };
 

@@ -95,7 +95,8 @@ std::string statusFileLines(const BatchJob& job) {
   std::optional<std::string> word = statusFileWord(job.output.value_or("slurm-%j.out"));
   if (!word) return "";
   return "# distrun keeps the job's progress here for distrun submit --wait.\n"
-         "export DISTRUN_STATUS_FILE=" + *word + "\n";
+         "export DISTRUN_STATUS_FILE=" +
+         *word + "\n";
 }
 
 }  // namespace

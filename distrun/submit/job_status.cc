@@ -58,8 +58,8 @@ std::optional<StatusRecord> readStatusFile(const std::string& path) {
   return parseStatusRecord(line);
 }
 
-std::string jobStatusText(const std::string& jobId, const std::string& state,
-                          double secondsInState, const std::optional<StatusRecord>& record) {
+std::string jobStatusText(const std::string& jobId, const std::string& state, double secondsInState,
+                          const std::optional<StatusRecord>& record) {
   std::string text = fmt::format("job {} {} {}", jobId, state, formatDuration(secondsInState));
   const std::string progress = record ? describeStatus(*record) : "";
   return progress.empty() ? text : text + "  " + progress;

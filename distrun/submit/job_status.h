@@ -31,7 +31,7 @@ std::optional<StatusRecord> readStatusFile(const std::string& path);
 // The status line of a followed job: "job 42 PENDING 0:12" (the time in
 // that state), then with the job's record its progress after two spaces
 // ("job 42 RUNNING 1:05  epoch 1/3  step 120/500  loss 0.2345 ...").
-std::string jobStatusText(const std::string& jobId, const std::string& state,
-                          double secondsInState, const std::optional<StatusRecord>& record);
+std::string jobStatusText(const std::string& jobId, const std::string& state, double secondsInState,
+                          const std::optional<StatusRecord>& record);
 
 }  // namespace distrun::submit

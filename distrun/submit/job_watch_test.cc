@@ -153,8 +153,9 @@ TEST(JobWatchTest, OnATerminalTheStateThenTheProgressUnderTheOutput) {
   EXPECT_THAT(err, HasSubstr("distrun submit: job 42 is PENDING\n\rjob 42 PENDING 0 s\x1b[K"));
   EXPECT_THAT(err, HasSubstr("\r\x1b[Kdistrun submit: job 42 is RUNNING\n\rjob 42 RUNNING 0 s"));
   EXPECT_THAT(err, HasSubstr("\rjob 42 RUNNING 1 s  epoch 1/3  step 5/10\x1b[K"));
-  EXPECT_THAT(err, ::testing::EndsWith("\r\x1b[Kdistrun submit: job 42 is COMPLETED\n"
-                                      "distrun submit: job 42 ended COMPLETED with exit code 0\n"));
+  EXPECT_THAT(err,
+              ::testing::EndsWith("\r\x1b[Kdistrun submit: job 42 is COMPLETED\n"
+                                  "distrun submit: job 42 ended COMPLETED with exit code 0\n"));
   std::filesystem::remove(output);
   std::filesystem::remove(w.statusPath);
 }

@@ -72,15 +72,17 @@ std::string joined(const std::vector<std::string>& lines) {
 // Mid-run: the workers' prefixed lines scroll above, and the last line is
 // the one status line, fitted to the pane; at the end nothing of it is left.
 TEST_F(TmuxTest, OneStatusLineUnderTheWorkersLinesAndNothingLeftAtTheEnd) {
-  start(quote(binaryPath("distrun")) +
-        " train --nproc-per-node 2 linear --epochs 12 --batch-size 1; echo EXIT=$?; exec sleep 600");
+  start(
+      quote(binaryPath("distrun")) +
+      " train --nproc-per-node 2 linear --epochs 12 --batch-size 1; echo EXIT=$?; exec sleep 600");
   std::vector<std::string> seen;
   bool midRun = false;
   for (auto until = std::chrono::steady_clock::now() + kSeeTheLine;
        !midRun && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(kPoll)) {
     seen = pane();
     ASSERT_TRUE(seen.empty() || seen.back().rfind("EXIT=", 0) != 0)
-        << "the run ended before its status line was seen under its lines:\n" << joined(seen);
+        << "the run ended before its status line was seen under its lines:\n"
+        << joined(seen);
     midRun = seen.size() >= 2 && isStatusLine(seen.back()) && isWorkerLine(seen.front());
   }
   ASSERT_TRUE(midRun) << joined(seen);

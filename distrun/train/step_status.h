@@ -11,8 +11,8 @@ namespace distrun::train {
 struct StepStatus {
   int64_t epoch = 0;  // 0-based
   int64_t epochs = 0;
-  int64_t step = 0;   // steps done in this epoch
-  int64_t steps = 0;  // in this epoch
+  int64_t step = 0;        // steps done in this epoch
+  int64_t steps = 0;       // in this epoch
   double lossSum = 0;      // this rank's running loss sum over the epoch ...
   double lossSamples = 0;  // ... and the samples it was summed over
   int64_t samples = 0;     // this rank's samples since the epoch (or its resume) began
