@@ -72,6 +72,9 @@ const Mistake kRunMistakes[] = {
      "sampled every second)"},
     {{"run", "--frobnicate", "2", "--", "ddp.py"},
      "run: unknown flag --frobnicate (see 'distrun run --help')"},
+    {{"run", "--status", "bar", "ddp.py"}, "--status 'bar': expected auto, line, plain or none"},
+    {{"train", "linear", "--status", "fancy"},
+     "--status 'fancy': expected auto, line, plain or none"},
 };
 INSTANTIATE_TEST_SUITE_P(Run, DistrunMistakeTest, ::testing::ValuesIn(kRunMistakes));
 
@@ -293,6 +296,8 @@ const Mistake kSubmitMistakes[] = {
     {{"submit", "--format", "yaml", "--", "train", "mnist"}, "--format: yaml not in", true},
     {{"submit", "--dryrun", "--", "train", "mnist"},
      "submit: unknown flag --dryrun: did you mean --dry-run?"},
+    {{"submit", "--wait", "--status", "bar", "--", "train", "mnist"},
+     "--status 'bar': expected auto, line, plain or none"},
 };
 INSTANTIATE_TEST_SUITE_P(Submit, DistrunMistakeTest, ::testing::ValuesIn(kSubmitMistakes));
 

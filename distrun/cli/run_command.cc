@@ -10,6 +10,7 @@
 #include "distrun/cli/flag_check.h"
 #include "distrun/cluster/job_layout.h"
 #include "distrun/cluster/leftovers.h"
+#include "distrun/common/live_line.h"
 #include "distrun/container/container_session.h"
 #include "distrun/launch/agent.h"
 #include "distrun/launch/poll_sources.h"
@@ -89,6 +90,9 @@ void addDistrunFlags(CLI::App* cmd, RunOptions& o) {
                   "end the job (exit 75) when a worker made no progress (its reports on "
                   "DISTRUN_PROGRESS_FD, else CPU time or output) "
                   "for SECONDS (default 0: off)");
+  cmd->add_option("--status", o.status,
+                  "live status line under the workers' output: auto (default: line on a "
+                  "terminal, else plain), line, plain (a line every 30 s) or none");
   cmd->add_option(
       "--log-prefix", o.logPrefix,
       "console prefix: {node} {rank} {local_rank} {role} {host} (default '[{node}:{rank}] ')");
@@ -134,7 +138,8 @@ launch::RunContext runContext(const Environment& env, CliContext& ctx) {
                             usableCpus(),
                             ctx.builtinSiteDir,
                             visibleGpus(env),
-                            binding::readNodeTopology(env, host.hostname)};
+                            binding::readNodeTopology(env, host.hostname),
+                            consoleIsTerminal(env)};
 }
 
 // --container's request, the site profile's binds included; the image is

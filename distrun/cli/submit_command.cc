@@ -16,7 +16,9 @@
 #include "distrun/cli/flag_check.h"
 #include "distrun/cluster/site_profile.h"
 #include "distrun/common/error.h"
+#include "distrun/common/live_line.h"
 #include "distrun/submit/batch_job.h"
+#include "distrun/submit/job_status.h"
 #include "distrun/submit/job_watch.h"
 #include "distrun/submit/submit_plan.h"
 
@@ -30,6 +32,7 @@ struct SubmitOptions {
   bool dryRun = false;
   bool wait = false;
   bool explain = false;
+  std::string status = "auto";
   ContainerFlags container;
 };
 
@@ -61,7 +64,7 @@ std::optional<bool> askOnTerminal(const std::string& question) {
   return answer == "y" || answer == "Y" || answer == "yes";
 }
 
-int watchForReal(const submit::WatchRequest& request, CliContext& ctx) {
+int watchForReal(const submit::WatchRequest& request, StatusMode status, CliContext& ctx) {
   InterruptCatcher catcher;
   gInterrupted = 0;
   submit::WatchWorld world{
@@ -75,7 +78,9 @@ int watchForReal(const submit::WatchRequest& request, CliContext& ctx) {
       [] { return gInterrupted != 0; },
       askOnTerminal,
       ctx.out,
-      ctx.err};
+      ctx.err,
+      resolveStatusMode(status, &ctx.err == &std::cerr && consoleIsTerminal(ctx.env)),
+      [&ctx] { return terminalColumns(STDERR_FILENO, ctx.env); }};
   return submit::watchJob(request, world);
 }
 
@@ -114,10 +119,11 @@ submit::WatchRequest watchRequest(const submit::BatchJob& job, const std::string
         "following the job without its output\n",
         *job.output);
   }
-  return {id, path.value_or("")};
+  return {id, path.value_or(""), path ? submit::statusFileOf(*path) : ""};
 }
 
 int runSubmit(SubmitOptions& o, CliContext& ctx) {
+  const StatusMode status = parseStatusMode(o.status);
   o.request.distrun = ctx.toolDir + "/distrun";
   std::optional<cluster::SiteProfile> site = siteFor(o, ctx);
   const cluster::SiteProfile* profile = site ? &*site : nullptr;
@@ -132,7 +138,7 @@ int runSubmit(SubmitOptions& o, CliContext& ctx) {
   printSubmitted(submitted, o, ctx);
   if (!o.wait) return 0;
   submit::WatchRequest request = watchRequest(job, submitted.id, ctx);
-  return ctx.watchJob ? ctx.watchJob(request) : watchForReal(request, ctx);
+  return ctx.watchJob ? ctx.watchJob(request) : watchForReal(request, status, ctx);
 }
 
 void addSlurmFlags(CLI::App* cmd, submit::SubmitRequest& r) {
@@ -185,6 +191,9 @@ Action addSubmitCommand(CLI::App& app, CliContext& ctx, const std::vector<std::s
   cmd->add_flag("--dry-run", options->dryRun, "print the script; submit nothing");
   cmd->add_flag("--wait", options->wait,
                 "follow the job to its end, print its output, exit with its exit code");
+  cmd->add_option("--status", options->status,
+                  "with --wait, the job's state and progress: auto (default: line on a "
+                  "terminal, else plain), line, plain (a line every 30 s) or none");
   cmd->add_flag("--explain", options->explain, "print every rank's cores, GPU and NUMA domain");
   cmd->add_option("--format", options->format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));

@@ -82,9 +82,11 @@ TEST(SubmitCommandTest, WaitFollowsTheJobsOutputFileAndExitsWithItsCode) {
   ASSERT_TRUE(submit.watched);
   EXPECT_EQ(submit.watched->jobId, "4242");
   EXPECT_EQ(submit.watched->outputPath, "logs/mnist-4242.out");
+  EXPECT_EQ(submit.watched->statusPath, "logs/mnist-4242.out.status");
   Submit plain;
-  plain({"--wait", "--", "train", "mnist"});
+  plain({"--wait", "--status", "none", "--", "train", "mnist"});
   EXPECT_EQ(plain.watched->outputPath, "slurm-4242.out");
+  EXPECT_EQ(plain.watched->statusPath, "slurm-4242.out.status");
 }
 
 TEST(SubmitCommandTest, AnSbatchRefusalIsRelayedInOneLine) {

@@ -1,5 +1,7 @@
 #include "distrun/container/build_progress.h"
 
+#include <unistd.h>
+
 #include <ostream>
 #include <regex>
 
@@ -23,6 +25,18 @@ std::string stepTimes(const std::vector<std::pair<std::string, double>>& steps) 
 
 double ratio(uint64_t part, uint64_t whole) {
   return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+LiveLineOptions progressLineOptions(bool terminal, bool quiet, std::function<double()> now,
+                                    double interval, std::function<int()> columns) {
+  LiveLineOptions o;
+  o.mode = quiet ? StatusMode::kNone : terminal ? StatusMode::kLine : StatusMode::kPlain;
+  o.columns = columns ? std::move(columns)
+                      : [] { return terminalColumns(STDERR_FILENO, ProcessEnvironment()); };
+  o.now = std::move(now);
+  o.plainInterval = interval;
+  o.plainFirstAtOnce = true;
+  return o;
 }
 
 }  // namespace
@@ -57,27 +71,10 @@ std::optional<std::string> lastDebootstrapPhase(std::string_view output) {
 }
 
 ProgressLine::ProgressLine(std::ostream& err, bool terminal, bool quiet,
-                           std::function<double()> now, double interval)
-    : err_(err), terminal_(terminal), quiet_(quiet), now_(std::move(now)), interval_(interval) {}
-
-void ProgressLine::show(const std::string& text, bool now) {
-  if (quiet_) return;
-  if (terminal_) {
-    err_ << "\r" << text << "\x1b[K" << std::flush;
-    onScreen_ = true;
-    return;
-  }
-  const double time = now_();
-  if (!now && lastPrinted_ && time - *lastPrinted_ < interval_) return;
-  lastPrinted_ = time;
-  err_ << text << "\n" << std::flush;
-}
-
-void ProgressLine::clear() {
-  if (!onScreen_) return;
-  err_ << "\r\x1b[K" << std::flush;
-  onScreen_ = false;
-}
+                           std::function<double()> now, double interval,
+                           std::function<int()> columns)
+    : line_(err,
+            progressLineOptions(terminal, quiet, std::move(now), interval, std::move(columns))) {}
 
 std::string formatReport(const BuildReport& r) {
   std::string text = fmt::format("distrun wrap: before: {} files and folders, {}\n",

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "distrun/common/live_line.h"
 #include "distrun/container/image_file.h"
 #include "distrun/container/staging_tree.h"
 
@@ -27,27 +28,24 @@ std::optional<int> lastBarPercent(std::string_view output);
 // when there is none.
 std::optional<std::string> lastDebootstrapPhase(std::string_view output);
 
-// One line of progress on `err`. On a terminal each show() rewrites the
-// line in place (carriage return, erase to its end) and clear() erases it;
-// otherwise show() prints a line when `interval` seconds have passed since
-// the last one printed (the first, and one shown with `now`, at once), and
-// clear() prints nothing. With `quiet` it prints nothing at all. Not
+// One line of progress on `err`, the LiveLine of every distrun status
+// line (live_line.h). On a terminal each show() rewrites the line in place
+// (carriage return, the text cut to the terminal's width, erase to its
+// end; at most 10 times a second, or at once with `now`) and clear()
+// erases it; otherwise show() prints a line when `interval` seconds have
+// passed since the last one printed (the first, and one shown with `now`,
+// at once), and clear() prints nothing. With `quiet` it prints nothing at
+// all. `columns`: the terminal's width (default: stderr's). Not
 // thread-safe.
 class ProgressLine {
  public:
   ProgressLine(std::ostream& err, bool terminal, bool quiet, std::function<double()> now,
-               double interval = 5.0);
-  void show(const std::string& text, bool now = false);
-  void clear();
+               double interval = 5.0, std::function<int()> columns = {});
+  void show(const std::string& text, bool now = false) { line_.show(text, now); }
+  void clear() { line_.clear(); }
 
  private:
-  std::ostream& err_;
-  bool terminal_;
-  bool quiet_;
-  std::function<double()> now_;
-  double interval_;
-  std::optional<double> lastPrinted_;
-  bool onScreen_ = false;
+  LiveLine line_;
 };
 
 // What a finished build did, for the report.

@@ -55,6 +55,9 @@ TEST(ProgressLineTest, OnATerminalOneLineIsRewritten) {
   FakeClock clock;
   ProgressLine line(err, true, false, clock.function());
   line.show("distrun wrap: mksquashfs: 10%");
+  clock.seconds = 0.05;
+  line.show("distrun wrap: mksquashfs: 15%");  // at most 10 redraws a second
+  clock.seconds = 0.2;
   line.show("distrun wrap: mksquashfs: 20%");
   line.clear();
   EXPECT_EQ(err.str(),
@@ -62,6 +65,14 @@ TEST(ProgressLineTest, OnATerminalOneLineIsRewritten) {
   const std::string before = err.str();
   line.clear();  // nothing on screen: nothing written
   EXPECT_EQ(err.str(), before);
+}
+
+TEST(ProgressLineTest, OnATerminalTheLineIsCutToItsWidth) {
+  std::ostringstream err;
+  FakeClock clock;
+  ProgressLine line(err, true, false, clock.function(), 5.0, [] { return 20; });
+  line.show("distrun wrap: mmdebstrap: bookworm apt with python3-torch", true);
+  EXPECT_EQ(err.str(), "\rdistrun wrap: mmdeb\x1b[K");  // one column less than the width
 }
 
 TEST(ProgressLineTest, ElsewhereALineEveryFewSeconds) {

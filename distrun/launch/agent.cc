@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,6 +23,7 @@
 #include "distrun/launch/elastic_join.h"
 #include "distrun/launch/job_events.h"
 #include "distrun/launch/poll_sources.h"
+#include "distrun/launch/status_line.h"
 #include "distrun/launch/supervisor.h"
 #include "distrun/launch/worker_group.h"
 #include "distrun/launch/worker_setup.h"
@@ -137,7 +139,9 @@ class Agent::Loop {
         store_(std::make_unique<rdzv::StoreClient>(storeAt_.host, storeAt_.port, config_.token,
                                                    config_.joinTimeout)),
         standby_(standbyOf(config_)),
-        supervisor_(config_, storeAt_.port) {}
+        supervisor_(config_, storeAt_.port),
+        status_(config_.status, agent.err_, agent.clock_, config_.statusFile,
+                [&env = agent.env_] { return terminalColumns(STDERR_FILENO, env); }) {}
 
   int run() {
     feed(supervisor_.start(now()));
@@ -164,9 +168,11 @@ class Agent::Loop {
     round_ = std::make_unique<RoundIo>(config, a.world.round, agent_.launcher_);
     for (int local = 0; local < config.layout.localWorldSize; ++local) {
       int rank = workerRank(a.world, local);
+      std::unique_ptr<WorkerOutput> output = workerOutput(config, a.world.round, rank, local);
+      output->setStatusLine(&status_.line());
       int pid = round_->group.add(rank, local,
                                   workerSpec(config, a.world, storeAt_.port, local, agent_.env_),
-                                  workerOutput(config, a.world.round, rank, local));
+                                  std::move(output));
       feed(supervisor_.workerStarted(local, pid, now()));
     }
     if (config_.hangTimeout.count() > 0) nextSample_ = now() + kSampleInterval;
@@ -194,8 +200,12 @@ class Agent::Loop {
       feed(supervisor_.storeLost(e.what(), now()));
     }
   }
-  void operator()(const Print& a) { agent_.err_ << a.text; }
+  void operator()(const Print& a) {
+    status_.line().clear();
+    agent_.err_ << a.text;
+  }
   void operator()(const EndRound&) {
+    status_.finish();
     round_.reset();
     wakeAt_.reset();
     nextSample_.reset();
@@ -211,7 +221,10 @@ class Agent::Loop {
     }
   }
   void operator()(const FindStore&);
-  void operator()(const Exit& a) { exitCode_ = a.code; }
+  void operator()(const Exit& a) {
+    status_.finish();
+    exitCode_ = a.code;
+  }
   void operator()(const EndWithError& a) { throw RendezvousError(a.message); }
 
  private:
@@ -253,6 +266,7 @@ class Agent::Loop {
     reapWorkers();
     takeDeadline();
     sampleProgress();
+    status_.update(round_ ? round_->group.statuses() : std::vector<RankStatus>{});
   }
 
   void takeSignals() {
@@ -302,7 +316,9 @@ class Agent::Loop {
   }
   int pollTimeout() const {
     std::optional<TimePoint> next = wakeAt_;
-    if (nextSample_ && (!next || *nextSample_ < *next)) next = nextSample_;
+    for (const std::optional<TimePoint>& at : {nextSample_, status_.nextDue()}) {
+      if (at && (!next || *at < *next)) next = at;
+    }
     if (!next) return -1;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now());
     return static_cast<int>(std::max<long long>(left.count(), 0)) + 1;
@@ -317,6 +333,7 @@ class Agent::Loop {
   std::optional<rdzv::StandbyStore> standby_;     // elastic jobs: this agent's reserve
   std::vector<rdzv::StoreCandidate> successors_;  // elastic jobs: the last round's candidates
   Supervisor supervisor_;
+  AgentStatus status_;  // before round_: its workers' output erases the status line
   std::unique_ptr<Join> join_;
   std::unique_ptr<RoundIo> round_;
   std::optional<TimePoint> wakeAt_;

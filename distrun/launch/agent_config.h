@@ -10,6 +10,7 @@
 #include "distrun/binding/binding_plan.h"
 #include "distrun/cluster/job_layout.h"
 #include "distrun/cluster/site_profile.h"
+#include "distrun/common/live_line.h"
 
 namespace distrun::launch {
 
@@ -73,6 +74,11 @@ struct AgentConfig {
   std::string gpuVisibilityVariable = "CUDA_VISIBLE_DEVICES";
   std::optional<cluster::SiteProfile> site;
   std::optional<ElasticSpec> elastic;  // unset: fixed node ranks (--node-rank, Slurm)
+  // The live status line (--status, resolved: kLine on a terminal) and the
+  // file the agent that sees rank 0 keeps its status in (DISTRUN_STATUS_FILE;
+  // empty: none). docs/observability.md, "Live progress".
+  StatusMode status = StatusMode::kNone;
+  std::string statusFile;
 };
 
 }  // namespace distrun::launch

@@ -348,6 +348,7 @@ void checkRunOptions(const RunOptions& o, const cluster::JobLayout& layout) {
   }
   parseRdzvConf(o.rdzvConf);
   checkHangTimeout(o.hangTimeout);
+  parseStatusMode(o.status);
   checkStandalone(o);
   checkNotOneOfSeveralMpiTasks(o, layout);
 }
@@ -463,6 +464,8 @@ AgentConfig resolveAgentConfig(const RunOptions& o, const RunContext& ctx) {
   c.site = selectSite(o, ctx);
   if (c.site && !c.site->gpuVisibility.empty()) c.gpuVisibilityVariable = c.site->gpuVisibility;
   c.plan = binding::bindRanks(nodeOf(ctx), bindRequest(o, ctx, c.site, nproc));
+  c.status = resolveStatusMode(parseStatusMode(o.status), ctx.terminal);
+  c.statusFile = ctx.env.getOr("DISTRUN_STATUS_FILE", "");
   return c;
 }
 

@@ -44,6 +44,7 @@ struct RunOptions {
   std::optional<std::string> gpuBind;  // closest | none | map:LIST; unset: closest
   bool explain = false;                // print the binding plan, start nothing
   std::optional<std::string> site;
+  std::string status = "auto";          // --status: auto | line | plain | none
   bool verbose = false;                 // -v: the workers' command first
   container::ContainerFlags container;  // --container, --bind, --container-runtime
   std::vector<std::string> program;     // PROGRAM [ARGS...]
@@ -59,6 +60,9 @@ struct RunContext {
   // This node's topology for --cpu-bind/--gpu-bind (readNodeTopology);
   // unset: a GPU-less node of `cpus`.
   std::optional<binding::NodeTopology> topology;
+  // stdout and stderr are a terminal (consoleIsTerminal): --status auto
+  // draws a status line there.
+  bool terminal = false;
 };
 
 // The --cpu-bind and --gpu-bind checks made before anything starts: the
@@ -74,7 +78,8 @@ void checkBindOptions(const RunOptions& options, const RunContext& ctx);
 // one torchrun knows, --standalone is not contradicted by a flag placing
 // the store or the node, and distrun run is not one of several tasks of an
 // mpirun job (`layout`, the scheduler's) without flags that place the
-// nodes, and --hang-timeout is 0 or at least 1 second. Throws UsageError
+// nodes, --hang-timeout is 0 or at least 1 second, and --status is one
+// of auto, line, plain, none. Throws UsageError
 // naming the flag or variable.
 void checkRunOptions(const RunOptions& options, const cluster::JobLayout& layout);
 

@@ -42,6 +42,7 @@ bool WorkerGroup::pumpReports(Member& m, int fd) {
   ssize_t n = ::read(fd, buffer, sizeof(buffer));
   if (n > 0) {
     m.reports += n;
+    m.status.feed(std::string_view(buffer, static_cast<size_t>(n)));
   } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
     m.process.progressFd.reset();
   }
@@ -70,16 +71,17 @@ void WorkerGroup::pumpOutput(const std::vector<pollfd>& fds) {
 
 void WorkerGroup::drain(Member& m) {
   std::vector<pollfd> fds;
-  for (const UniqueFd* fd : {&m.process.stdoutFd, &m.process.stderrFd}) {
+  for (const UniqueFd* fd : {&m.process.stdoutFd, &m.process.stderrFd, &m.process.progressFd}) {
     if (fd->valid()) fds.push_back(pollfd{fd->get(), POLLIN, POLLIN});
   }
-  // The worker has exited: what it wrote is in the pipes. Read until they
-  // are empty (EAGAIN) or closed; a grandchild holding them open cannot
-  // stall the report.
+  // The worker has exited: what it wrote is in the pipes (its last status
+  // record too). Read until they are empty (EAGAIN) or closed; a grandchild
+  // holding them open cannot stall the report.
   for (int round = 0; round < 1024 && !fds.empty(); ++round) {
     pumpOutput(fds);
     std::erase_if(fds, [&](const pollfd& p) {
-      return p.fd != m.process.stdoutFd.get() && p.fd != m.process.stderrFd.get();
+      return p.fd != m.process.stdoutFd.get() && p.fd != m.process.stderrFd.get() &&
+             p.fd != m.process.progressFd.get();
     });
     if (::poll(fds.data(), fds.size(), 0) <= 0) break;
   }
@@ -134,6 +136,14 @@ std::vector<WorkerProgress> WorkerGroup::progress(const ProgressProbe& probe) co
     GroupUsage used = usage.count(m.process.pid) ? usage.at(m.process.pid) : GroupUsage{};
     out.push_back(
         WorkerProgress{recordOf(m), used.cpuTicks, m.outputBytes, used.stopped, m.reports});
+  }
+  return out;
+}
+
+std::vector<RankStatus> WorkerGroup::statuses() const {
+  std::vector<RankStatus> out;
+  for (const Member& m : members_) {
+    if (m.status.latest()) out.push_back(RankStatus{m.rank, *m.status.latest()});
   }
   return out;
 }

@@ -6,9 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "distrun/common/status_record.h"
 #include "distrun/launch/failure_report.h"
 #include "distrun/launch/process_launcher.h"
 #include "distrun/launch/progress_probe.h"
+#include "distrun/launch/status_line.h"
 #include "distrun/launch/worker.h"
 #include "distrun/launch/worker_output.h"
 
@@ -51,6 +53,10 @@ class WorkerGroup {
   // it reported on its progress pipe.
   std::vector<WorkerProgress> progress(const ProgressProbe& probe) const;
 
+  // The latest status record of every worker of the round that wrote one
+  // on its progress pipe (docs/launcher.md, "Status records"), in rank order.
+  std::vector<RankStatus> statuses() const;
+
  private:
   struct Member {
     int rank;
@@ -60,8 +66,9 @@ class WorkerGroup {
     bool running = true;
     int exitCode = 0;
     int signal = 0;
-    long long outputBytes = 0;  // read from its stdout and stderr
-    long long reports = 0;      // bytes read from its progress pipe
+    long long outputBytes = 0;    // read from its stdout and stderr
+    long long reports = 0;        // bytes read from its progress pipe
+    StatusRecordReader status{};  // the records among them
   };
 
   Member* memberWithPid(pid_t pid);

@@ -149,5 +149,35 @@ TEST(WorkerGroupTest, ProgressIsTheGroupsCpuTimeTheOutputReadAndTheReports) {
   EXPECT_TRUE(progress[1].stopped);
 }
 
+// Status records on the progress pipe: every byte counts as a report (the
+// hang watch's contract), and the latest record of each worker that wrote
+// one is its status, kept after it exits.
+TEST(WorkerGroupTest, StatusRecordsOnTheProgressPipeAreReportsToo) {
+  FakeProcessLauncher launcher;
+  WorkerGroup group(launcher, 0, "a");
+  group.add(4, 0, WorkerSpec{{"w"}, {}, {}}, quietOutput());
+  group.add(5, 1, WorkerSpec{{"w"}, {}, {}}, quietOutput());
+  group.add(6, 2, WorkerSpec{{"w"}, {}, {}}, quietOutput());
+  const std::string records = "..status epoch=1 step=2\n.status epoch=1 step=3\n.";
+  ASSERT_EQ(::write(launcher.progressOf[101].get(), records.data(), records.size()),
+            static_cast<ssize_t>(records.size()));
+  ASSERT_EQ(::write(launcher.progressOf[103].get(), "status step=1\n", 14), 14);
+  std::vector<pollfd> fds;
+  group.addPollFds(fds);
+  ASSERT_GT(::poll(fds.data(), fds.size(), 1000), 0);
+  group.pumpOutput(fds);
+  launcher.exits.push_back({103, 0, 0});
+  group.reap();
+
+  std::vector<RankStatus> statuses = group.statuses();
+  ASSERT_EQ(statuses.size(), 2u);
+  EXPECT_EQ(statuses[0].rank, 4);
+  EXPECT_EQ(statuses[0].record.step, 3);
+  EXPECT_EQ(statuses[1].rank, 6);
+  EXPECT_EQ(statuses[1].record.step, 1);
+  FakeProgressProbe probe;
+  EXPECT_EQ(group.progress(probe).at(0).reports, static_cast<long long>(records.size()));
+}
+
 }  // namespace
 }  // namespace distrun::launch

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
+#include "distrun/common/live_line.h"
 #include "distrun/common/strings.h"
 
 namespace distrun::launch {
@@ -94,6 +95,7 @@ void WorkerOutput::finish() {
 
 void WorkerOutput::emit(Stream& s, std::string_view line) {
   if (s.toConsole) {
+    if (statusLine_) statusLine_->clear();
     std::string text = prefix_ + std::string(line) + "\n";
     std::fwrite(text.data(), 1, text.size(), s.console);
     std::fflush(s.console);

@@ -7,6 +7,10 @@
 #include <string>
 #include <string_view>
 
+namespace distrun {
+class LiveLine;
+}  // namespace distrun
+
 namespace distrun::launch {
 
 // Which of a worker's streams go where, as torchrun's --redirects and --tee
@@ -41,6 +45,9 @@ class WorkerOutput {
   void onStderr(std::string_view bytes) { feed(err_, bytes); }
   // Writes any unterminated last lines.
   void finish();
+  // The agent's status line (status_line.h), erased before each console
+  // line so that the line is written on a clean last line; null: none.
+  void setStatusLine(LiveLine* line) { statusLine_ = line; }
   // The last lines the worker wrote to stderr, oldest first.
   const std::deque<std::string>& stderrTail() const { return tail_; }
 
@@ -61,6 +68,7 @@ class WorkerOutput {
   Stream out_;
   Stream err_;
   std::deque<std::string> tail_;
+  LiveLine* statusLine_ = nullptr;
 };
 
 // Expands a log prefix template: {node} {rank} {local_rank} {role} {host}.

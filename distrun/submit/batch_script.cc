@@ -2,6 +2,7 @@
 
 #include "distrun/common/strings.h"
 #include "distrun/submit/batch_job.h"
+#include "distrun/submit/job_status.h"
 
 namespace distrun::submit {
 namespace {
@@ -87,6 +88,17 @@ std::string requeueOnCheckpoint(const BatchJob& job) {
       fmt::arg("code", kCheckpointedExitCode), fmt::arg("max", job.maxRequeues));
 }
 
+// Where the node agent of `run` and `train` keeps the job's progress
+// (job_status.h); other commands have no agent to keep it.
+std::string statusFileLines(const BatchJob& job) {
+  if (job.step.size() < 2 || (job.step[1] != "run" && job.step[1] != "train")) return "";
+  std::optional<std::string> word = statusFileWord(job.output.value_or("slurm-%j.out"));
+  if (!word) return "";
+  return "# distrun keeps the job's progress here for distrun submit --wait.\n"
+         "export DISTRUN_STATUS_FILE=" +
+         *word + "\n";
+}
+
 }  // namespace
 
 std::string batchScript(const BatchJob& job) {
@@ -99,6 +111,7 @@ std::string batchScript(const BatchJob& job) {
   for (const auto& [name, value] : job.environment) {
     out += fmt::format("export {}={}\n", name, shellQuote(value));
   }
+  out += statusFileLines(job);
   out += doctorLines(job);
   out += stepWithPreemption(job);
   out += requeueOnCheckpoint(job);

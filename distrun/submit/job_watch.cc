@@ -9,6 +9,7 @@
 
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/submit/job_status.h"
 
 namespace distrun::submit {
 namespace {
@@ -24,11 +25,27 @@ bool isFinal(const std::string& state) {
   return std::find(kFinal.begin(), kFinal.end(), state) != kFinal.end();
 }
 
-// The job's output file, copied on from where the last call stopped.
+// The job's output file, copied on from where the last call stopped. Under
+// a drawn status line only whole lines are copied, the line erased first;
+// the rest waits for its newline, or for `toTheEnd`.
 class OutputFollower {
  public:
   explicit OutputFollower(std::string path) : path_(std::move(path)) {}
-  void copyNew(std::ostream& out) {
+  void copyNew(std::ostream& out, LiveLine& line, bool toTheEnd = false) {
+    read();
+    size_t end = pending_.size();
+    if (line.mode() == StatusMode::kLine && !toTheEnd) {
+      const size_t newline = pending_.rfind('\n');
+      end = newline == std::string::npos ? 0 : newline + 1;
+    }
+    if (end == 0) return;
+    line.clear();
+    out << std::string_view(pending_).substr(0, end) << std::flush;
+    pending_.erase(0, end);
+  }
+
+ private:
+  void read() {
     if (path_.empty()) return;
     std::ifstream in(path_, std::ios::binary);
     if (!in) return;
@@ -39,13 +56,33 @@ class OutputFollower {
     std::string fresh(static_cast<size_t>(size - offset_), '\0');
     in.read(fresh.data(), static_cast<std::streamsize>(fresh.size()));
     offset_ = size;
-    out << fresh << std::flush;
+    pending_ += fresh;
   }
 
- private:
   std::string path_;
   std::streamoff offset_ = 0;
+  std::string pending_;  // read, not copied yet
 };
+
+LiveLineOptions lineOptions(const WatchWorld& w, const double& clock) {
+  LiveLineOptions o;
+  o.mode = w.status;
+  o.columns = w.columns;
+  o.now = [&clock] { return clock; };
+  o.plainPrefix = "distrun submit: ";
+  return o;
+}
+
+// The job's state for `seconds` and, once it runs, its status file's
+// record; without a record no plain line (a pending job says so when its
+// state changes).
+void showStatus(LiveLine& line, const WatchRequest& r, const std::string& state, double seconds) {
+  if (line.mode() == StatusMode::kNone || state.empty()) return;
+  std::optional<StatusRecord> record;
+  if (state == "RUNNING" && !r.statusPath.empty()) record = readStatusFile(r.statusPath);
+  if (line.mode() == StatusMode::kPlain && !record) return line.hide();
+  line.show(jobStatusText(r.jobId, state, seconds, record));
+}
 
 // "JobId=7 JobState=COMPLETED ... ExitCode=2:0" -> the named field's value.
 std::optional<std::string> field(const std::string& text, const std::string& name) {
@@ -120,27 +157,36 @@ int onInterrupt(const WatchRequest& request, WatchWorld& w) {
 }  // namespace
 
 int watchJob(const WatchRequest& request, WatchWorld& w) {
+  double clock = 0, since = 0;  // seconds followed; when the state last changed
+  LiveLine line(w.err, lineOptions(w, clock));
   OutputFollower output(request.outputPath);
   std::string lastState;
   double interval = kFirstPoll, untilPoll = 0;
-  for (;;) {
-    output.copyNew(w.out);
-    if (w.interrupted()) return onInterrupt(request, w);
+  for (;; clock += kTick) {
+    output.copyNew(w.out, line);
+    if (w.interrupted()) {
+      line.hide();
+      return onInterrupt(request, w);
+    }
     if (untilPoll <= 0) {
       std::string state = queueState(request.jobId, w);
       if (state != lastState && !state.empty()) {
+        line.clear();
         w.err << fmt::format("distrun submit: job {} is {}\n", request.jobId, state);
+        since = clock;
       }
       lastState = state;
       if (state.empty() || isFinal(state)) break;
       untilPoll = interval;
       interval = std::min(interval * 2, kLongestPoll);
     }
+    showStatus(line, request, lastState, clock - since);
     w.sleep(kTick);
     untilPoll -= kTick;
   }
+  line.hide();
   Ending end = ending(request, w);
-  output.copyNew(w.out);
+  output.copyNew(w.out, line, true);
   w.err << fmt::format("distrun submit: job {} ended {} with exit code {}\n", request.jobId,
                        end.state, end.exitCode);
   return end.exitCode;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "distrun/common/live_line.h"
 #include "distrun/submit/sbatch.h"
 
 namespace distrun::submit {
@@ -20,17 +21,24 @@ struct WatchWorld {
   // Asks a yes/no question on the terminal; nullopt when none is attached.
   std::function<std::optional<bool>(const std::string& question)> ask;
   std::ostream& out;  // the job's output, as it grows
-  std::ostream& err;  // distrun's own lines
+  std::ostream& err;  // distrun's own lines, and the status line
+  // The job's status line on `err` (--status, resolved): kLine, its state
+  // and progress redrawn under the output (whole lines of it only);
+  // kPlain, a line every 30 s once the job's status file has a record.
+  StatusMode status = StatusMode::kNone;
+  std::function<int()> columns;  // kLine: the terminal's width
 };
 
 struct WatchRequest {
   std::string jobId;
   std::string outputPath;  // the job's output file; empty: not streamed
+  std::string statusPath;  // the job's status file (job_status.h); empty: none
 };
 
 // Follows the job to its end: one `squeue` per interval (1 s, doubling to
 // 30 s), the output file copied to `out` as it grows (every 0.5 s), a line
-// on `err` when the job's state changes. Returns the job's exit code (its
+// on `err` when the job's state changes, and the status line (world.status)
+// with the job's state and the record of its status file. Returns the job's exit code (its
 // batch script's status; 128+N for signal N) from `scontrol show job`,
 // else `sacct` where accounting exists; Error (69) when Slurm no longer
 // knows it. Ctrl-C: with a terminal, asks whether to cancel the job

@@ -38,6 +38,8 @@ struct Watch {
   std::optional<bool> answer;  // the terminal's; nullopt: none
   int sleeps = 0;
   std::function<void(int)> onSleep = [](int) {};  // the job meanwhile
+  StatusMode status = StatusMode::kNone;
+  std::string statusPath;
 
   int run(const std::string& outputPath = "") {
     WatchWorld world{[this](const auto& argv, const auto& input) { return slurm(argv, input); },
@@ -48,8 +50,10 @@ struct Watch {
                      [this] { return sleeps == interruptAfterSleeps; },
                      [this](const std::string&) { return answer; },
                      out,
-                     err};
-    return watchJob({"42", outputPath}, world);
+                     err,
+                     status,
+                     [] { return 60; }};
+    return watchJob({"42", outputPath, statusPath}, world);
   }
   size_t count(const std::string& command) const {
     return static_cast<size_t>(
@@ -120,6 +124,63 @@ TEST(JobWatchTest, StreamsTheOutputFileAsItGrows) {
   EXPECT_EQ(w.run(path), 0);
   EXPECT_EQ(w.out.str(), "epoch 1\nepoch 2\n");
   std::filesystem::remove(path);
+}
+
+std::string scratch(const std::string& name) {
+  std::string path = ::testing::TempDir() + "/watch-" + std::to_string(::getpid()) + name;
+  std::filesystem::remove(path);
+  return path;
+}
+
+// On a terminal: the state, then the progress of the job's status file, on
+// one line under the output, which is copied a whole line at a time.
+TEST(JobWatchTest, OnATerminalTheStateThenTheProgressUnderTheOutput) {
+  Watch w;
+  const std::string output = scratch(".out");
+  w.statusPath = scratch(".out.status");
+  w.status = StatusMode::kLine;
+  w.slurm.answers["squeue"] = {
+      {0, "PENDING\n", ""}, {0, "RUNNING\n", ""}, {0, "RUNNING\n", ""}, {0, "COMPLETED\n", ""}};
+  w.slurm.answers["scontrol"] = {{0, "JobState=COMPLETED ExitCode=0:0", ""}};
+  w.onSleep = [&](int sleeps) {
+    if (sleeps == 2) std::ofstream(output) << "[0:0] epoch 1";
+    if (sleeps == 3) std::ofstream(w.statusPath) << "status epoch=1 epochs=3 step=5 steps=10\n";
+    if (sleeps == 4) std::ofstream(output, std::ios::app) << " done\n[0:0] end";
+  };
+  EXPECT_EQ(w.run(output), 0);
+  EXPECT_EQ(w.out.str(), "[0:0] epoch 1 done\n[0:0] end");
+  const std::string err = w.err.str();
+  EXPECT_THAT(err, HasSubstr("distrun submit: job 42 is PENDING\n\rjob 42 PENDING 0 s\x1b[K"));
+  EXPECT_THAT(err, HasSubstr("\r\x1b[Kdistrun submit: job 42 is RUNNING\n\rjob 42 RUNNING 0 s"));
+  EXPECT_THAT(err, HasSubstr("\rjob 42 RUNNING 1 s  epoch 1/3  step 5/10\x1b[K"));
+  EXPECT_THAT(err,
+              ::testing::EndsWith("\r\x1b[Kdistrun submit: job 42 is COMPLETED\n"
+                                  "distrun submit: job 42 ended COMPLETED with exit code 0\n"));
+  std::filesystem::remove(output);
+  std::filesystem::remove(w.statusPath);
+}
+
+// Elsewhere: a plain line every 30 s, once the status file has a record.
+TEST(JobWatchTest, ElsewhereAPlainLineEveryThirtySecondsWithTheProgress) {
+  Watch w;
+  w.statusPath = scratch(".status");
+  w.status = StatusMode::kPlain;
+  std::vector<ToolResult> running(8, ToolResult{0, "RUNNING\n", ""});
+  running.push_back({0, "COMPLETED\n", ""});
+  w.slurm.answers["squeue"] = running;
+  w.slurm.answers["scontrol"] = {{0, "JobState=COMPLETED ExitCode=0:0", ""}};
+  w.onSleep = [&](int sleeps) {
+    if (sleeps == 100) std::ofstream(w.statusPath) << "status step=5 steps=10\n";
+  };
+  EXPECT_EQ(w.run(), 0);
+  const std::string err = w.err.str();
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+  EXPECT_THAT(err, HasSubstr("distrun submit: job 42 is RUNNING\n"
+                             "distrun submit: job 42 RUNNING 50 s  step 5/10\n"
+                             "distrun submit: job 42 RUNNING 1:20  step 5/10\n"
+                             "distrun submit: job 42 RUNNING 1:50  step 5/10\n"
+                             "distrun submit: job 42 is COMPLETED\n"));
+  std::filesystem::remove(w.statusPath);
 }
 
 TEST(JobWatchTest, CtrlCWithoutATerminalLeavesTheJobRunning) {

@@ -38,13 +38,24 @@ class SubmitTest : public SlurmTest {
   std::filesystem::path dir_;
 };
 
+// The job's status file (next to its output) holds rank 0's last record,
+// and --wait's status line says the job's state (docs/submit.md).
 TEST_F(SubmitTest, TrainOnTwoNodesRunsToTheEndAndExitsZero) {
   CommandResult r = submitAndWait(
-      "--nodes 2 --time 10 -- train --nproc-per-node 2 linear --epochs 2 --progress epochs");
+      "--status line --nodes 2 --time 10 -- train --nproc-per-node 2 linear --epochs 2 "
+      "--progress epochs");
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("Submitted batch job "));
   EXPECT_THAT(r.out, HasSubstr("distrun-train: linear on 4 ranks, 2 epochs"));
   EXPECT_THAT(r.err, HasSubstr("ended COMPLETED with exit code 0"));
+  std::string id = r.out.substr(r.out.find("job ") + 4);
+  id = id.substr(0, id.find('\n'));
+  EXPECT_THAT(r.err, HasSubstr("\rjob " + id + " "));
+  EXPECT_THAT(r.err, ::testing::EndsWith("with exit code 0\n")) << "the line erased first";
+  std::ifstream status(dir_ / (id + ".out.status"));
+  std::string record;
+  std::getline(status, record);
+  EXPECT_THAT(record, ::testing::StartsWith("status epoch=2 epochs=2 step=16 steps=16 loss="));
 }
 
 TEST_F(SubmitTest, AJobThatFailsIsNotRequeuedAndGivesItsExitCode) {

@@ -15,6 +15,7 @@
 #include "distrun/common/writable_file.h"
 #include "distrun/train/sampler.h"
 #include "distrun/train/snapshot_file.h"
+#include "distrun/train/step_status.h"
 #include "distrun/train/tensor_comm.h"
 
 namespace distrun::train {
@@ -155,6 +156,8 @@ std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler,
     position_.step = s + 1;
     ++position_.globalStep;
     reportProgress();  // to the agent, for --hang-timeout
+    reportStep({position_.epoch, options_.epochs, s + 1, stepsPerEpoch, position_.lossSum,
+                position_.samples, samples, comm_.size(), secondsSince(start)});  // status line
     if (progress_) progress_->step(position_.epoch, s + 1, position_.lossSum / position_.samples);
     if (options_.saveEverySteps > 0 && position_.globalStep % options_.saveEverySteps == 0) {
       saveSnapshot();
