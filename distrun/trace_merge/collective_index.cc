@@ -70,6 +70,7 @@ std::vector<FlowEnd> CollectiveIndex::flowsFor(const CollectiveKey& key, int ran
 }
 
 std::string flowName(const CollectiveKey& key) {
+  if (key.comm == kTorchComm) return fmt::format("torch #{}", key.seq);
   if (key.round == 0) return fmt::format("comm {} #{}", key.comm, key.seq);
   return fmt::format("comm {} #{} (restart {})", key.comm, key.seq, key.round);
 }

@@ -67,7 +67,12 @@ class CollectiveIndex {
   uint64_t stride_ = 1;
 };
 
-// The name of a collective's flow: "comm 0 #17", "comm 0 #17 (restart 1)".
+// The communicator number given to a PyTorch export's collectives, which
+// count in the order each rank's export holds them.
+inline constexpr int64_t kTorchComm = -1;
+
+// The name of a collective's flow: "comm 0 #17", "comm 0 #17 (restart 1)",
+// "torch #3".
 std::string flowName(const CollectiveKey& key);
 
 }  // namespace distrun::trace_merge

@@ -90,13 +90,20 @@ ScannedFile scanFile(const TraceSource& source, CollectiveIndex& collectives) {
   return file;
 }
 
+TorchExport scanTorch(const TraceSource& source, CollectiveIndex& collectives) {
+  int64_t seq = 0;
+  return readTorchExport(source.path, [&](const nlohmann::json& event) {
+    if (isTorchCollective(event)) collectives.add({0, kTorchComm, seq++}, source.index);
+  });
+}
+
 }  // namespace
 
 FolderScan scanFolder(const std::vector<TraceSource>& sources) {
   FolderScan scan;
   for (const TraceSource& source : sources) {
     if (source.kind == SourceKind::kTorch) {
-      scan.torch.push_back({source, readTorchExport(source.path, [](nlohmann::json&) {})});
+      scan.torch.push_back({source, scanTorch(source, scan.collectives)});
       continue;
     }
     scan.files.push_back(scanFile(source, scan.collectives));

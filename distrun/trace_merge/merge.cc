@@ -118,6 +118,7 @@ void MergeWriter::writeTorch(size_t i) {
       t.info.clocked() ? *t.info.clockStartUs + plan_.torch[i].shiftUs : plan_.torchAnchors[i];
   const int pid = pidOfRank(t.source.index);
   std::map<std::string, std::string> threads;  // PyTorch's tid -> thread name
+  int64_t seq = 0;
   readTorchExport(t.source.path, [&](json& event) {
     const std::string torchTid = event.contains("tid") ? event["tid"].dump() : "";
     auto [it, inserted] = threads.try_emplace(torchTid, "torch");
@@ -127,6 +128,9 @@ void MergeWriter::writeTorch(size_t i) {
     place(event, pid, tid, start + event["ts"].get<double>());
     writer_.write(event);
     ++events_;
+    if (isTorchCollective(event)) {
+      writeFlows(event, {0, kTorchComm, seq++}, t.source.index, pid, tid);
+    }
   });
 }
 

@@ -161,6 +161,7 @@ void countFlows(MergePlan& plan) {
     if (f.source.kind != SourceKind::kWorker) continue;
     for (const TracePart& part : f.parts) ranksByRound[part.header.restart].insert(f.source.index);
   }
+  for (const ScannedTorch& t : plan.scan.torch) ranksByRound[0].insert(t.source.index);
   const FlowCounts counts = plan.scan.collectives.count(ranksByRound, plan.maxRank);
   plan.flows = counts;
 }

@@ -106,6 +106,15 @@ void readClockFields(const json& top, const std::string& path, TorchExport& resu
 
 }  // namespace
 
+bool isTorchCollective(const json& event) {
+  if (event["ph"] != "X") return false;
+  const std::string& name = event["name"].get_ref<const std::string&>();
+  for (const char* backend : {"gloo:", "nccl:", "mpi:", "ucc:"}) {
+    if (name.starts_with(backend)) return true;
+  }
+  return false;
+}
+
 TorchExport readTorchExport(const std::string& path, const std::function<void(json&)>& onEvent) {
   errno = 0;
   std::ifstream in(path, std::ios::binary);

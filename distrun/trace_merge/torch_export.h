@@ -30,6 +30,10 @@ struct TorchExport {
   bool clocked() const { return clockStartUs && realtimeStartUs; }
 };
 
+// A collective in a PyTorch export: an X event of the process group's
+// backend, "gloo:all_reduce", "nccl:broadcast", ... (c10d records them).
+bool isTorchCollective(const nlohmann::json& event);
+
 // Reads `path` event by event (one event in memory at a time), calling
 // `onEvent` with each kept event: checked ("name" a string, "ts" a number,
 // "dur" a number >= 0 for X), "I" turned into "i". `onEvent` may change

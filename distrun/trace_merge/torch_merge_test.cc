@@ -102,6 +102,31 @@ TEST(TorchMergeTest, TheObjectFormIsPlacedExactlyOnOneHost) {
   EXPECT_TRUE(m.report.notes.empty()) << m.report.notes.front();
 }
 
+TEST(TorchMergeTest, TheBackendsCollectivesAreLinkedInTheirOrder) {
+  TraceFolder folder;
+  for (int rank = 0; rank < 3; ++rank) {
+    json events = legacyEvents(10);
+    for (int i = 0; i < 2; ++i) {
+      events.push_back({{"name", "gloo:all_reduce"},
+                        {"ph", "X"},
+                        {"ts", 200 + 100 * i},
+                        {"dur", 50},
+                        {"tid", 1},
+                        {"pid", "CPU functions"}});
+    }
+    json form = objectForm(10, kMono, kReal, "node1");
+    form["traceEvents"] = events;
+    folder.appendText("torch-rank" + std::to_string(rank) + ".json", form.dump());
+  }
+  Merged m = merge(folder);
+  EXPECT_EQ(m.report.flowPairs, 4u);
+  EXPECT_EQ(m.report.flowMissing, 0u);
+  std::vector<json> starts = m.named("torch #1");
+  ASSERT_EQ(starts.size(), 4u);  // a start towards each other rank, and their ends
+  EXPECT_EQ(starts[0]["ph"], "s");
+  EXPECT_EQ(starts[0]["ts"], m.named("gloo:all_reduce")[1]["ts"]);
+}
+
 TEST(TorchMergeTest, TheObjectFormOnAnotherHostIsPlacedByRealTime) {
   TraceFolder folder;
   folder.appendText("torch-rank0.json", objectForm(10, kMono, kReal, "node1").dump());
