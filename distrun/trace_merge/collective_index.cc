@@ -45,11 +45,11 @@ FlowCounts CollectiveIndex::count(const std::map<int, std::set<int>>& ranksByRou
       continue;
     }
     counts.pairs += others;
+    // A rank records collectives only in rounds it has a part of.
     auto round = ranksByRound.find(key.round);
     if (round == ranksByRound.end()) continue;
-    for (int rank : round->second) {
-      if (rank != 0 && !has(ranks.recorded, rank)) ++counts.missing;
-    }
+    const uint64_t expected = round->second.size() - (round->second.contains(0) ? 1 : 0);
+    counts.missing += expected > others ? expected - others : 0;
   }
   return counts;
 }

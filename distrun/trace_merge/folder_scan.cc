@@ -71,9 +71,9 @@ void noteFile(const ScannedFile& file, std::vector<std::string>& notes) {
   }
   for (const TracePart& part : file.parts) {
     if (!part.cappedBytes) continue;
-    notes.push_back(fmt::format(
-        "{}: capped at {} (the trace's size cap): the {}'s later events were not recorded",
-        file.source.path, mebibytes(*part.cappedBytes), labelOf(file.source)));
+    notes.push_back(
+        fmt::format("{}: capped at {} (the trace's size cap): later events of {} were not recorded",
+                    file.source.path, mebibytes(*part.cappedBytes), labelOf(file.source)));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "distrun/trace_merge/merge.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -101,12 +102,20 @@ void MergeWriter::writePart(json& event, const ScannedFile& file, size_t part, d
   }
 }
 
+// Where a flow end goes: a nanosecond inside `event` (placed), so that a
+// viewer that binds it to the slice open at that time finds the event even
+// when it handles the flow before the slice starting at the same time.
+double insideOf(const json& event) {
+  const double dur = event.contains("dur") ? event["dur"].get<double>() : 0.0;
+  return roundToNanoseconds(event["ts"].get<double>() + std::min(dur / 2, 0.001));
+}
+
 void MergeWriter::writeFlows(const json& event, const CollectiveKey& key, int rank, int pid,
                              int tid) {
   for (const FlowEnd& end : plan_.scan.collectives.flowsFor(key, rank)) {
     json flow = {{"name", flowName(key)}, {"cat", "comm"}, {"ph", end.start ? "s" : "f"},
                  {"id", end.id},          {"pid", pid},    {"tid", tid},
-                 {"ts", event["ts"]}};
+                 {"ts", insideOf(event)}};
     if (!end.start) flow["bp"] = "e";
     writer_.write(flow);
   }

@@ -251,8 +251,8 @@ TEST(MergeTest, ACappedFileIsNoted) {
   Merged m = merge(folder);
   EXPECT_THAT(m.report.notes,
               ::testing::Contains(folder.file("rank1.jsonl") +
-                                  ": capped at 100.0 MiB (the trace's size cap): the rank 1's "
-                                  "later events were not recorded"));
+                                  ": capped at 100.0 MiB (the trace's size cap): later events "
+                                  "of rank 1 were not recorded"));
   EXPECT_THAT(m.trace["otherData"]["notes"].dump(), HasSubstr("capped at 100.0 MiB"));
 }
 

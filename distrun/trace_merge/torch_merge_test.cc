@@ -124,7 +124,9 @@ TEST(TorchMergeTest, TheBackendsCollectivesAreLinkedInTheirOrder) {
   std::vector<json> starts = m.named("torch #1");
   ASSERT_EQ(starts.size(), 4u);  // a start towards each other rank, and their ends
   EXPECT_EQ(starts[0]["ph"], "s");
-  EXPECT_EQ(starts[0]["ts"], m.named("gloo:all_reduce")[1]["ts"]);
+  // A nanosecond inside its all_reduce, to which viewers bind it.
+  EXPECT_DOUBLE_EQ(starts[0]["ts"].get<double>(),
+                   m.named("gloo:all_reduce")[1]["ts"].get<double>() + 0.001);
 }
 
 TEST(TorchMergeTest, TheObjectFormOnAnotherHostIsPlacedByRealTime) {
