@@ -195,6 +195,26 @@ TEST(MergeTest, ARestartedWorkersPartsAreKeptApartInOrder) {
   EXPECT_THAT(names, ElementsAre("comm 0 #0", "comm 0 #0 (restart 1)"));
 }
 
+TEST(MergeTest, OffsetsOfARestartRoundAreToThatRoundsRankZero) {
+  TraceFolder folder;
+  // node2's clock is 5 s behind node1's. Round 0: rank 0 on node1. Round
+  // 1 (an elastic re-formation): rank 0 on node2, rank 1 on node1, whose
+  // offset is then measured to node2's clock. One true instant: 9000 us.
+  const double mono2 = kMono0 - 5'000'000.0;
+  folder.append("rank0.jsonl",
+                {workerHeader(0, "node1", kMono0, kReal0),
+                 workerHeader(0, "node2", mono2, kReal0 + 77, 1), span("step", mono2 + 9000, 5)});
+  folder.append("rank1.jsonl",
+                {workerHeader(1, "node2", mono2, kReal0), clockLine(5e6, 8),
+                 span("first", mono2 + 100, 1), workerHeader(1, "node1", kMono0, kReal0 - 99, 1),
+                 clockLine(-5e6, 8), span("step", kMono0 + 9000, 5)});
+  Merged m = merge(folder);
+  std::vector<json> steps = m.named("step");
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0]["ts"], steps[1]["ts"]);
+  EXPECT_EQ(m.threadName(steps[1]), "compute (restart 1)");
+}
+
 TEST(MergeTest, AgentsAreLauncherProcessesOnTheClockOfARankOnTheirHost) {
   TraceFolder folder;
   writeTwoRanks(folder, 5'000'000.0, 5'000'000.0, 1);
