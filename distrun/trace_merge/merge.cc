@@ -45,6 +45,16 @@ std::set<int> ranksOf(const FolderScan& scan) {
   return ranks;
 }
 
+// The thread of a PyTorch event: "torch" for the export's first thread,
+// "torch (thread 7)" for others; `threads` maps PyTorch's tids to them.
+const std::string& torchThread(std::map<std::string, std::string>& threads, const json& event) {
+  const json tid = event.value("tid", json());
+  const std::string key = tid.is_string() ? tid.get<std::string>() : tid.dump();
+  auto [it, inserted] = threads.try_emplace(key, "torch");
+  if (inserted && threads.size() > 1) it->second = fmt::format("torch (thread {})", key);
+  return it->second;
+}
+
 // The second pass: every event again, placed and written.
 class MergeWriter {
  public:
@@ -129,10 +139,8 @@ void MergeWriter::writeTorch(size_t i) {
   std::map<std::string, std::string> threads;  // PyTorch's tid -> thread name
   int64_t seq = 0;
   readTorchExport(t.source.path, [&](json& event) {
-    const std::string torchTid = event.contains("tid") ? event["tid"].dump() : "";
-    auto [it, inserted] = threads.try_emplace(torchTid, "torch");
-    if (inserted && threads.size() > 1) it->second = fmt::format("torch (thread {})", torchTid);
-    const int tid = processes_.threadId(pid, it->second, 50 + static_cast<int>(threads.size()));
+    const std::string& thread = torchThread(threads, event);
+    const int tid = processes_.threadId(pid, thread, 50 + static_cast<int>(threads.size()));
     if (!event.contains("cat")) event["cat"] = "torch";
     place(event, pid, tid, start + event["ts"].get<double>());
     writer_.write(event);
