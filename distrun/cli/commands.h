@@ -42,6 +42,10 @@ Action addBenchCommand(CLI::App& app, CliContext& ctx);
 // arguments unchanged (docs/doctor.md).
 Action addDoctorCommand(CLI::App& app, CliContext& ctx);
 
+// `distrun trace merge DIR [-o FILE]`: a trace folder merged into one
+// Chrome/Perfetto trace (docs/observability.md).
+Action addTraceCommand(CLI::App& app, CliContext& ctx);
+
 // `distrun train [LAUNCHER FLAGS] WORKLOAD [TRAINING FLAGS]`: `distrun run`
 // with ctx.toolDir/distrun-train as the program. Launcher flags may also
 // follow WORKLOAD: sortTrainCommandLine puts them first before the parse.

@@ -29,7 +29,7 @@ TEST_P(DistrunMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
 const Mistake kCommandMistakes[] = {
     {{},
      "expected a command: hostnames, env, exec, run, bench, doctor, train, submit, wrap, enter, "
-     "plot (see 'distrun --help')"},
+     "trace, plot (see 'distrun --help')"},
     {{"rnu"}, "unknown command 'rnu' (did you mean 'run'?)"},
     {{"exce", "--", "true"}, "unknown command 'exce' (did you mean 'exec'?)"},
     {{"frobnicate"},
@@ -300,6 +300,56 @@ const Mistake kSubmitMistakes[] = {
      "--status 'bar': expected auto, line, plain or none"},
 };
 INSTANTIATE_TEST_SUITE_P(Submit, DistrunMistakeTest, ::testing::ValuesIn(kSubmitMistakes));
+
+// distrun trace merge (docs/observability.md): refused before anything is
+// written; a folder of trace files, and one with a broken line.
+const std::string kTraces = std::string(DISTRUN_SOURCE_DIR) + "/distrun/trace_merge/testdata";
+const std::string kTraceOut = ::testing::TempDir() + "distrun-mistakes-trace.json";
+const std::string kNoTraces = std::string(DISTRUN_SOURCE_DIR) + "/docs";
+const Mistake kTraceMistakes[] = {
+    {{"trace"}, "trace: expected a subcommand: merge (see 'distrun trace --help')"},
+    {{"trace", "mrege", "traces"}, "trace: unknown subcommand 'mrege' (did you mean 'merge'?)"},
+    {{"trace", "show"}, "trace: unknown subcommand 'show': expected merge"},
+    {{"trace", "--merge"}, "trace: unknown flag --merge (see 'distrun trace --help')"},
+    {{"trace", "merge"},
+     "trace merge: expected the trace folder DIR (distrun trace merge DIR [-o FILE]; see 'distrun "
+     "trace merge --help')"},
+    {{"trace", "merge", "a", "b"},
+     "trace merge: one trace folder expected, got 'a' and 'b' (distrun trace merge DIR [-o "
+     "FILE])"},
+    {{"trace", "merge", "--outptu", "t.json", "traces"},
+     "trace merge: unknown flag --outptu: did you mean --output?"},
+    {{"trace", "merge", "-x", "traces"},
+     "trace merge: unknown flag -x (see 'distrun trace merge --help')"},
+    {{"trace", "merge", "traces", "-o"},
+     "--output: 1 required TEXT missing (see 'distrun trace --help')"},
+    {{"trace", "merge", "/nonexistent-distrun/traces"},
+     "trace folder /nonexistent-distrun/traces: does not exist: give the folder that distrun "
+     "train --trace DIR (or DISTRUN_TRACE=DIR) wrote",
+     false,
+     {},
+     ExitCode::kNoInput},
+    {{"trace", "merge", "-o", kTraceOut, kNoTraces},
+     "trace folder " + kNoTraces +
+         ": no trace files in it (rank<R>.jsonl, agent<N>.jsonl, torch-rank<R>.json): give the "
+         "folder that distrun train --trace DIR (or DISTRUN_TRACE=DIR) wrote",
+     false,
+     {},
+     ExitCode::kNoInput},
+    {{"trace", "merge", kTraces + "/two_ranks", "-o", "/nonexistent-distrun/t.json"},
+     "-o /nonexistent-distrun/t.json: the folder /nonexistent-distrun does not exist: create it, "
+     "or choose another path",
+     false,
+     {},
+     ExitCode::kIo},
+    {{"trace", "merge", kTraces + "/malformed", "-o", kTraceOut},
+     kTraces + "/malformed/rank0.jsonl:3: not whole JSON (column 49): expected one JSON object per "
+               "line",
+     false,
+     {},
+     ExitCode::kData},
+};
+INSTANTIATE_TEST_SUITE_P(Trace, DistrunMistakeTest, ::testing::ValuesIn(kTraceMistakes));
 
 // distrun wrap: every mistake is found before mmdebstrap, cp or mksquashfs
 // runs (nothing "wrap" started). A folder that exists: the docs.

@@ -1,0 +1,70 @@
+#include "distrun/trace_merge/atomic_output.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "distrun/common/error.h"
+#include "distrun/common/unique_fd.h"
+
+namespace distrun::trace_merge {
+
+namespace {
+
+constexpr size_t kBufferBytes = 1 << 20;
+
+// fsync of a file or folder by name; the errno of the failing call, or 0.
+int syncPath(const std::string& path, int flags) {
+  UniqueFd fd(::open(path.c_str(), flags | O_CLOEXEC));
+  if (!fd) return errno;
+  return ::fsync(fd.get()) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+AtomicOutput::AtomicOutput(std::string path, std::string what)
+    : path_(std::move(path)),
+      what_(std::move(what)),
+      tmp_(fmt::format("{}.tmp.{}", path_, ::getpid())),
+      buffer_(new char[kBufferBytes]) {
+  out_.rdbuf()->pubsetbuf(buffer_.get(), kBufferBytes);
+  errno = 0;
+  out_.open(tmp_, std::ios::binary | std::ios::trunc);
+  if (!out_) fail(fmt::format("cannot create {}", tmp_), errno);
+}
+
+AtomicOutput::~AtomicOutput() {
+  if (committed_) return;
+  out_.close();
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicOutput::fail(const std::string& step, int err) const {
+  throw IoError(fmt::format("{} {}: {}: {}", what_, path_, step,
+                            err != 0 ? std::strerror(err) : "write error"));
+}
+
+void AtomicOutput::commit() {
+  errno = 0;
+  out_.flush();
+  if (!out_) fail("cannot write it", errno);
+  out_.close();
+  if (!out_) fail("cannot write it", errno);
+  if (int err = syncPath(tmp_, O_RDONLY)) fail("cannot sync it", err);
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    fail(fmt::format("cannot rename {} to it", tmp_), errno);
+  }
+  committed_ = true;
+  const std::string parent = std::filesystem::path(path_).parent_path().string();
+  if (int err = syncPath(parent.empty() ? std::string(".") : parent, O_RDONLY | O_DIRECTORY)) {
+    fail("cannot sync its folder", err);
+  }
+}
+
+}  // namespace distrun::trace_merge
