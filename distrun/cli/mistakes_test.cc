@@ -34,7 +34,7 @@ const Mistake kCommandMistakes[] = {
     {{"exce", "--", "true"}, "unknown command 'exce' (did you mean 'exec'?)"},
     {{"frobnicate"},
      "unknown command 'frobnicate': expected one of hostnames, env, exec, run, bench, doctor, "
-     "train, submit, wrap, enter, plot"},
+     "train, submit, wrap, enter, trace, plot"},
     {{"--verison"}, "unknown flag --verison: did you mean --version?"},
     {{"--nproc-per-node", "2", "run", "ddp.py"},
      "unknown flag --nproc-per-node before the command: flags follow it (distrun COMMAND "

@@ -17,56 +17,62 @@ namespace distrun {
 
 namespace {
 
-// Names one failed step of an atomic write; `err` is the errno it set.
-[[noreturn]] void fail(const std::string& what, const std::string& path, const std::string& step,
-                       int err) {
-  throw IoError(fmt::format("{} {}: {}: {}", what, path, step, std::strerror(err)));
-}
+constexpr size_t kBufferBytes = 1 << 20;
 
-void writeAll(int fd, std::string_view data, const std::string& what, const std::string& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(what, path, "cannot write it", errno);
-    done += static_cast<size_t>(n);
-  }
-}
-
-void syncFolderOf(const std::string& path, const std::string& what) {
-  // Built whole rather than assigned "." later: GCC 12's -Wrestrict misfires
-  // on that assignment at -O2 (GCC bug 105329).
-  const std::string parent = std::filesystem::path(path).parent_path().string();
-  const std::string folder = parent.empty() ? std::string(".") : parent;
-  UniqueFd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) fail(what, path, "cannot open its folder to sync it", errno);
-  if (::fsync(fd.get()) != 0) fail(what, path, "cannot sync its folder", errno);
-}
-
-// Writes and syncs the temporary file; throws with `path` named.
-void writeTemporary(const std::string& tmp, std::string_view contents, const std::string& what,
-                    const std::string& path) {
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd) fail(what, path, fmt::format("cannot create {}", tmp), errno);
-  writeAll(fd.get(), contents, what, path);
-  if (::fsync(fd.get()) != 0) fail(what, path, "cannot sync it", errno);
+// fsync of a file or folder by name; the errno of the failing call, or 0.
+int syncPath(const std::string& path, int flags) {
+  UniqueFd fd(::open(path.c_str(), flags | O_CLOEXEC));
+  if (!fd) return errno;
+  return ::fsync(fd.get()) == 0 ? 0 : errno;
 }
 
 }  // namespace
 
 void writeFileAtomically(const std::string& path, std::string_view contents,
                          const std::string& what) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  try {
-    writeTemporary(tmp, contents, what, path);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      fail(what, path, fmt::format("cannot rename {} to it", tmp), errno);
-    }
-  } catch (const IoError&) {
-    ::unlink(tmp.c_str());
-    throw;
+  AtomicOutput file(path, what);
+  file.stream().write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  file.commit();
+}
+
+AtomicOutput::AtomicOutput(std::string path, std::string what)
+    : path_(std::move(path)),
+      what_(std::move(what)),
+      tmp_(fmt::format("{}.tmp.{}", path_, ::getpid())),
+      buffer_(new char[kBufferBytes]) {
+  out_.rdbuf()->pubsetbuf(buffer_.get(), kBufferBytes);
+  errno = 0;
+  out_.open(tmp_, std::ios::binary | std::ios::trunc);
+  if (!out_) fail(fmt::format("cannot create {}", tmp_), errno);
+}
+
+AtomicOutput::~AtomicOutput() {
+  if (committed_) return;
+  out_.close();
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicOutput::fail(const std::string& step, int err) const {
+  throw IoError(fmt::format("{} {}: {}: {}", what_, path_, step,
+                            err != 0 ? std::strerror(err) : "write error"));
+}
+
+void AtomicOutput::commit() {
+  errno = 0;
+  out_.flush();
+  if (!out_) fail("cannot write it", errno);
+  out_.close();
+  if (!out_) fail("cannot write it", errno);
+  if (int err = syncPath(tmp_, O_RDONLY)) fail("cannot sync it", err);
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    fail(fmt::format("cannot rename {} to it", tmp_), errno);
   }
-  syncFolderOf(path, what);
+  committed_ = true;
+  // Built whole rather than assigned "." later: GCC 12's -Wrestrict misfires
+  // on that assignment at -O2 (GCC bug 105329).
+  const std::string parent = std::filesystem::path(path_).parent_path().string();
+  const std::string folder = parent.empty() ? std::string(".") : parent;
+  if (int err = syncPath(folder, O_RDONLY | O_DIRECTORY)) fail("cannot sync its folder", err);
 }
 
 }  // namespace distrun

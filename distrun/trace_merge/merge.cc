@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "distrun/common/atomic_file.h"
 #include "distrun/common/writable_file.h"
 #include "distrun/config.h"
-#include "distrun/trace_merge/atomic_output.h"
 #include "distrun/trace_merge/jsonl_reader.h"
 #include "distrun/trace_merge/merge_plan.h"
 #include "distrun/trace_merge/trace_writer.h"
