@@ -35,20 +35,43 @@ void writeFileAtomically(const std::string& path, std::string_view contents,
   file.commit();
 }
 
+AtomicOutput::FileBuffer::FileBuffer(int fd) : fd_(fd), buffer_(kBufferBytes) {
+  setp(buffer_.data(), buffer_.data() + buffer_.size());
+}
+
+AtomicOutput::FileBuffer::int_type AtomicOutput::FileBuffer::overflow(int_type c) {
+  if (!flushAll()) return traits_type::eof();
+  if (!traits_type::eq_int_type(c, traits_type::eof())) sputc(traits_type::to_char_type(c));
+  return traits_type::not_eof(c);
+}
+
+bool AtomicOutput::FileBuffer::flushAll() {
+  const char* data = pbase();
+  const size_t size = static_cast<size_t>(pptr() - pbase());
+  size_t done = 0;
+  while (done < size && error_ == 0) {
+    const ssize_t n = ::write(fd_, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) error_ = errno;
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  setp(buffer_.data(), buffer_.data() + buffer_.size());
+  return error_ == 0;
+}
+
 AtomicOutput::AtomicOutput(std::string path, std::string what)
     : path_(std::move(path)),
       what_(std::move(what)),
       tmp_(fmt::format("{}.tmp.{}", path_, ::getpid())),
-      buffer_(new char[kBufferBytes]) {
-  out_.rdbuf()->pubsetbuf(buffer_.get(), kBufferBytes);
-  errno = 0;
-  out_.open(tmp_, std::ios::binary | std::ios::trunc);
-  if (!out_) fail(fmt::format("cannot create {}", tmp_), errno);
+      fd_(::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)),
+      buffer_(fd_.get()),
+      out_(&buffer_) {
+  if (!fd_) fail(fmt::format("cannot create {}", tmp_), errno);
 }
 
 AtomicOutput::~AtomicOutput() {
   if (committed_) return;
-  out_.close();
+  fd_.reset();
   ::unlink(tmp_.c_str());
 }
 
@@ -58,12 +81,9 @@ void AtomicOutput::fail(const std::string& step, int err) const {
 }
 
 void AtomicOutput::commit() {
-  errno = 0;
-  out_.flush();
-  if (!out_) fail("cannot write it", errno);
-  out_.close();
-  if (!out_) fail("cannot write it", errno);
-  if (int err = syncPath(tmp_, O_RDONLY)) fail("cannot sync it", err);
+  if (!buffer_.flushAll() || !out_) fail("cannot write it", buffer_.error());
+  if (::fsync(fd_.get()) != 0) fail("cannot sync it", errno);
+  fd_.reset();
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     fail(fmt::format("cannot rename {} to it", tmp_), errno);
   }

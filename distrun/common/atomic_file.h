@@ -1,9 +1,12 @@
 #pragma once
 
-#include <fstream>
-#include <memory>
+#include <ostream>
+#include <streambuf>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "distrun/common/unique_fd.h"
 
 namespace distrun {
 
@@ -30,6 +33,24 @@ void writeFileAtomically(const std::string& path, std::string_view contents,
 // the temporary file cannot be created, from commit() when a write, the
 // sync or the rename failed.
 class AtomicOutput {
+  // A buffer over a descriptor that keeps the errno of a failed write
+  // (std::ofstream forgets it: a full disk would read "write error").
+  class FileBuffer : public std::streambuf {
+   public:
+    explicit FileBuffer(int fd);
+    bool flushAll();  // false on a failed write; error() is its errno
+    int error() const { return error_; }
+
+   protected:
+    int_type overflow(int_type c) override;
+    int sync() override { return flushAll() ? 0 : -1; }
+
+   private:
+    int fd_;
+    int error_ = 0;
+    std::vector<char> buffer_;
+  };
+
  public:
   AtomicOutput(std::string path, std::string what);
   ~AtomicOutput();
@@ -45,8 +66,9 @@ class AtomicOutput {
   std::string path_;
   std::string what_;
   std::string tmp_;
-  std::unique_ptr<char[]> buffer_;
-  std::ofstream out_;
+  UniqueFd fd_;
+  FileBuffer buffer_;
+  std::ostream out_;
   bool committed_ = false;
 };
 
