@@ -102,8 +102,8 @@ TEST(TrainCommandTest, TraceFlagsBecomeTheJobsEnvironment) {
   std::string folder = (std::filesystem::temp_directory_path() / "distrun-trace-XXXXXX").string();
   ASSERT_NE(mkdtemp(folder.data()), nullptr);
   TrainRun run;
-  EXPECT_EQ(run({"train", "--trace", folder + "/t/", "linear", "--trace-steps", "2:3",
-                 "--epochs", "1", "--trace-max-mb", "5"}),
+  EXPECT_EQ(run({"train", "--trace", folder + "/t/", "linear", "--trace-steps", "2:3", "--epochs",
+                 "1", "--trace-max-mb", "5"}),
             ExitCode::kSuccess)
       << run.err.str();
   EXPECT_THAT(run.workerArgs(), ElementsAre("linear", "--epochs", "1"));

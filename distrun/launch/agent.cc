@@ -342,7 +342,7 @@ class Agent::Loop {
 
   Agent& agent_;
   const AgentConfig& config_;
-  SignalReader signals_;  // first: blocks the signals before any thread starts
+  SignalReader signals_;     // first: blocks the signals before any thread starts
   trace::AgentTrace trace_;  // DISTRUN_TRACE: this agent's events
   std::unique_ptr<rdzv::StoreServer> server_;
   rdzv::StoreCandidate storeAt_;  // where the store is now (a succession moves it)

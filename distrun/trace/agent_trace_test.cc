@@ -14,9 +14,9 @@
 namespace distrun::trace {
 namespace {
 
+using ::testing::ElementsAre;
 using testing::readLines;
 using testing::TempDir;
-using ::testing::ElementsAre;
 
 std::vector<std::string> namesOf(const std::vector<nlohmann::json>& lines) {
   std::vector<std::string> names;
@@ -61,13 +61,12 @@ TEST(AgentTraceTest, RecordsTheLaunchersEventsUnderTheRendezvousNodeRank) {
   EXPECT_EQ(lines[0]["rank"], -1);
   EXPECT_EQ(lines[0]["node_rank"], 1);
   EXPECT_EQ(lines[0]["world_size"], 4);
-  EXPECT_THAT(namesOf(lines),
-              ElementsAre("rendezvous", "worker_started", "signal_received", "signal_forwarded",
-                          "worker_exited", "workers_killed", "restart", "worker_exited",
-                          "node_lost"));
+  EXPECT_THAT(namesOf(lines), ElementsAre("rendezvous", "worker_started", "signal_received",
+                                          "signal_forwarded", "worker_exited", "workers_killed",
+                                          "restart", "worker_exited", "node_lost"));
   EXPECT_EQ(lines[1]["ph"], "X");
-  EXPECT_EQ(lines[1]["args"], nlohmann::json::parse(
-                                  R"({"round":0,"world_size":4,"nodes":2,"node_rank":1})"));
+  EXPECT_EQ(lines[1]["args"],
+            nlohmann::json::parse(R"({"round":0,"world_size":4,"nodes":2,"node_rank":1})"));
   EXPECT_EQ(lines[2]["tid"], "launcher");
   EXPECT_EQ(lines[2]["args"],
             nlohmann::json::parse(R"({"rank":2,"local_rank":0,"pid":100,"restart":0})"));
@@ -86,9 +85,9 @@ TEST(AgentTraceTest, AFolderThatCannotBeMadeStopsTheAgentAtOnce) {
     EXPECT_STREQ(e.what(),
                  "DISTRUN_TRACE (--trace) /dev/null/t: cannot create the folder: Not a directory");
   }
-  EXPECT_THROW(AgentTrace(MapEnvironment{{"DISTRUN_TRACE", "t"}, {"DISTRUN_TRACE_STEPS", "x"}},
-                          0, warnings),
-               UsageError);
+  EXPECT_THROW(
+      AgentTrace(MapEnvironment{{"DISTRUN_TRACE", "t"}, {"DISTRUN_TRACE_STEPS", "x"}}, 0, warnings),
+      UsageError);
 }
 
 }  // namespace

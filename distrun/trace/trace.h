@@ -36,7 +36,8 @@ void writeSpan(const char* name, const char* category, Thread thread, double sta
 inline bool enabled() { return detail::recording.load(std::memory_order_relaxed); }
 
 // This process's trace clock in microseconds: CLOCK_MONOTONIC plus its
-// test skew (DISTRUN_TRACE_CLOCK_SKEW_US).
+// test skew (DISTRUN_TRACE_CLOCK_SKEW_US; the header's real-time reading
+// gets it too, as if this host's clocks were both off by it).
 double now();
 
 // A span from construction to end() (or destruction), recorded when
