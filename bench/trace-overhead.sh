@@ -57,7 +57,7 @@ size = statistics.median(int(open(f"{tmp}/bytes.{r}").read()) for r in rounds)
 print(f"# mnist CNN, 2 ranks x 1 thread, samples/s (epochs after the first), {len(off)} rounds")
 print(f"tracing off  median {statistics.median(off):8.1f}  [{min(off):.1f}-{max(off):.1f}]")
 print(f"tracing on   median {statistics.median(on):8.1f}  [{min(on):.1f}-{max(on):.1f}]"
-      f"  trace {size / 1e6:.2f} MB a run")
+      f"  trace {size / 1e6:.2f} MB a run (all files)")
 print("on/off per round: " + " ".join(f"{x:.3f}" for x in ratios))
 print(f"on/off: median {statistics.median(ratios):.3f} "
       f"({(1 - statistics.median(ratios)) * 100:+.1f}% slower with tracing)")
