@@ -214,6 +214,29 @@ const Mistake kTrainValueMistakes[] = {
 };
 INSTANTIATE_TEST_SUITE_P(TrainValues, DistrunMistakeTest, ::testing::ValuesIn(kTrainValueMistakes));
 
+// docs/observability.md, "Recording a trace": --trace's values are checked,
+// and its folder made, before anything starts.
+const Mistake kTraceMistakes[] = {
+    {{"train", "--trace-steps", "5:2", "--trace", "/dev/null/t", "linear"},
+     "--trace-steps 5:2: expected FIRST:LAST, global training steps counted from 1 with FIRST "
+     "<= LAST (1:100)"},
+    {{"train", "linear", "--trace", "/dev/null/t", "--trace-steps", "abc"},
+     "--trace-steps abc: expected FIRST:LAST, global training steps counted from 1 with FIRST "
+     "<= LAST (1:100)"},
+    {{"train", "--trace-max-mb", "0", "--trace", "/dev/null/t", "linear"},
+     "--trace-max-mb 0: expected a whole number of megabytes per file, at least 1"},
+    {{"train", "--trace-steps", "1:2", "linear"},
+     "--trace-steps needs --trace DIR, the folder of the trace"},
+    {{"train", "--trace", "", "linear"}, "--trace: expected a folder, got ''"},
+    {{"train", "--trace", "/dev/null/t", "linear"},
+     "--trace /dev/null/t: cannot create the folder: Not a directory",
+     false,
+     {},
+     ExitCode::kIo},
+    {{"run", "--trace", "t", "ddp.py"}, "run: unknown flag --trace (see 'distrun run --help')"},
+};
+INSTANTIATE_TEST_SUITE_P(Trace, DistrunMistakeTest, ::testing::ValuesIn(kTraceMistakes));
+
 // Item 9: torchrun's rendezvous flags: unknown --rdzv-conf keys and
 // contradictions are refused; distrun run as one of several mpirun tasks.
 const Mistake kRdzvMistakes[] = {

@@ -162,7 +162,8 @@ void checkLauncherFlags(const launch::RunOptions& o, CliContext& ctx) {
 int runLauncher(launch::RunOptions& o, CliContext& ctx) {
   launch::blockWarningSignals();  // before anything else: srun may pass on a warning early
   // What an earlier eval "$(distrun env)" left is neither read nor passed on.
-  const cluster::UserEnvironment user(ctx.env);
+  cluster::UserEnvironment user(ctx.env);
+  for (const auto& [name, value] : o.environment) user.env.set(name, value);
   launch::AgentConfig config = launch::resolveAgentConfig(o, runContext(user.env, ctx));
   if (o.explain) {
     ctx.out << binding::formatPlanTable(config.plan, {ctx.hostFacts().hostname});

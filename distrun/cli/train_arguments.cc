@@ -8,6 +8,7 @@
 
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
+#include "distrun/cli/trace_flags.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/train_app/train_flags.h"
@@ -168,6 +169,8 @@ FlagSet launcherFlagSet() {
   launch::RunOptions options;
   std::string ignored;
   addLauncherFlags(&app, options, ignored);
+  TraceFlags trace;
+  addTraceFlags(&app, trace);
   return flagsOf(app);
 }
 

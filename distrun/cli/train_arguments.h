@@ -20,8 +20,8 @@ using FlagSet = std::map<std::string, bool>;
 
 // The flags `app` declares (its positionals left out), help included.
 FlagSet flagsOf(const CLI::App& app);
-// `distrun run`'s flags (addLauncherFlags) and distrun-train's
-// (train::addTrainFlags).
+// `distrun train`'s launcher flags: `distrun run`'s (addLauncherFlags) and
+// --trace* (addTraceFlags); and distrun-train's (train::addTrainFlags).
 FlagSet launcherFlagSet();
 FlagSet trainingFlagSet();
 

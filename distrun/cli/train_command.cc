@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "distrun/cli/commands.h"
+#include "distrun/cli/trace_flags.h"
 #include "distrun/cli/train_arguments.h"
 #include "distrun/common/error.h"
 #include "distrun/common/writable_file.h"
@@ -73,6 +74,7 @@ std::vector<std::string> sortTrainCommandLine(const std::vector<std::string>& ar
 Action addTrainCommand(CLI::App& app, CliContext& ctx) {
   auto options = std::make_shared<launch::RunOptions>();
   auto ignored = std::make_shared<std::string>();
+  auto trace = std::make_shared<TraceFlags>();
   CLI::App* cmd =
       app.add_subcommand("train",
                          "Built-in training workloads (mnist: PyTorch's MNIST example network; "
@@ -80,12 +82,13 @@ Action addTrainCommand(CLI::App& app, CliContext& ctx) {
                          "--nproc-per-node local ranks and every node of the job, launched and "
                          "supervised as by 'distrun run'");
   addLauncherFlags(cmd, *options, *ignored);
+  addTraceFlags(cmd, *trace);
   cmd->prefix_command();
   cmd->footer(
       "WORKLOAD [TRAINING FLAGS...] follow the launcher flags, which may also "
       "come after the workload; 'distrun train mnist --help' lists the "
       "training flags (docs/training.md)");
-  return [options, ignored, cmd, &ctx] {
+  return [options, ignored, trace, cmd, &ctx] {
     const std::vector<std::string> training = cmd->remaining();
     if (training.empty()) {
       throw UsageError(
@@ -93,6 +96,7 @@ Action addTrainCommand(CLI::App& app, CliContext& ctx) {
           "flags");
     }
     if (std::optional<int> helped = checkTraining(training, ctx)) return *helped;
+    options->environment = traceVariables(*trace);
     options->program = {ctx.toolDir + "/distrun-train"};
     options->program.insert(options->program.end(), training.begin(), training.end());
     checkLauncherFlags(*options, ctx);

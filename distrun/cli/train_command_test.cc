@@ -1,5 +1,9 @@
 // `distrun train`: where each argument goes (train_arguments.h), with the
 // node agent replaced by a recorder, so nothing is launched.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -90,6 +94,39 @@ TEST(TrainCommandTest, AttachedValuesAndTorchrunSpellings) {
   EXPECT_TRUE(run.launched->standalone);
   EXPECT_EQ(run.launched->rdzvConf, "join_timeout=5");
   EXPECT_THAT(run.workerArgs(), ElementsAre("linear", "--epochs=1"));
+}
+
+// --trace and its companions, before or after the workload, become the
+// DISTRUN_TRACE* variables of the agent and its workers; the folder is made.
+TEST(TrainCommandTest, TraceFlagsBecomeTheJobsEnvironment) {
+  std::string folder = (std::filesystem::temp_directory_path() / "distrun-trace-XXXXXX").string();
+  ASSERT_NE(mkdtemp(folder.data()), nullptr);
+  TrainRun run;
+  EXPECT_EQ(run({"train", "--trace", folder + "/t/", "linear", "--trace-steps", "2:3", "--epochs",
+                 "1", "--trace-max-mb", "5"}),
+            ExitCode::kSuccess)
+      << run.err.str();
+  EXPECT_THAT(run.workerArgs(), ElementsAre("linear", "--epochs", "1"));
+  EXPECT_EQ(run.launched->environment,
+            (std::map<std::string, std::string>{{"DISTRUN_TRACE", folder + "/t/"},
+                                                {"DISTRUN_TRACE_MAX_MB", "5"},
+                                                {"DISTRUN_TRACE_STEPS", "2:3"}}));
+  EXPECT_TRUE(std::filesystem::is_directory(folder + "/t"));
+  std::filesystem::remove_all(folder);
+  TrainRun untraced;
+  EXPECT_EQ(untraced({"train", "linear"}), ExitCode::kSuccess) << untraced.err.str();
+  EXPECT_TRUE(untraced.launched->environment.empty());
+}
+
+TEST(TrainCommandTest, AFolderOfTheTraceIsMadeAbsolute) {
+  const std::string here = std::filesystem::current_path();
+  std::string folder = here + "/distrun-trace-test-XXXXXX";
+  ASSERT_NE(mkdtemp(folder.data()), nullptr);
+  TrainRun run;
+  const std::string relative = std::filesystem::path(folder).filename().string() + "/./t";
+  EXPECT_EQ(run({"train", "--trace", relative, "linear"}), ExitCode::kSuccess) << run.err.str();
+  EXPECT_EQ(run.launched->environment["DISTRUN_TRACE"], folder + "/t");
+  std::filesystem::remove_all(folder);
 }
 
 TEST(TrainCommandTest, AfterDashDashEverythingIsTheWorkersAsGiven) {

@@ -1,6 +1,7 @@
 #include "distrun/comm/communicator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <new>
@@ -58,9 +59,13 @@ void requirePeer(int peer, int rank, int size, int tag, std::string_view op) {
   if (tag < 0) throw UsageError(fmt::format("{}: tag {} is negative", op, tag));
 }
 
+// Communicators of this process in creation order (the trace's "comm").
+std::atomic<int> nextCommunicatorNumber{0};
+
 }  // namespace
 
-Communicator::Communicator(int rank, int size) : rank_(rank), size_(size) {
+Communicator::Communicator(int rank, int size)
+    : rank_(rank), size_(size), number_(nextCommunicatorNumber++) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw UsageError(fmt::format(
         "communicator: rank {} of world size {} (expected 0 <= rank < size)", rank, size));
@@ -211,66 +216,91 @@ Work Communicator::runLater(Task task) {
   return queue_->submit([this, task = std::move(task)] { runGuarded(task); });
 }
 
+size_t Communicator::bytesOfCount(size_t count, DataType type, int blocks) {
+  return count * sizeOf(type) * static_cast<size_t>(blocks);
+}
+
 void Communicator::allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
-  runNow(makeAllreduce(in, out, count, type, op));
+  runNow(traced(makeAllreduce(in, out, count, type, op),
+                reduction("allreduce", bytesOfCount(count, type, 1), type, op)));
 }
 void Communicator::broadcast(const void* in, void* out, size_t count, DataType type, int root) {
-  runNow(makeBroadcast(in, out, count, type, root));
+  runNow(traced(
+      makeBroadcast(in, out, count, type, root),
+      {.name = "broadcast", .bytes = bytesOfCount(count, type, 1), .type = type, .root = root}));
 }
 void Communicator::allgather(const void* in, void* out, size_t count, DataType type) {
-  runNow(makeAllgather(in, out, count, type));
+  runNow(traced(makeAllgather(in, out, count, type),
+                {.name = "allgather", .bytes = bytesOfCount(count, type, 1), .type = type}));
 }
 void Communicator::reduceScatter(const void* in, void* out, size_t count, DataType type,
                                  ReduceOp op) {
-  runNow(makeReduceScatter(in, out, count, type, op));
+  runNow(traced(makeReduceScatter(in, out, count, type, op),
+                reduction("reduce_scatter", bytesOfCount(count, type, size_), type, op)));
 }
 void Communicator::alltoall(const void* in, void* out, size_t count, DataType type) {
-  runNow(makeAlltoall(in, out, count, type));
+  runNow(traced(makeAlltoall(in, out, count, type),
+                {.name = "alltoall", .bytes = bytesOfCount(count, type, size_), .type = type}));
 }
 void Communicator::send(const void* data, size_t count, DataType type, int peer, int tag) {
-  runNow(makeSend(data, count, type, peer, tag));
+  runNow(traced(makeSend(data, count, type, peer, tag),
+                pointToPoint("send", bytesOfCount(count, type, 1), type, peer, tag)));
 }
 void Communicator::recv(void* data, size_t count, DataType type, int peer, int tag) {
-  runNow(makeRecv(data, count, type, peer, tag));
+  runNow(traced(makeRecv(data, count, type, peer, tag),
+                pointToPoint("recv", bytesOfCount(count, type, 1), type, peer, tag)));
 }
 void Communicator::sendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer,
                             size_t count, DataType type, int tag) {
-  runNow(makeSendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag));
+  runNow(traced(makeSendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag),
+                pointToPoint("sendrecv", bytesOfCount(count, type, 1), type, sendPeer, tag)));
 }
 void Communicator::barrier() {
-  runNow([this] { doBarrier(); });
+  runNow(traced([this] { doBarrier(); }, {.name = "barrier"}));
 }
 
 Work Communicator::allreduceAsync(const void* in, void* out, size_t count, DataType type,
                                   ReduceOp op) {
-  return runLater(makeAllreduce(in, out, count, type, op));
+  return runLater(traced(makeAllreduce(in, out, count, type, op),
+                         reduction("allreduce", bytesOfCount(count, type, 1), type, op)));
 }
 Work Communicator::broadcastAsync(const void* in, void* out, size_t count, DataType type,
                                   int root) {
-  return runLater(makeBroadcast(in, out, count, type, root));
+  return runLater(traced(
+      makeBroadcast(in, out, count, type, root),
+      {.name = "broadcast", .bytes = bytesOfCount(count, type, 1), .type = type, .root = root}));
 }
 Work Communicator::allgatherAsync(const void* in, void* out, size_t count, DataType type) {
-  return runLater(makeAllgather(in, out, count, type));
+  return runLater(
+      traced(makeAllgather(in, out, count, type),
+             {.name = "allgather", .bytes = bytesOfCount(count, type, 1), .type = type}));
 }
 Work Communicator::reduceScatterAsync(const void* in, void* out, size_t count, DataType type,
                                       ReduceOp op) {
-  return runLater(makeReduceScatter(in, out, count, type, op));
+  return runLater(traced(makeReduceScatter(in, out, count, type, op),
+                         reduction("reduce_scatter", bytesOfCount(count, type, size_), type, op)));
 }
 Work Communicator::alltoallAsync(const void* in, void* out, size_t count, DataType type) {
-  return runLater(makeAlltoall(in, out, count, type));
+  return runLater(
+      traced(makeAlltoall(in, out, count, type),
+             {.name = "alltoall", .bytes = bytesOfCount(count, type, size_), .type = type}));
 }
 Work Communicator::sendAsync(const void* data, size_t count, DataType type, int peer, int tag) {
-  return runLater(makeSend(data, count, type, peer, tag));
+  return runLater(traced(makeSend(data, count, type, peer, tag),
+                         pointToPoint("send", bytesOfCount(count, type, 1), type, peer, tag)));
 }
 Work Communicator::recvAsync(void* data, size_t count, DataType type, int peer, int tag) {
-  return runLater(makeRecv(data, count, type, peer, tag));
+  return runLater(traced(makeRecv(data, count, type, peer, tag),
+                         pointToPoint("recv", bytesOfCount(count, type, 1), type, peer, tag)));
 }
 Work Communicator::sendRecvAsync(const void* sendData, int sendPeer, void* recvData, int recvPeer,
                                  size_t count, DataType type, int tag) {
-  return runLater(makeSendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag));
+  return runLater(
+      traced(makeSendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag),
+             pointToPoint("sendrecv", bytesOfCount(count, type, 1), type, sendPeer, tag)));
 }
 Work Communicator::barrierAsync() {
-  return runLater([this] { doBarrier(); });
+  return runLater(traced([this] { doBarrier(); }, {.name = "barrier"}));
 }
 
 }  // namespace distrun::comm

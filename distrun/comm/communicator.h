@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -102,6 +103,17 @@ class Communicator {
   // after the communicator too.
   std::shared_ptr<void> allocateReducible(size_t bytes);
 
+  // Collective, for the trace (docs/observability.md): the offset of this
+  // rank's trace clock to rank 0's (rank 0's = this one's + offsetUs) by
+  // NTP-style ping-pong with rank 0, one rank after another, the exchange
+  // with the shortest round trip of `rounds` kept. Rank 0 gets {0, 0}.
+  // Not traced itself and not counted in the collectives' sequence.
+  struct ClockOffset {
+    double offsetUs = 0;
+    double rttUs = 0;
+  };
+  ClockOffset clockOffsetToRankZero(int rounds);
+
   // Typed helpers for the common in-place reduction.
   template <class T>
   void allreduce(T* data, size_t count, ReduceOp op) {
@@ -144,6 +156,11 @@ class Communicator {
   // before its own members go.
   void shutdown();
 
+  // Names the algorithm of the operation running now in its trace span
+  // ("shm", "ring", ...); call from the do* methods. Otherwise the span
+  // says backend().
+  void noteAlgorithm(const char* name) { algorithm_ = name; }
+
  private:
   using Task = std::function<void()>;
   Task makeAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op);
@@ -156,6 +173,26 @@ class Communicator {
   Task makeSendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer, size_t count,
                     DataType type, int tag);
 
+  // What an operation's trace span says (communicator_trace.cc).
+  struct TracedCall {
+    const char* name;
+    size_t bytes = 0;
+    DataType type = DataType::kFloat32;
+    const char* op = nullptr;  // a reduction's
+    int root = -1;             // broadcast
+    int peer = -1;             // point to point
+    int tag = -1;
+    bool collective = true;  // counted in the sequence the ranks share
+  };
+  // `task` wrapped to record its span when tracing is on (else as it is);
+  // a collective takes the next sequence number either way.
+  Task traced(Task task, TracedCall call);
+  // count * sizeOf(type) * blocks (the bytes a span reports; the
+  // operation itself refuses sizes that overflow).
+  static size_t bytesOfCount(size_t count, DataType type, int blocks);
+  static TracedCall reduction(const char* name, size_t bytes, DataType type, ReduceOp op);
+  static TracedCall pointToPoint(const char* name, size_t bytes, DataType type, int peer, int tag);
+
   void runNow(const Task& task);
   Work runLater(Task task);
   // Runs `task`; the first error is remembered and rethrown by every later
@@ -167,6 +204,9 @@ class Communicator {
   std::mutex errorMutex_;
   std::exception_ptr firstError_;
   std::unique_ptr<WorkQueue> queue_;
+  int number_;           // in this process, from 0 in creation order (the trace's "comm")
+  int64_t nextSeq_ = 0;  // the next collective's number (the trace's "seq")
+  const char* algorithm_ = nullptr;  // noted by the operation running now
 };
 
 template <class T>

@@ -12,6 +12,8 @@
 #include "distrun/common/user_secret.h"
 #include "distrun/config.h"
 #include "distrun/rdzv/socket.h"
+#include "distrun/trace/config.h"
+#include "distrun/trace/trace.h"
 
 namespace distrun::comm {
 
@@ -130,6 +132,24 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
                                             std::move(gloo), std::move(server));
 }
 
+// A DISTRUN_TRACE* mistake stops this rank before it connects (its peers
+// then fail fast through the launcher) rather than after.
+void checkTrace(const Environment& env) {
+  if (trace::started()) return;
+  const trace::TraceConfig config = trace::readTraceConfig(env);
+  if (config.on()) trace::prepareFolder(config.folder, trace::kFolderName);
+}
+
+// The process's first communicator starts its trace and measures the
+// clock offset to rank 0 (collective: every rank has the same
+// DISTRUN_TRACE, as the launcher gives it); with tracing off, nothing.
+void startTrace(const Environment& env, Communicator& comm) {
+  constexpr int kClockRounds = 16;
+  if (!trace::startProcess(env, comm.rank(), comm.size())) return;
+  const Communicator::ClockOffset offset = comm.clockOffsetToRankZero(kClockRounds);
+  trace::writeClockOffset(offset.offsetUs, offset.rttUs);
+}
+
 }  // namespace
 
 std::vector<std::string> availableBackends() {
@@ -139,10 +159,18 @@ std::vector<std::string> availableBackends() {
 }
 
 std::unique_ptr<Communicator> connect(const Environment& env, const ConnectOptions& options) {
-  if (options.backend == "gloo") return connectGloo(env, options);
-  if (options.backend == "mpi") return connectMpi();
-  throw UsageError(fmt::format("backend '{}' is not one of: {}", options.backend,
-                               join(availableBackends(), ", ")));
+  checkTrace(env);
+  std::unique_ptr<Communicator> comm;
+  if (options.backend == "gloo") {
+    comm = connectGloo(env, options);
+  } else if (options.backend == "mpi") {
+    comm = connectMpi();
+  } else {
+    throw UsageError(fmt::format("backend '{}' is not one of: {}", options.backend,
+                                 join(availableBackends(), ", ")));
+  }
+  startTrace(env, *comm);
+  return comm;
 }
 
 }  // namespace distrun::comm

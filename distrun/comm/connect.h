@@ -34,6 +34,13 @@ std::vector<std::string> availableBackends();
 // Throws ConfigError naming a missing or malformed variable, UsageError for
 // an unknown backend, TimeoutError when the ranks do not all arrive.
 //
+// With DISTRUN_TRACE set (docs/observability.md), the process's first
+// communicator starts its trace (distrun/trace/trace.h) and measures its
+// clock offset to rank 0, a ping-pong every rank joins (so every rank must
+// have the same DISTRUN_TRACE, as launchers give it). A malformed
+// DISTRUN_TRACE* value throws UsageError, a trace folder that cannot be
+// made IoError, before connecting. Unset: no trace, nothing exchanged.
+//
 // Gloo's key space in the store. The ranks of one group (same run id,
 // restart count, options.name and WORLD_SIZE) share a counter in the store:
 // each rank adds 1 to it as it connects, and a communicator is numbered

@@ -32,6 +32,7 @@
 #include "distrun/rdzv/socket.h"
 #include "distrun/rdzv/store_server.h"
 #include "distrun/rdzv/store_succession.h"
+#include "distrun/trace/agent_trace.h"
 
 namespace distrun::launch {
 
@@ -111,6 +112,22 @@ std::unique_ptr<rdzv::StoreServer> startStoreServer(const AgentConfig& config) {
   }
 }
 
+// The store's job events the trace shows (docs/observability.md).
+void traceJobEvent(trace::AgentTrace& trace, const JobEvent& e) {
+  switch (e.kind) {
+    case JobEvent::Kind::kHang:
+      return trace.jobEvent("hang", {});
+    case JobEvent::Kind::kNodeLost:
+      return trace.jobEvent("node_lost", trace::Args().add("node", e.payload));
+    case JobEvent::Kind::kFailure:
+      return trace.jobEvent("job_failure", {});
+    case JobEvent::Kind::kCheckpoint:
+      return trace.jobEvent("checkpoint", trace::Args().add("rank", e.payload));
+    default:
+      return;
+  }
+}
+
 // An elastic agent's reserved store address, for store succession.
 std::optional<rdzv::StandbyStore> standbyOf(const AgentConfig& config) {
   if (!config.elastic) return std::nullopt;
@@ -134,6 +151,7 @@ class Agent::Loop {
   explicit Loop(Agent& agent)
       : agent_(agent),
         config_(agent.config_),
+        trace_(agent.env_, config_.layout.nodeRank, agent.err_),
         server_(startStoreServer(config_)),
         storeAt_{config_.storeHost, server_ ? server_->port() : config_.storePort},
         store_(std::make_unique<rdzv::StoreClient>(storeAt_.host, storeAt_.port, config_.token,
@@ -150,6 +168,7 @@ class Agent::Loop {
   }
 
   void operator()(const JoinRendezvous& a) {
+    trace_.rendezvousStarted(a.round);
     join_ = std::make_unique<Join>(*store_, a.round, config_, standby_ ? standby_->port() : 0);
   }
   void operator()(const InterruptRendezvous&) {
@@ -166,6 +185,7 @@ class Agent::Loop {
   void operator()(const StartWorkers& a) {
     const AgentConfig config = withStore(supervisor_.config(), storeAt_);
     round_ = std::make_unique<RoundIo>(config, a.world.round, agent_.launcher_);
+    if (a.world.restarts > 0) trace_.restarted(a.world.restarts, a.world.round);
     for (int local = 0; local < config.layout.localWorldSize; ++local) {
       int rank = workerRank(a.world, local);
       std::unique_ptr<WorkerOutput> output = workerOutput(config, a.world.round, rank, local);
@@ -173,6 +193,7 @@ class Agent::Loop {
       int pid = round_->group.add(rank, local,
                                   workerSpec(config, a.world, storeAt_.port, local, agent_.env_),
                                   std::move(output));
+      trace_.workerStarted(rank, local, pid, a.world.restarts);
       feed(supervisor_.workerStarted(local, pid, now()));
     }
     if (config_.hangTimeout.count() > 0) nextSample_ = now() + kSampleInterval;
@@ -181,9 +202,13 @@ class Agent::Loop {
   // it runs again: SIGCONT follows, so that it is not left to SIGKILL.
   void operator()(const SignalWorkers& a) {
     round().group.signalAll(a.signal);
+    trace_.signalForwarded(a.signal);
     if (a.signal != SIGUSR1 && a.signal != SIGUSR2) round().group.signalAll(SIGCONT);
   }
-  void operator()(const KillWorkers&) { round().group.signalAll(SIGKILL); }
+  void operator()(const KillWorkers&) {
+    round().group.signalAll(SIGKILL);
+    trace_.workersKilled();
+  }
   void operator()(const WakeAt& a) { wakeAt_ = a.time; }
   void operator()(const PublishEvent& a) {
     try {
@@ -270,7 +295,10 @@ class Agent::Loop {
   }
 
   void takeSignals() {
-    for (int s : signals_.read()) feed(supervisor_.signalReceived(s, now()));
+    for (int s : signals_.read()) {
+      trace_.signalReceived(s);
+      feed(supervisor_.signalReceived(s, now()));
+    }
   }
   // A failed join of an elastic job ends it through the Supervisor, which
   // names the nodes lost so far; a fixed job's join error ends the agent.
@@ -287,18 +315,22 @@ class Agent::Loop {
     }
     join_.reset();
     if (!joined->successors.empty()) successors_ = joined->successors;
+    const rdzv::World& w = joined->world;
+    trace_.rendezvousDone(w.round, w.worldSize, w.numNodes, w.nodeRank);
     feed(supervisor_.rendezvousCompleted(joined->world, now(), joined->excluded));
   }
   void takeStoreEvents() {
     if (!round_) return;
     round_->events.drain();
     for (const JobEvent& e : round_->watcher.take()) {
+      traceJobEvent(trace_, e);
       feed(supervisor_.storeEvent(e, now()));
     }
   }
   void reapWorkers() {
     if (!round_) return;
     for (const WorkerFailure& exit : round_->group.reap()) {
+      trace_.workerExited(exit.rank, exit.localRank, exit.pid, exit.exitCode, exit.signal);
       feed(supervisor_.workerExited(exit, now()));
     }
   }
@@ -326,7 +358,8 @@ class Agent::Loop {
 
   Agent& agent_;
   const AgentConfig& config_;
-  SignalReader signals_;  // first: blocks the signals before any thread starts
+  SignalReader signals_;     // first: blocks the signals before any thread starts
+  trace::AgentTrace trace_;  // DISTRUN_TRACE: this agent's events
   std::unique_ptr<rdzv::StoreServer> server_;
   rdzv::StoreCandidate storeAt_;  // where the store is now (a succession moves it)
   std::unique_ptr<rdzv::StoreClient> store_;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,9 @@ struct RunOptions {
   bool verbose = false;                 // -v: the workers' command first
   container::ContainerFlags container;  // --container, --bind, --container-runtime
   std::vector<std::string> program;     // PROGRAM [ARGS...]
+  // Variables set for the agent and every worker, over the user's
+  // (`distrun train --trace`: DISTRUN_TRACE*).
+  std::map<std::string, std::string> environment;
 };
 
 // Everything `resolveAgentConfig` reads besides the flags.

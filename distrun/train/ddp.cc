@@ -15,6 +15,7 @@
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/train/tensor_comm.h"
+#include "distrun/train/train_trace.h"
 
 namespace distrun::train {
 
@@ -348,6 +349,7 @@ void DistributedDataParallel::launchReadyBuckets(bool endOfBackward) {
 // reduced blocking: after the queued buckets, in order.
 void DistributedDataParallel::launch(size_t k) {
   Bucket& b = buckets_[k];
+  const BucketTrace traced(k, b.flat.numel() * b.flat.element_size());
   if (k + 1 < buckets_.size()) {
     b.work = allreduceTensorAsync(comm_, b.flat, comm::ReduceOp::kAvg);
     return;
@@ -373,8 +375,10 @@ void DistributedDataParallel::finishRound() {
     markReady(i, /*fromHook=*/false);
   }
   const auto start = std::chrono::steady_clock::now();
+  trace::Span wait("gradient_wait", "ddp");
   launchReadyBuckets(/*endOfBackward=*/true);
   for (Bucket& b : buckets_) b.work.wait();
+  wait.arg("step", trace::currentStep()).arg("buckets", buckets_.size()).end();
   stats_.lastWaitSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stats_.totalWaitSeconds += stats_.lastWaitSeconds;

@@ -13,6 +13,7 @@
 #include "distrun/common/error.h"
 #include "distrun/common/progress_report.h"
 #include "distrun/common/writable_file.h"
+#include "distrun/trace/trace.h"
 #include "distrun/train/sampler.h"
 #include "distrun/train/snapshot_file.h"
 #include "distrun/train/step_status.h"
@@ -142,6 +143,7 @@ std::optional<EpochMetrics> Trainer::runEpoch(DistributedSampler& sampler,
   const Clock::time_point start = Clock::now();
   int64_t samples = 0;
   for (int64_t s = position_.step; s < stepsPerEpoch; ++s) {
+    const trace::StepSpan traced(position_.epoch + 1, s + 1, position_.globalStep + 1);
     if (checkpointAgreed()) {
       writeCheckpoint();
       return std::nullopt;
@@ -272,14 +274,22 @@ void Trainer::recordSpeed(double computeSeconds, int64_t samples) {
 // for the averaged gradients included).
 double Trainer::trainStep(const std::vector<int64_t>& indices, double lossScale) {
   const Clock::time_point start = Clock::now();
+  trace::Span data("data", "train", trace::Thread::kData);
   const torch::Tensor index = torch::tensor(indices, torch::kLong);
   const torch::Tensor inputs = task_.train.inputs.index_select(0, index);
   const torch::Tensor targets = task_.train.targets.index_select(0, index);
+  data.arg("samples", indices.size()).end();
   task_.optimizer.zero_grad();
+  trace::Span forward("forward");
   torch::Tensor loss = task_.loss(task_.forward(inputs), targets);
+  forward.end();
+  trace::Span backward("backward");
   (lossScale == 1 ? loss : loss * lossScale).backward();
+  backward.end();
   const double untilGradients = secondsSince(start);
+  trace::Span optimizer("optimizer");
   task_.optimizer.step();
+  optimizer.end();
   const auto n = static_cast<double>(indices.size());
   position_.lossSum += loss.item<double>() * n;
   position_.samples += n;
@@ -290,6 +300,7 @@ double Trainer::trainStep(const std::vector<int64_t>& indices, double lossScale)
 // counts once; sums all-reduced.
 void Trainer::evaluate(EpochMetrics& m) {
   if (!task_.test) return;
+  trace::Span traced("evaluate");
   torch::NoGradGuard noGrad;
   task_.model.eval();
   const TensorDataset& test = *task_.test;
@@ -352,6 +363,7 @@ void Trainer::writeCheckpoint() {
 // same bytes.
 void Trainer::resume() {
   if (options_.snapshotPath.empty()) return;
+  trace::Span traced("snapshot_load");
   std::string path;
   Broadcast found = decideOnRankZero(comm_, [&] {
     removeInterruptedWrites(options_.snapshotPath, err_);

@@ -12,6 +12,7 @@
 #include <torch/serialize/output-archive.h>
 
 #include "distrun/common/error.h"
+#include "distrun/trace/trace.h"
 #include "distrun/train/snapshot_file.h"
 #include "distrun/train/tensor_comm.h"
 
@@ -51,6 +52,7 @@ c10::IValue readValue(torch::serialize::InputArchive& archive, const std::string
 // and samples summed over the ranks, go into rank 0's file.
 void Trainer::saveSnapshot() {
   if (options_.snapshotPath.empty()) return;
+  trace::Span traced("snapshot_save");
   lastSaved_ = CheckpointStop{position_.epoch, position_.step};
   const std::vector<std::string> rng = allgatherString(comm_, rngStateBytes());
   std::vector<double> epochTotals = {position_.lossSum, position_.samples};

@@ -206,6 +206,7 @@ bool GlooCommunicator::doAllreduceInPlace(void* data, size_t count, DataType typ
     if (!regions) continue;
     const std::optional<size_t> offset = regions->offsetIn(rank(), data, count * sizeOf(type));
     if (!offset) continue;
+    noteAlgorithm("shm_in_place");
     guardedShared("allreduce", [&] { shared_->runInPlace(*regions, *offset, count, type, op); });
     return true;
   }
@@ -213,6 +214,7 @@ bool GlooCommunicator::doAllreduceInPlace(void* data, size_t count, DataType typ
 }
 
 void GlooCommunicator::guarded(const char* op, const std::function<void()>& call) {
+  noteAlgorithm("tcp");
   IdleSpinner::Scope awake(spinner_.get());
   try {
     call();
@@ -278,6 +280,7 @@ void GlooCommunicator::doAllreduce(const void* in, void* out, size_t count, Data
 void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out, size_t count,
                                    DataType type, ReduceOp op) {
   if (shared_) {
+    noteAlgorithm("shm");
     guardedShared(name, [&] { shared_->run(in, out, count, type, op); });
     return;
   }
@@ -296,6 +299,7 @@ void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out, 
       opts.setReduceFunction(reduceKernel(type, op));
       opts.setAlgorithm(small ? gloo::AllreduceOptions::Algorithm::BCUBE
                               : gloo::AllreduceOptions::Algorithm::RING);
+      noteAlgorithm(small ? "bcube" : "ring");
       opts.setMaxSegmentSize(options_.maxSegmentBytes);
       opts.setTag(nextTag());
       opts.setTimeout(options_.timeout);
@@ -341,6 +345,7 @@ void GlooCommunicator::allreduceByGather(const char* name, const void* in, void*
   const size_t bytes = count * sizeOf(type);
   gathered_.resize(bytes * static_cast<size_t>(size()));
   allgatherAs(name, in, gathered_.data(), count, type);
+  noteAlgorithm("gather");
   const ReduceKernel reduce = reduceKernel(type, op);
   reduce(out, gathered_.data(), gathered_.data() + bytes, count);
   for (size_t r = 2; r < static_cast<size_t>(size()); ++r) {
