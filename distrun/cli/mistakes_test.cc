@@ -329,7 +329,7 @@ INSTANTIATE_TEST_SUITE_P(Submit, DistrunMistakeTest, ::testing::ValuesIn(kSubmit
 const std::string kTraces = std::string(DISTRUN_SOURCE_DIR) + "/distrun/trace_merge/testdata";
 const std::string kTraceOut = ::testing::TempDir() + "distrun-mistakes-trace.json";
 const std::string kNoTraces = std::string(DISTRUN_SOURCE_DIR) + "/docs";
-const Mistake kTraceMistakes[] = {
+const Mistake kTraceMergeMistakes[] = {
     {{"trace"}, "trace: expected a subcommand: merge (see 'distrun trace --help')"},
     {{"trace", "mrege", "traces"}, "trace: unknown subcommand 'mrege' (did you mean 'merge'?)"},
     {{"trace", "show"}, "trace: unknown subcommand 'show': expected merge"},
@@ -372,7 +372,7 @@ const Mistake kTraceMistakes[] = {
      {},
      ExitCode::kData},
 };
-INSTANTIATE_TEST_SUITE_P(Trace, DistrunMistakeTest, ::testing::ValuesIn(kTraceMistakes));
+INSTANTIATE_TEST_SUITE_P(TraceMerge, DistrunMistakeTest, ::testing::ValuesIn(kTraceMergeMistakes));
 
 // distrun wrap: every mistake is found before mmdebstrap, cp or mksquashfs
 // runs (nothing "wrap" started). A folder that exists: the docs.

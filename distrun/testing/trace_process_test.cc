@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <tuple>
@@ -69,6 +70,22 @@ const Json& clockOffset(const std::vector<Json>& lines) {
   }
   ADD_FAILURE() << "no clock_offset line";
   return none;
+}
+
+// The merged trace against share/trace.schema.json, by Debian's
+// python3-jsonschema (said, not failed, where it is missing).
+void expectSchemaValid(const std::string& trace) {
+  if (runCommand("/usr/bin/python3 -c 'import jsonschema'").exitCode != 0) {
+    std::cout << "schema not checked: /usr/bin/python3 cannot import jsonschema "
+                 "(Debian: python3-jsonschema)\n";
+    return;
+  }
+  const std::string schema = std::string(DISTRUN_SOURCE_DIR) + "/share/trace.schema.json";
+  const CommandResult r = runCommand(
+      "/usr/bin/python3 -c 'import json, sys, jsonschema; "
+      "jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))' " +
+      quote(schema) + " " + quote(trace));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
 }
 
 std::string trainCommand(const std::string& dir, const std::string& more) {
@@ -144,6 +161,64 @@ TEST(TraceProcessTest, TheMeasuredOffsetReflectsASkewAndTheWindowHolds) {
     }
     EXPECT_EQ(steps, (std::vector<int64_t>{2, 3})) << file;
   }
+  std::filesystem::remove_all(dir);
+}
+
+// `distrun trace merge` of a real run whose rank 1 is 5 s off: one trace
+// with both ranks, every collective linked across them, and the clocks
+// aligned (the two ends of one all-reduce within 1 s, not 5 s apart).
+TEST(TraceProcessTest, ASkewedRunMergesIntoOneAlignedTrace) {
+  const std::string dir = freshDir("trace-merge");
+  CommandResult r = runCommand("DISTRUN_TRACE_CLOCK_SKEW_US=0,5000000 " + trainCommand(dir, ""));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = runCommand(distrun() + " trace merge " + quote(dir) + " -o " + quote(dir + "/t.json"));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  expectSchemaValid(dir + "/t.json");
+  const Json trace = Json::parse(std::ifstream(dir + "/t.json"));
+  std::map<std::pair<int, int>, std::vector<double>> ends;  // (comm, seq): each rank's end
+  std::set<int> pids;
+  size_t flowEnds = 0;
+  for (const Json& e : trace["traceEvents"]) {
+    flowEnds += e["ph"] == "f";
+    if (e["ph"] != "X" || e["cat"] != "comm" || !e["args"].contains("seq")) continue;
+    pids.insert(e["pid"].get<int>());
+    ends[{e["args"]["comm"], e["args"]["seq"]}].push_back(e["ts"].get<double>() +
+                                                          e["dur"].get<double>());
+  }
+  EXPECT_EQ(pids.size(), 2u);
+  ASSERT_GE(ends.size(), 8u);
+  EXPECT_EQ(flowEnds, ends.size()) << "one flow from rank 0 to rank 1 per collective";
+  for (const auto& [key, atRanks] : ends) {
+    ASSERT_EQ(atRanks.size(), 2u) << "comm " << key.first << " #" << key.second;
+    EXPECT_LT(std::abs(atRanks[0] - atRanks[1]), 1e6) << "comm " << key.first << " #" << key.second;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Rank 1 SIGKILLed mid-run (its last flush may end in a part of a line):
+// the folder still merges, with rank 1's steps up to its death.
+TEST(TraceProcessTest, ARankKilledMidRunStillMerges) {
+  const std::string dir = freshDir("trace-kill");
+  const std::string rank1 = quote(dir + "/rank1.jsonl");
+  const std::string script = "timeout 300 " + distrun() + " train --nproc-per-node 2 --trace " +
+                             quote(dir) +
+                             " linear --epochs 1000 --progress none & job=$!; "
+                             "for i in $(seq 600); do [ \"$(grep -c '\"name\":\"step\"' " +
+                             rank1 +
+                             " 2>/dev/null)\" -ge 3 ] 2>/dev/null && break; sleep 0.1; done; "
+                             "kill -9 $(head -1 " +
+                             rank1 + " | sed 's/.*\"pid\":\\([0-9]*\\).*/\\1/'); wait $job";
+  CommandResult r = runCommand("bash -c " + quote(script));
+  ASSERT_NE(r.exitCode, 0) << "the job ends failed when a rank is killed";
+  r = runCommand(distrun() + " trace merge " + quote(dir));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const Json trace = Json::parse(std::ifstream(dir + "/trace.json"));
+  std::map<int, size_t> steps;  // pid: steps
+  for (const Json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["name"] == "step") ++steps[e["pid"].get<int>()];
+  }
+  EXPECT_EQ(steps.size(), 2u);
+  for (const auto& [pid, n] : steps) EXPECT_GE(n, 3u) << "pid " << pid;
   std::filesystem::remove_all(dir);
 }
 

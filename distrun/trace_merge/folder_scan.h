@@ -15,7 +15,7 @@
 
 namespace distrun::trace_merge {
 
-// An agent's "worker started" event: when (on the agent's clock) it
+// An agent's "worker_started" event: when (on the agent's clock) it
 // started global rank `rank`.
 struct WorkerStart {
   int rank = 0;

@@ -110,7 +110,7 @@ double firstEvent(const MergePlan& plan) {
   return first;
 }
 
-// The reference time of the last "worker started" event of `rank`.
+// The reference time of the last "worker_started" event of `rank`.
 double workerStart(const MergePlan& plan, int rank) {
   double when = kNever;
   for (size_t f = 0; f < plan.scan.files.size(); ++f) {
@@ -135,14 +135,14 @@ void anchorBareExports(MergePlan& plan, double jobStart) {
     const bool atStart = std::isfinite(started);
     plan.torchAnchors.push_back(atStart ? started : std::isfinite(jobStart) ? jobStart : 0);
     plan.clocks[labelOf(t.source)] =
-        atStart ? fmt::format("its profiler's start put at rank {}'s \"worker started\" event",
+        atStart ? fmt::format("its profiler's start put at rank {}'s \"worker_started\" event",
                               t.source.index)
                 : "its profiler's start put at the job's first event";
     plan.notes.push_back(fmt::format(
         "{}: no distrunClockStartUs (a bare export): its profiler's start is put at {}, an "
         "estimate (docs/observability.md, \"Python jobs\")",
         name,
-        atStart ? fmt::format("rank {}'s \"worker started\" launcher event", t.source.index)
+        atStart ? fmt::format("rank {}'s \"worker_started\" launcher event", t.source.index)
                 : "the job's first event"));
   }
 }

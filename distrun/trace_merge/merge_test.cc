@@ -225,7 +225,7 @@ TEST(MergeTest, AgentsAreLauncherProcessesOnTheClockOfARankOnTheirHost) {
   folder.append("agent1.jsonl", {agentHeader(1, "node2", mono1 - 200, kReal0 + 7'000'000.0),
                                  workerStarted(1, mono1 - 100)});
   Merged m = merge(folder);
-  std::vector<json> starts = m.named("worker started");
+  std::vector<json> starts = m.named("worker_started");
   ASSERT_EQ(starts.size(), 2u);
   EXPECT_EQ(starts[0]["ts"], starts[1]["ts"]);
   EXPECT_EQ(starts[0]["ts"], 0.0);
@@ -260,7 +260,7 @@ TEST(MergeTest, AProcessWithoutAMeasuredOffsetFallsBackToTheRealTimeClock) {
               ::testing::Contains(
                   "placed by their hosts' real-time clocks (no clock offset was measured for "
                   "them): rank 1, launcher node 2"));
-  EXPECT_DOUBLE_EQ(m.named("worker started")[0]["ts"].get<double>(),
+  EXPECT_DOUBLE_EQ(m.named("worker_started")[0]["ts"].get<double>(),
                    reduces[0]["ts"].get<double>() + 10.0);
 }
 

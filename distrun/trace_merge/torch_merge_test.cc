@@ -164,7 +164,7 @@ TEST(TorchMergeTest, ABareListIsAnchoredAtItsWorkerStartedEvent) {
   EXPECT_THAT(m.report.notes,
               Contains(folder.file("torch-rank1.json") +
                        ": no distrunClockStartUs (a bare export): its profiler's start is put at "
-                       "rank 1's \"worker started\" launcher event, an estimate "
+                       "rank 1's \"worker_started\" launcher event, an estimate "
                        "(docs/observability.md, \"Python jobs\")"));
 }
 

@@ -66,8 +66,8 @@ struct CollectiveId {
 std::optional<CollectiveId> collectiveOf(const nlohmann::json& event);
 
 // The global rank a launcher event is about: args.rank of the agent's
-// "worker started" events (the anchor of a bare PyTorch export).
-inline constexpr const char* kWorkerStarted = "worker started";
+// "worker_started" events (the anchor of a bare PyTorch export).
+inline constexpr const char* kWorkerStarted = "worker_started";
 std::optional<int> startedRankOf(const nlohmann::json& event);
 
 }  // namespace distrun::trace_merge

@@ -92,9 +92,9 @@ inline nlohmann::json allreduce(int64_t comm, int64_t seq, double ts, double dur
   return e;
 }
 
-// The launcher's "worker started" event for global rank `rank`.
+// The launcher's "worker_started" event for global rank `rank`.
 inline nlohmann::json workerStarted(int rank, double ts) {
-  return {{"name", "worker started"},
+  return {{"name", "worker_started"},
           {"cat", "launcher"},
           {"ph", "i"},
           {"ts", ts},
