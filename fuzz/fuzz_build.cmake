@@ -13,6 +13,7 @@ set(DISTRUN_BUILD_TESTS OFF)  # the GoogleTest suites belong to the normal build
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
+find_package(nlohmann_json REQUIRED)
 set(DISTRUN_WITH_MPI OFF)
 configure_file(distrun/config.h.in ${PROJECT_BINARY_DIR}/distrun/config.h @ONLY)
 
@@ -28,4 +29,5 @@ add_subdirectory(distrun/rdzv)
 add_subdirectory(distrun/data)
 add_subdirectory(distrun/train)
 add_subdirectory(distrun/container)
+add_subdirectory(distrun/trace_merge)
 add_subdirectory(fuzz)

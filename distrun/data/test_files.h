@@ -16,33 +16,11 @@
 #include <gtest/gtest.h>
 
 #include "distrun/common/error.h"
+#include "distrun/common/temp_dir_testing.h"
 
 namespace distrun::data::testing {
 
-// A fresh folder under $TMPDIR (or /tmp), removed with its content.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/distrun-data-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) {
-      ADD_FAILURE() << "mkdtemp(" << pattern << ") failed";
-    }
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code error;
-    std::filesystem::remove_all(path_, error);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::distrun::testing::TempDir;
 
 inline void writeBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());

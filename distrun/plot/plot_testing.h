@@ -15,41 +15,12 @@
 #include <gtest/gtest.h>
 
 #include "distrun/common/error.h"
+#include "distrun/common/temp_dir_testing.h"
 #include "distrun/train/metrics.h"
 
 namespace distrun::plot::testing {
 
-// A fresh folder under $TMPDIR (or /tmp), removed with its content.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/distrun-plot-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp(" << pattern << ") failed";
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code error;
-    std::filesystem::remove_all(path_, error);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  // The names of the files in the folder, sorted, space-separated.
-  std::string listing() const {
-    std::set<std::string> names;
-    for (const auto& e : std::filesystem::directory_iterator(path_)) {
-      names.insert(e.path().filename().string());
-    }
-    std::string text;
-    for (const std::string& n : names) text += (text.empty() ? "" : " ") + n;
-    return text;
-  }
-
- private:
-  std::string path_;
-};
+using ::distrun::testing::TempDir;
 
 inline void writeText(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
