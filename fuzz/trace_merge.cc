@@ -13,8 +13,7 @@
 
 namespace {
 
-constexpr const char* kFiles[] = {"rank0.jsonl", "rank1.jsonl", "agent0.jsonl",
-                                  "torch-rank1.json"};
+constexpr const char* kFiles[] = {"rank0.jsonl", "rank1.jsonl", "agent0.jsonl", "torch-rank1.json"};
 
 // The folder holding this input's files (those of the last input removed).
 std::string writeFolder(std::string_view bytes) {

@@ -205,13 +205,18 @@ TEST_F(DoctorTest, AHungProbeIsEndedByItsTimeLimit) {
 }
 
 // Four busy loops share node2's core with its doctor: its matrix product
-// takes several times the others'.
+// takes several times the others'. The doctor starts once every loop runs
+// (taskset has become the looping shell): on a loaded machine the loops
+// started late and node2's product ran before them.
 TEST_F(DoctorTest, ASlowNodeIsFlaggedAsStraggler) {
   const std::string busy = "taskset -c 1 sh -c 'while :; do :; done'";
+  const std::string waitForLoops =
+      "for p in $pids; do for i in $(seq 100); do "
+      "[ \"$(cat /proc/$p/comm 2>/dev/null)\" = sh ] && break; sleep 0.05; done; done; ";
   CommandResult r = doctor("--format json --checks matmul,straggler",
                            "pids=''; for i in 1 2 3 4; do " + busy +
-                               " & pids=\"$pids $!\"; done; trap 'kill $pids' EXIT; taskset -c 1 " +
-                               quote(binaryPath("distrun")) +
+                               " & pids=\"$pids $!\"; done; trap 'kill $pids' EXIT; " +
+                               waitForLoops + "taskset -c 1 " + quote(binaryPath("distrun")) +
                                " doctor --format json --checks matmul,straggler; exit $?");
   EXPECT_EQ(r.exitCode, 80) << r.out << r.err;
   json report = parse(r);
