@@ -128,9 +128,12 @@ TEST_F(LauncherTest, TorchrunOneNodeRecipeRuns) {
 TEST_F(LauncherTest, TheTokenIsOnNoCommandLine) {
   const std::string token = path("token");
   // A control process with the token on its command line shows that the
-  // scan would find it; it is left out of what the scan reports.
+  // scan would find it; it is left out of what the scan reports. It must
+  // fork nothing: a shell's child holds the shell's command line until it
+  // execs, and a scan landing in that window found the token there.
   const std::string scan =
-      "printf %s \"$DISTRUN_TOKEN\" > " + token + "; sh -c 'sleep 60' \"x$(cat " + token +
+      "printf %s \"$DISTRUN_TOKEN\" > " + token +
+      "; /usr/bin/python3 -c 'import time; time.sleep(60)' \"x$(cat " + token +
       ")\" & c=$!; i=0; until grep -qaF -f " + token + " /proc/$c/cmdline || [ $i -gt 9999 ]; " +
       "do i=$((i+1)); done; grep -alF -f " + token + " /proc/[0-9]*/cmdline | grep -v " +
       "\"^/proc/$c/\"; grep -qaF -f " + token + " /proc/$c/cmdline && echo control found; kill $c";
