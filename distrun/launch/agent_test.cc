@@ -118,9 +118,9 @@ TEST_F(AgentTest, RestartsRunOut) {
 
 // Stands in for /proc: the worker whose pid is in `stoppedPidFile` is
 // stopped and uses no CPU; every other one uses more at each sample.
-class FakeProgressProbe : public ProgressProbe {
+class StoppedWorkerProbe : public ProgressProbe {
  public:
-  explicit FakeProgressProbe(std::string stoppedPidFile) : file_(std::move(stoppedPidFile)) {}
+  explicit StoppedWorkerProbe(std::string stoppedPidFile) : file_(std::move(stoppedPidFile)) {}
   std::map<int, GroupUsage> usage(const std::set<int>& groups) const override {
     int stopped = 0;
     std::ifstream(file_) >> stopped;
@@ -141,7 +141,7 @@ class FakeProgressProbe : public ProgressProbe {
 TEST_F(AgentTest, TheProbesStoppedWorkerIsNamedWithExit75) {
   AgentConfig c = config(2, "echo $$ > " + dir_ + "/pid$RANK; sleep 60");
   c.hangTimeout = std::chrono::seconds(1);
-  EXPECT_EQ(run(c, FakeProgressProbe(dir_ + "/pid1")), 75) << err_.str();
+  EXPECT_EQ(run(c, StoppedWorkerProbe(dir_ + "/pid1")), 75) << err_.str();
   EXPECT_THAT(err_.str(),
               ::testing::HasSubstr("root cause was rank 1 (local rank 1) on node 0 (127.0.0.1), "
                                    "pid " +

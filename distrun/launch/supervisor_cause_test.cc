@@ -8,9 +8,12 @@
 #include <gtest/gtest.h>
 
 #include "distrun/launch/supervisor.h"
+#include "distrun/launch/supervisor_testing.h"
 
 namespace distrun::launch {
 namespace {
+
+using supervisor_testing::exitOf;
 
 using namespace std::chrono_literals;
 using ::testing::ElementsAre;
@@ -20,23 +23,6 @@ using ::testing::Not;
 
 constexpr int kPeerLost = 69;
 constexpr int kIo = 74;
-
-// A failed worker's record: rank `rank` is local rank rank % workers on
-// node rank / workers.
-WorkerFailure exitOf(int rank, int workers, int code, int signal = 0,
-                     std::vector<std::string> tail = {"boom"}) {
-  WorkerFailure f;
-  f.rank = rank;
-  f.localRank = rank % workers;
-  f.nodeRank = rank / workers;
-  f.host = "node" + std::to_string(f.nodeRank);
-  f.pid = 1000 + rank;
-  f.exitCode = code;
-  f.signal = signal;
-  f.time = "2026-01-02T03:04:05Z";
-  f.stderrTail = std::move(tail);
-  return f;
-}
 
 // The agents of one job (`nodes` nodes of `workers` workers) and what the
 // Agent does between them: published events are appended to one sequence,
@@ -76,7 +62,8 @@ class Job {
                                  std::vector<std::string> tail = {"boom"}) {
     int node = rank / workers_;
     return carry(node,
-                 agents_[node]->workerExited(exitOf(rank, workers_, code, signal, tail), now()));
+                 agents_[node]->workerExited(
+                     exitOf(rank, rank % workers_, code, signal, rank / workers_, tail), now()));
   }
   // Every agent reads the events it has not read yet.
   void deliverAll() {

@@ -52,17 +52,9 @@ AgentConfig nodeConfig(bool elastic, int maxRestarts) {
   return c;
 }
 
-WorkerFailure exitOf(int rank, int code, int signal = 0) {
-  WorkerFailure f;
-  f.rank = rank;
-  f.localRank = 0;
-  f.nodeRank = rank;
-  f.host = "node" + std::to_string(rank);
-  f.pid = 1000 + rank;
-  f.exitCode = code;
-  f.signal = signal;
-  f.time = "2026-01-02T03:04:05Z";
-  return f;
+// The exit record of node `node`'s only worker (its rank is the node's).
+WorkerFailure exitOfNode(int node, int code, int signal = 0) {
+  return supervisor_testing::exitOf(node, 0, code, signal, node);
 }
 
 class ElasticSupervisorTest : public ::testing::Test {
@@ -78,7 +70,7 @@ class ElasticSupervisorTest : public ::testing::Test {
   }
   // Stops the worker as the Supervisor asked: it exits by SIGTERM.
   Actions workerStopped(Supervisor& s, int rank) {
-    return s.workerExited(exitOf(rank, 0, SIGTERM), now());
+    return s.workerExited(exitOfNode(rank, 0, SIGTERM), now());
   }
 
   FakeClock clock_;
@@ -130,9 +122,9 @@ TEST_F(ElasticSupervisorTest, AFailureIsRecordedAgainstItsNodeAndReformsTheJob) 
   Supervisor s(nodeConfig(true, 1), 29400);
   s.start(now());
   startRound(s, 0, 1, 3);
-  Actions failed = s.workerExited(exitOf(1, 3), now());
+  Actions failed = s.workerExited(exitOfNode(1, 3), now());
   EXPECT_THAT(names(failed), Contains("record node failure"));
-  s.storeEvent(JobEvent{Kind::kFailure, exitOf(1, 3).toJson()}, now());
+  s.storeEvent(JobEvent{Kind::kFailure, exitOfNode(1, 3).toJson()}, now());
   EXPECT_EQ(s.phase(), Phase::kJoining);
   EXPECT_EQ(s.restarts(), 1);
 }
@@ -177,7 +169,7 @@ TEST_F(ElasticSupervisorTest, ALostNodeOutranksTheEchoesItCauses) {
   s.start(now());
   startRound(s, 0, 1, 3);
   s.storeEvent(JobEvent{Kind::kNodeLost, "10.0.0.3"}, now());
-  WorkerFailure echo = exitOf(1, 69);  // it lost its peer
+  WorkerFailure echo = exitOfNode(1, 69);  // it lost its peer
   echo.stderrTail = {"Connection reset by peer"};
   s.storeEvent(JobEvent{Kind::kFailure, echo.toJson()}, now());
   Actions ended = workerStopped(s, 1);

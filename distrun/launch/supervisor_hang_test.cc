@@ -11,6 +11,7 @@
 namespace distrun::launch {
 namespace {
 
+using supervisor_testing::kPort;
 using supervisor_testing::names;
 using supervisor_testing::printed;
 using supervisor_testing::publishedEvents;
@@ -21,7 +22,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using Kind = JobEvent::Kind;
 
-constexpr int kPort = 29400;
 constexpr int kWorkers = 2;
 
 AgentConfig hangConfig(int numNodes, int nodeRank, std::chrono::milliseconds hangTimeout = 10s) {

@@ -12,7 +12,10 @@
 namespace distrun::launch {
 namespace {
 
+using supervisor_testing::exitOf;
+using supervisor_testing::kPort;
 using supervisor_testing::names;
+using supervisor_testing::pidOf;
 using supervisor_testing::printed;
 
 using namespace std::chrono_literals;
@@ -21,8 +24,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
 using Phase = Supervisor::Phase;
-
-constexpr int kPort = 29400;
 
 AgentConfig config(int workers, int maxRestarts = 0) {
   AgentConfig c;
@@ -49,23 +50,6 @@ JobEvent published(const Actions& actions) {
   }
   ADD_FAILURE() << "nothing published";
   return JobEvent{JobEvent::Kind::kComplete, ""};
-}
-
-// The pid the tests give the worker of `rank`.
-int pidOf(int rank) { return 1000 + rank; }
-
-WorkerFailure exitOf(int rank, int localRank, int code, int signal = 0, int nodeRank = 0) {
-  WorkerFailure f;
-  f.rank = rank;
-  f.localRank = localRank;
-  f.nodeRank = nodeRank;
-  f.host = "node" + std::to_string(nodeRank);
-  f.pid = pidOf(rank);
-  f.exitCode = code;
-  f.signal = signal;
-  f.time = "2026-01-02T03:04:05Z";
-  if (code != 0 || signal != 0) f.stderrTail = {"boom"};
-  return f;
 }
 
 class SupervisorTest : public ::testing::Test {

@@ -107,7 +107,7 @@ TEST(WorkerGroupTest, SignalsReachOnlyRunningWorkersAndTheRestAreKilledAtTheEnd)
 
 // What --hang-timeout samples: the probe's CPU time per process group and
 // the bytes each running worker wrote.
-class FakeProgressProbe : public ProgressProbe {
+class FixedUsageProbe : public ProgressProbe {
  public:
   std::map<int, GroupUsage> usage(const std::set<int>& groups) const override {
     asked = groups;
@@ -132,7 +132,7 @@ TEST(WorkerGroupTest, ProgressIsTheGroupsCpuTimeTheOutputReadAndTheReports) {
   launcher.exits.push_back({103, 0, 0});
   group.reap();
 
-  FakeProgressProbe probe;
+  FixedUsageProbe probe;
   std::vector<WorkerProgress> progress = group.progress(probe);
   EXPECT_EQ(probe.asked, (std::set<int>{101, 102})) << "running workers only";
   ASSERT_EQ(progress.size(), 2u);
@@ -175,7 +175,7 @@ TEST(WorkerGroupTest, StatusRecordsOnTheProgressPipeAreReportsToo) {
   EXPECT_EQ(statuses[0].record.step, 3);
   EXPECT_EQ(statuses[1].rank, 6);
   EXPECT_EQ(statuses[1].record.step, 1);
-  FakeProgressProbe probe;
+  FixedUsageProbe probe;
   EXPECT_EQ(group.progress(probe).at(0).reports, static_cast<long long>(records.size()));
 }
 

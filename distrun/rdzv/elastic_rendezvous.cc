@@ -8,6 +8,7 @@
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/rdzv/elastic_plan.h"
+#include "distrun/rdzv/socket.h"
 #include "distrun/rdzv/store_client.h"
 
 namespace distrun::rdzv {
@@ -27,11 +28,6 @@ const std::string kLatestKey = "e/latest";
 std::string key(int round, const std::string& name) { return fmt::format("e{}/{}", round, name); }
 std::string key(int round, const char* name, long long i) {
   return fmt::format("e{}/{}/{}", round, name, i);
-}
-
-milliseconds left(Clock::time_point deadline) {
-  return std::max(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()),
-                  milliseconds(0));
 }
 
 // "300", "0.25": a timeout in seconds as messages print it.
@@ -89,7 +85,7 @@ ElasticOutcome waiting(StoreClient& store, int round, const ElasticJoin& join, l
   out.round = round;
   out.numNodes = join.maxNodes;
   if (total < kClosedMark) return out;  // full: the MAX-th arrival closes it
-  std::optional<std::string> closed = store.get(key(round, "closed"), left(deadline));
+  std::optional<std::string> closed = store.get(key(round, "closed"), timeLeft(deadline));
   if (!closed) return out;
   if (closed->rfind("failed\n", 0) == 0) decodeOutcome(*closed, round);  // throws its message
   out.numNodes = std::stoi(*closed);
@@ -101,7 +97,7 @@ ElasticOutcome waiting(StoreClient& store, int round, const ElasticJoin& join, l
 // agent's to attempt: lastCall from the MIN-th arrival on, else the join
 // deadline. nullopt when that time passed.
 std::optional<std::string> publishAndWait(const Arrival& a) {
-  milliseconds wait = left(a.deadline);
+  milliseconds wait = timeLeft(a.deadline);
   if (a.index >= a.join.minNodes) wait = std::min(wait, a.join.lastCall);
   StoreBatch batch;
   batch.set(key(a.round, "node", a.index), a.record()).get(key(a.round, "out", a.index));

@@ -19,8 +19,8 @@ namespace distrun::rdzv {
 namespace {
 
 using namespace std::chrono_literals;
-constexpr auto kGenerous = 60s;   // a join budget no healthy run nears
-constexpr auto kForever = 3600s;  // a lastCall that must never be what closes a round
+constexpr auto kGenerousJoin = 60s;  // a join budget no healthy run nears
+constexpr auto kForever = 3600s;     // a lastCall that must never be what closes a round
 constexpr int kMasterPort = 29500;
 
 class ElasticTest : public ::testing::Test {
@@ -32,12 +32,12 @@ class ElasticTest : public ::testing::Test {
     j.host = name + ".example";
     j.standbyPort = 7000 + static_cast<int>(std::hash<std::string>()(name) % 1000);
     j.nodeName = name;
-    j.joinTimeout = kGenerous;
+    j.joinTimeout = kGenerousJoin;
     j.lastCall = kForever;
     j.pickMasterPort = [] { return kMasterPort; };
     return j;
   }
-  StoreClient client() { return StoreClient("127.0.0.1", server.port(), "t", kGenerous); }
+  StoreClient client() { return StoreClient("127.0.0.1", server.port(), "t", kGenerousJoin); }
   ElasticOutcome run(int round, const ElasticJoin& j) {
     StoreClient c = client();
     return joinElasticRound(c, round, j);

@@ -4,6 +4,7 @@
 
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/rdzv/socket.h"
 
 namespace distrun::rdzv {
 
@@ -45,11 +46,6 @@ void claim(StoreClient& store, int round, const RendezvousConfig& config) {
                   store.address(), joined.empty() ? "none" : join(joined, ", ")));
 }
 
-milliseconds left(Clock::time_point deadline) {
-  auto ms = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-  return std::max(ms, milliseconds(0));
-}
-
 // Run by the last agent to arrive: every node is published, so it assigns
 // each node's first rank and publishes the world's summary. Two batches
 // (one round trip each, however many nodes); each node's first rank is set
@@ -83,7 +79,7 @@ bool publish(StoreClient& store, int round, const RendezvousConfig& config,
   NodeInfo self{config.nodeRank, config.nproc, config.host};
   batch.set(roundKey(round, fmt::format("node/{}", config.nodeRank)), encodeNode(self));
   batch.add(roundKey(round, "joined"), 1);
-  std::vector<std::optional<std::string>> replies = store.run(batch, left(deadline));
+  std::vector<std::optional<std::string>> replies = store.run(batch, timeLeft(deadline));
   if (replies.size() < batch.size()) reportMissing(store, round, config);
   return std::stoll(replies.back().value()) == config.numNodes;
 }
@@ -100,7 +96,7 @@ World joinRound(StoreClient& store, int round, const RendezvousConfig& config) {
   if (publish(store, round, config, deadline)) assignRanks(store, round, config.numNodes);
   StoreBatch wait;
   wait.get(roundKey(round, "world")).get(roundKey(round, fmt::format("first/{}", config.nodeRank)));
-  std::vector<std::optional<std::string>> replies = store.run(wait, left(deadline));
+  std::vector<std::optional<std::string>> replies = store.run(wait, timeLeft(deadline));
   if (replies.size() < wait.size()) reportMissing(store, round, config);
   const std::string& summary = replies[0].value();
   World world;

@@ -42,10 +42,7 @@ void resolve(const std::string& host, int port, bool passive, AddrInfo& out) {
   }
 }
 
-int msUntil(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return left.count() < 0 ? 0 : static_cast<int>(left.count());
-}
+int msUntil(Clock::time_point deadline) { return static_cast<int>(timeLeft(deadline).count()); }
 
 int fileFlags(int fd, const std::string& where) {
   int flags = ::fcntl(fd, F_GETFL);
@@ -89,6 +86,11 @@ int connectBefore(int fd, const addrinfo* addr, Clock::time_point deadline,
 }
 
 }  // namespace
+
+std::chrono::milliseconds timeLeft(Clock::time_point deadline) {
+  return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()),
+                  std::chrono::milliseconds(0));
+}
 
 int listenTcp(const std::string& host, int port, int* boundPort) {
   AddrInfo ai;

@@ -9,6 +9,9 @@ namespace distrun::rdzv {
 
 using Clock = std::chrono::steady_clock;
 
+// The time from now until `deadline`; zero once it has passed.
+std::chrono::milliseconds timeLeft(Clock::time_point deadline);
+
 // Binds and listens on `host`:`port` (host "" or "0.0.0.0": every IPv4
 // address; port 0: any free port), non-blocking and close-on-exec. Stores
 // the bound port in *boundPort. Returns the socket, which the caller owns

@@ -11,6 +11,7 @@
 #include "distrun/common/error.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
+#include "distrun/rdzv/store_testing.h"
 #include "distrun/rdzv/wire.h"
 
 namespace distrun::rdzv {
@@ -18,7 +19,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Replies = std::vector<std::optional<std::string>>;
-constexpr auto kGenerous = 30s;  // a connect/get budget no healthy run nears
+using store_testing::kGenerous;
 
 class StoreBatchTest : public ::testing::Test {
  protected:

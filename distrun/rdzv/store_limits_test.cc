@@ -17,13 +17,14 @@
 #include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
+#include "distrun/rdzv/store_testing.h"
 #include "distrun/rdzv/wire.h"
 
 namespace distrun::rdzv {
 namespace {
 
 using namespace std::chrono_literals;
-constexpr auto kGenerous = 30s;  // a connect/get budget no healthy run nears
+using store_testing::kGenerous;
 
 UniqueFd rawConnection(int port, const std::string& bytes = "") {
   UniqueFd fd(connectTcp("127.0.0.1", port, Clock::now() + kGenerous));

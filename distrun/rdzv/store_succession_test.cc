@@ -15,14 +15,15 @@
 #include "distrun/common/error.h"
 #include "distrun/rdzv/socket.h"
 #include "distrun/rdzv/store_client.h"
+#include "distrun/rdzv/store_testing.h"
 #include "distrun/rdzv/wire.h"
 
 namespace distrun::rdzv {
 namespace {
 
 using namespace std::chrono_literals;
+using store_testing::kGenerous;
 using ::testing::HasSubstr;
-constexpr auto kGenerous = 30s;  // a connect/get budget no healthy run nears
 constexpr const char* kToken = "secret";
 
 std::string addressOf(const StoreCandidate& c) { return c.host + ":" + std::to_string(c.port); }

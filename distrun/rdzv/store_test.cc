@@ -15,13 +15,14 @@
 #include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
+#include "distrun/rdzv/store_testing.h"
 #include "distrun/rdzv/wire.h"
 
 namespace distrun::rdzv {
 namespace {
 
 using namespace std::chrono_literals;
-constexpr auto kGenerous = 30s;  // a connect/get budget no healthy run nears
+using store_testing::kGenerous;
 
 class StoreTest : public ::testing::Test {
  protected:

@@ -16,12 +16,13 @@
 #include "distrun/rdzv/socket.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
+#include "distrun/rdzv/store_testing.h"
 
 namespace distrun::rdzv {
 namespace {
 
 using namespace std::chrono_literals;
-constexpr auto kGenerous = 30s;  // a connect/get budget no healthy run nears
+using store_testing::kGenerous;
 constexpr const char* kDeath = "lost\nnode 2";
 
 class StoreWillTest : public ::testing::Test {

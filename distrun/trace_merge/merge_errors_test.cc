@@ -19,12 +19,11 @@ namespace {
 using nlohmann::json;
 using testing::allreduce;
 using ::testing::HasSubstr;
+using testing::kMono;
+using testing::kReal;
 using testing::span;
 using testing::TraceFolder;
 using testing::workerHeader;
-
-constexpr double kMono = 1'000'000.0;
-constexpr double kReal = 1'795'529'098'000'000.0;
 
 struct Refusal {
   std::string message;

@@ -21,70 +21,28 @@ using testing::allreduce;
 using testing::clockLine;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::kMono;
+using testing::kReal;
+using testing::merge;
+using testing::Merged;
 using testing::span;
 using testing::TraceFolder;
 using testing::workerHeader;
 using testing::workerStarted;
-
-// Rank 0's clocks at the instant its header was written.
-constexpr double kMono0 = 1'000'000.0;
-constexpr double kReal0 = 1'795'529'098'000'000.0;
-
-// A merged trace, parsed, with what the tests look up.
-struct Merged {
-  json trace;
-  MergeReport report;
-
-  const json& events() const { return trace["traceEvents"]; }
-  std::vector<json> named(const std::string& name) const {
-    std::vector<json> found;
-    for (const json& e : events()) {
-      if (e["name"] == name && e["ph"] != "M") found.push_back(e);
-    }
-    return found;
-  }
-  std::vector<json> phase(const std::string& ph) const {
-    std::vector<json> found;
-    for (const json& e : events()) {
-      if (e["ph"] == ph) found.push_back(e);
-    }
-    return found;
-  }
-  // The value of a metadata event ("process_name", ...) by (pid, tid).
-  std::map<std::pair<int, int>, json> metadata(const std::string& name) const {
-    std::map<std::pair<int, int>, json> found;
-    for (const json& e : phase("M")) {
-      if (e["name"] == name) found[{e["pid"].get<int>(), e["tid"].get<int>()}] = e["args"];
-    }
-    return found;
-  }
-  std::string processName(int pid) const { return metadata("process_name").at({pid, 0})["name"]; }
-  std::string threadName(const json& event) const {
-    return metadata("thread_name").at({event["pid"].get<int>(), event["tid"].get<int>()})["name"];
-  }
-};
-
-Merged merge(const TraceFolder& folder) {
-  std::ostringstream out;
-  Merged m;
-  m.report = mergeTraces(folder.path(), out);
-  m.trace = json::parse(out.str());
-  return m;
-}
 
 // Two hosts whose monotonic clocks differ by `skewUs` (rank 0's = rank 1's
 // + skew) and whose real-time clocks are 2 s apart besides: each rank runs
 // `collectives` allreduces, starting at the same true instants.
 void writeTwoRanks(const TraceFolder& folder, double skewUs, double measuredUs, int collectives,
                    bool measured = true) {
-  const double mono1 = kMono0 - skewUs;
-  folder.append("rank0.jsonl", {workerHeader(0, "node1", kMono0, kReal0), clockLine(0, 0)});
-  folder.append("rank1.jsonl", {workerHeader(1, "node2", mono1, kReal0 + 2'000'000.0)});
+  const double mono1 = kMono - skewUs;
+  folder.append("rank0.jsonl", {workerHeader(0, "node1", kMono, kReal), clockLine(0, 0)});
+  folder.append("rank1.jsonl", {workerHeader(1, "node2", mono1, kReal + 2'000'000.0)});
   if (measured) folder.append("rank1.jsonl", {clockLine(measuredUs, 10)});
   for (int seq = 0; seq < collectives; ++seq) {
     const double at = 500.0 + 1000.0 * seq;
     folder.append("rank0.jsonl",
-                  {span("forward", kMono0 + at - 400, 300), allreduce(0, seq, kMono0 + at, 80)});
+                  {span("forward", kMono + at - 400, 300), allreduce(0, seq, kMono + at, 80)});
     folder.append("rank1.jsonl",
                   {span("forward", mono1 + at - 400, 300), allreduce(0, seq, mono1 + at, 80)});
   }
@@ -112,7 +70,7 @@ TEST(MergeTest, TwoRanksWithAnInjectedOffsetAlignWithinTheMeasurementError) {
 TEST(MergeTest, AProcessPerRankNamedWithItsNodeAndThreadsNamed) {
   TraceFolder folder;
   writeTwoRanks(folder, 0, 0, 1);
-  folder.append("rank1.jsonl", {span("next batch", kMono0 + 5000, 10, "data")});
+  folder.append("rank1.jsonl", {span("next batch", kMono + 5000, 10, "data")});
   Merged m = merge(folder);
   EXPECT_EQ(m.processName(1), "rank 0 (node1)");
   EXPECT_EQ(m.processName(2), "rank 1 (node2)");
@@ -138,9 +96,9 @@ TEST(MergeTest, EveryCollectiveIsLinkedFromRankZeroToEachOtherRank) {
   TraceFolder folder;
   for (int rank = 0; rank < 3; ++rank) {
     const std::string name = "rank" + std::to_string(rank) + ".jsonl";
-    folder.append(name, {workerHeader(rank, "node1", kMono0, kReal0)});
-    for (int seq = 0; seq < 5; ++seq) folder.append(name, {allreduce(0, seq, kMono0 + seq, 1)});
-    folder.append(name, {allreduce(1, 0, kMono0 + 10, 1)});  // a second communicator
+    folder.append(name, {workerHeader(rank, "node1", kMono, kReal)});
+    for (int seq = 0; seq < 5; ++seq) folder.append(name, {allreduce(0, seq, kMono + seq, 1)});
+    folder.append(name, {allreduce(1, 0, kMono + 10, 1)});  // a second communicator
   }
   Merged m = merge(folder);
   auto flows = flowsById(m);
@@ -160,8 +118,8 @@ TEST(MergeTest, EveryCollectiveIsLinkedFromRankZeroToEachOtherRank) {
 TEST(MergeTest, CollectivesWithASideMissingAreCountedNotLinked) {
   TraceFolder folder;
   writeTwoRanks(folder, 0, 0, 2);
-  folder.append("rank0.jsonl", {allreduce(0, 2, kMono0 + 9000, 1)});  // rank 1 died first
-  folder.append("rank1.jsonl", {allreduce(0, 7, kMono0 + 9000, 1)});  // rank 0's is lost
+  folder.append("rank0.jsonl", {allreduce(0, 2, kMono + 9000, 1)});  // rank 1 died first
+  folder.append("rank1.jsonl", {allreduce(0, 7, kMono + 9000, 1)});  // rank 0's is lost
   Merged m = merge(folder);
   EXPECT_EQ(m.report.flowPairs, 2u);
   EXPECT_EQ(m.report.flowMissing, 2u);
@@ -172,10 +130,10 @@ TEST(MergeTest, CollectivesWithASideMissingAreCountedNotLinked) {
 TEST(MergeTest, ARestartedWorkersPartsAreKeptApartInOrder) {
   TraceFolder folder;
   for (int restart = 0; restart < 2; ++restart) {
-    const double mono = kMono0 + restart * 100'000.0;
+    const double mono = kMono + restart * 100'000.0;
     for (int rank = 0; rank < 2; ++rank) {
       const std::string name = "rank" + std::to_string(rank) + ".jsonl";
-      folder.append(name, {workerHeader(rank, "node1", mono, kReal0 + restart * 100'000.0, restart),
+      folder.append(name, {workerHeader(rank, "node1", mono, kReal + restart * 100'000.0, restart),
                            span("step", mono + 10, 5), allreduce(0, 0, mono + 20, 5)});
     }
   }
@@ -200,14 +158,14 @@ TEST(MergeTest, OffsetsOfARestartRoundAreToThatRoundsRankZero) {
   // node2's clock is 5 s behind node1's. Round 0: rank 0 on node1. Round
   // 1 (an elastic re-formation): rank 0 on node2, rank 1 on node1, whose
   // offset is then measured to node2's clock. One true instant: 9000 us.
-  const double mono2 = kMono0 - 5'000'000.0;
+  const double mono2 = kMono - 5'000'000.0;
   folder.append("rank0.jsonl",
-                {workerHeader(0, "node1", kMono0, kReal0),
-                 workerHeader(0, "node2", mono2, kReal0 + 77, 1), span("step", mono2 + 9000, 5)});
+                {workerHeader(0, "node1", kMono, kReal),
+                 workerHeader(0, "node2", mono2, kReal + 77, 1), span("step", mono2 + 9000, 5)});
   folder.append("rank1.jsonl",
-                {workerHeader(1, "node2", mono2, kReal0), clockLine(5e6, 8),
-                 span("first", mono2 + 100, 1), workerHeader(1, "node1", kMono0, kReal0 - 99, 1),
-                 clockLine(-5e6, 8), span("step", kMono0 + 9000, 5)});
+                {workerHeader(1, "node2", mono2, kReal), clockLine(5e6, 8),
+                 span("first", mono2 + 100, 1), workerHeader(1, "node1", kMono, kReal - 99, 1),
+                 clockLine(-5e6, 8), span("step", kMono + 9000, 5)});
   Merged m = merge(folder);
   std::vector<json> steps = m.named("step");
   ASSERT_EQ(steps.size(), 2u);
@@ -219,10 +177,10 @@ TEST(MergeTest, AgentsAreLauncherProcessesOnTheClockOfARankOnTheirHost) {
   TraceFolder folder;
   writeTwoRanks(folder, 5'000'000.0, 5'000'000.0, 1);
   // Agent 1 shares node2 (and its monotonic clock) with rank 1.
-  const double mono1 = kMono0 - 5'000'000.0;
-  folder.append("agent0.jsonl", {agentHeader(0, "node1", kMono0 - 200, kReal0 - 200),
-                                 workerStarted(0, kMono0 - 100)});
-  folder.append("agent1.jsonl", {agentHeader(1, "node2", mono1 - 200, kReal0 + 7'000'000.0),
+  const double mono1 = kMono - 5'000'000.0;
+  folder.append("agent0.jsonl",
+                {agentHeader(0, "node1", kMono - 200, kReal - 200), workerStarted(0, kMono - 100)});
+  folder.append("agent1.jsonl", {agentHeader(1, "node2", mono1 - 200, kReal + 7'000'000.0),
                                  workerStarted(1, mono1 - 100)});
   Merged m = merge(folder);
   std::vector<json> starts = m.named("worker_started");
@@ -243,13 +201,13 @@ TEST(MergeTest, AProcessWithoutAMeasuredOffsetFallsBackToTheRealTimeClock) {
   TraceFolder folder;
   // Rank 1 measured no offset: its pair of clock readings places it. Agent
   // 2 is alone on node3.
-  const double mono1 = kMono0 - 5'000'000.0;
+  const double mono1 = kMono - 5'000'000.0;
   folder.append("rank0.jsonl",
-                {workerHeader(0, "node1", kMono0, kReal0), allreduce(0, 0, kMono0 + 100, 10)});
+                {workerHeader(0, "node1", kMono, kReal), allreduce(0, 0, kMono + 100, 10)});
   folder.append("rank1.jsonl",
-                {workerHeader(1, "node2", mono1, kReal0 + 50), allreduce(0, 0, mono1 + 100, 10)});
+                {workerHeader(1, "node2", mono1, kReal + 50), allreduce(0, 0, mono1 + 100, 10)});
   folder.append("agent2.jsonl",
-                {agentHeader(2, "node3", 42, kReal0 + 10), workerStarted(5, 42 + 100)});
+                {agentHeader(2, "node3", 42, kReal + 10), workerStarted(5, 42 + 100)});
   Merged m = merge(folder);
   std::vector<json> reduces = m.named("allreduce");
   ASSERT_EQ(reduces.size(), 2u);
@@ -278,8 +236,8 @@ TEST(MergeTest, ACappedFileIsNoted) {
 
 TEST(MergeTest, TimesAreRoundedToTheNanosecondAndStartAtZero) {
   TraceFolder folder;
-  folder.append("rank0.jsonl", {workerHeader(0, "node1", kMono0, kReal0),
-                                span("a", kMono0 + 0.1234567, 1), span("b", kMono0 + 2.5, 1)});
+  folder.append("rank0.jsonl", {workerHeader(0, "node1", kMono, kReal),
+                                span("a", kMono + 0.1234567, 1), span("b", kMono + 2.5, 1)});
   Merged m = merge(folder);
   EXPECT_EQ(m.named("a")[0]["ts"], 0.0);
   EXPECT_EQ(m.named("b")[0]["ts"], 2.377);

@@ -17,13 +17,14 @@ using nlohmann::json;
 using testing::agentHeader;
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using testing::kMono;
+using testing::kReal;
+using testing::merge;
+using testing::Merged;
 using testing::span;
 using testing::TraceFolder;
 using testing::workerHeader;
 using testing::workerStarted;
-
-constexpr double kMono = 7'000'000.0;
-constexpr double kReal = 1'795'529'098'000'000.0;
 
 // What export_chrome_trace writes: ts from the profiler's start.
 json legacyEvents(double first) {
@@ -52,34 +53,6 @@ json objectForm(double first, double clockStart, double realtimeStart, const std
           {"distrunHost", host}};
 }
 
-struct Merged {
-  json trace;
-  MergeReport report;
-  std::vector<json> named(const std::string& name) const {
-    std::vector<json> found;
-    for (const json& e : trace["traceEvents"]) {
-      if (e["name"] == name) found.push_back(e);
-    }
-    return found;
-  }
-  std::string metadataName(const std::string& kind, int pid, int tid) const {
-    for (const json& e : trace["traceEvents"]) {
-      if (e["ph"] == "M" && e["name"] == kind && e["pid"] == pid && e["tid"] == tid) {
-        return e["args"]["name"];
-      }
-    }
-    return "";
-  }
-};
-
-Merged merge(const TraceFolder& folder) {
-  std::ostringstream out;
-  Merged m;
-  m.report = mergeTraces(folder.path(), out);
-  m.trace = json::parse(out.str());
-  return m;
-}
-
 TEST(TorchMergeTest, TheObjectFormIsPlacedExactlyOnOneHost) {
   TraceFolder folder;
   // Rank 1's profiler started 1000 us after rank 0's; the real-time
@@ -94,8 +67,8 @@ TEST(TorchMergeTest, TheObjectFormIsPlacedExactlyOnOneHost) {
   EXPECT_EQ(mul[1]["pid"], 2);
   EXPECT_EQ(mul[1]["ts"].get<double>() - mul[0]["ts"].get<double>(), 1000.0);
   EXPECT_EQ(m.named("aten::ones")[0]["ts"], 0.0);
-  EXPECT_EQ(m.metadataName("thread_name", 1, mul[0]["tid"]), "torch");
-  EXPECT_EQ(m.metadataName("process_name", 2, 0), "rank 1 (node1)");
+  EXPECT_EQ(m.threadName(mul[0]), "torch");
+  EXPECT_EQ(m.processName(2), "rank 1 (node1)");
   EXPECT_EQ(mul[0]["cat"], "torch");
   EXPECT_EQ(m.report.ranks, 2);
   EXPECT_EQ(m.report.torchExports, 2);
@@ -160,7 +133,7 @@ TEST(TorchMergeTest, ABareListIsAnchoredAtItsWorkerStartedEvent) {
   Merged m = merge(folder);
   EXPECT_EQ(m.named("aten::ones")[0]["ts"], 40.0);  // 80 + 10, from the first start
   EXPECT_EQ(m.named("aten::ones")[0]["pid"], 2);
-  EXPECT_EQ(m.metadataName("process_name", 2, 0), "rank 1 (node1)");
+  EXPECT_EQ(m.processName(2), "rank 1 (node1)");
   EXPECT_THAT(m.report.notes,
               Contains(folder.file("torch-rank1.json") +
                        ": no distrunClockStartUs (a bare export): its profiler's start is put at "
@@ -178,13 +151,13 @@ TEST(TorchMergeTest, ABareListAloneStartsTheJob) {
   Merged m = merge(folder);
   EXPECT_EQ(m.named("aten::ones")[0]["ts"], 0.0);
   EXPECT_EQ(m.named("mark")[0]["ph"], "i");
-  EXPECT_EQ(m.metadataName("thread_name", 1, m.named("mark")[0]["tid"]), "torch (thread 2)");
+  EXPECT_EQ(m.threadName(m.named("mark")[0]), "torch (thread 2)");
   EXPECT_TRUE(m.named("flow").empty());
   EXPECT_THAT(m.report.notes, Contains(HasSubstr("its profiler's start is put at the job's first "
                                                  "event")));
   EXPECT_THAT(m.report.notes, Contains(folder.file("torch-rank0.json") +
                                        ": left out 1 events of phases other than X, i and C"));
-  EXPECT_EQ(m.metadataName("process_name", 1, 0), "rank 0");
+  EXPECT_EQ(m.processName(1), "rank 0");
 }
 
 struct BadExport {

@@ -21,13 +21,12 @@ using nlohmann::json;
 using testing::agentHeader;
 using testing::allreduce;
 using testing::clockLine;
+using testing::kMono;
+using testing::kReal;
 using testing::span;
 using testing::TraceFolder;
 using testing::workerHeader;
 using testing::workerStarted;
-
-constexpr double kMono = 1'000'000.0;
-constexpr double kReal = 1'795'529'098'000'000.0;
 
 // Checks the schema itself, then validates `trace` against it; "" when valid.
 constexpr const char* kValidate =

@@ -1,19 +1,28 @@
 #pragma once
 
 // Trace folders for the merge's tests: files written line by line as the
-// recorder writes them (docs/observability.md, "The trace files").
+// recorder writes them (docs/observability.md, "The trace files"), and the
+// merged trace read back.
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "distrun/trace_merge/merge.h"
+
 namespace distrun::trace_merge::testing {
+
+// Rank 0's clocks at the instant its header was written.
+inline constexpr double kMono = 1'000'000.0;
+inline constexpr double kReal = 1'795'529'098'000'000.0;
 
 // A fresh folder under the test's temporary directory, removed at the end.
 class TraceFolder {
@@ -105,6 +114,50 @@ inline nlohmann::json workerStarted(int rank, double ts) {
 inline nlohmann::json readJson(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
+}
+
+// A merged trace, parsed, with what the tests look up.
+struct Merged {
+  nlohmann::json trace;
+  MergeReport report;
+
+  const nlohmann::json& events() const { return trace["traceEvents"]; }
+  // The events named `name`, metadata left out.
+  std::vector<nlohmann::json> named(const std::string& name) const {
+    std::vector<nlohmann::json> found;
+    for (const nlohmann::json& e : events()) {
+      if (e["name"] == name && e["ph"] != "M") found.push_back(e);
+    }
+    return found;
+  }
+  std::vector<nlohmann::json> phase(const std::string& ph) const {
+    std::vector<nlohmann::json> found;
+    for (const nlohmann::json& e : events()) {
+      if (e["ph"] == ph) found.push_back(e);
+    }
+    return found;
+  }
+  // The value of a metadata event ("process_name", ...) by (pid, tid).
+  std::map<std::pair<int, int>, nlohmann::json> metadata(const std::string& name) const {
+    std::map<std::pair<int, int>, nlohmann::json> found;
+    for (const nlohmann::json& e : phase("M")) {
+      if (e["name"] == name) found[{e["pid"].get<int>(), e["tid"].get<int>()}] = e["args"];
+    }
+    return found;
+  }
+  std::string processName(int pid) const { return metadata("process_name").at({pid, 0})["name"]; }
+  std::string threadName(const nlohmann::json& event) const {
+    return metadata("thread_name").at({event["pid"].get<int>(), event["tid"].get<int>()})["name"];
+  }
+};
+
+// Merges `folder` as `distrun trace merge` does, and reads the result back.
+inline Merged merge(const TraceFolder& folder) {
+  std::ostringstream out;
+  Merged m;
+  m.report = mergeTraces(folder.path(), out);
+  m.trace = nlohmann::json::parse(out.str());
+  return m;
 }
 
 }  // namespace distrun::trace_merge::testing
