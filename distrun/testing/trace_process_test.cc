@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "distrun/common/temp_dir_testing.h"
 #include "distrun/testing/command.h"
 
 namespace distrun::testing {
@@ -24,12 +25,6 @@ using Json = nlohmann::json;
 using ::testing::Contains;
 
 std::string distrun() { return quote(binaryPath("distrun")); }
-
-std::string freshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/" + name + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  return dir;
-}
 
 // A trace file's lines; each must be whole JSON (the job ended normally).
 std::vector<Json> traceLines(const std::string& path) {
@@ -94,7 +89,8 @@ std::string trainCommand(const std::string& dir, const std::string& more) {
 }
 
 TEST(TraceProcessTest, TwoRanksAndTheAgentEachLeaveATrace) {
-  const std::string dir = freshDir("trace");
+  const TempDir tmp;
+  const std::string dir = tmp.file("trace");
   const CommandResult r = runCommand(trainCommand(dir, ""));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   std::vector<Json> rank[2] = {traceLines(dir + "/rank0.jsonl"), traceLines(dir + "/rank1.jsonl")};
@@ -146,7 +142,8 @@ TEST(TraceProcessTest, TwoRanksAndTheAgentEachLeaveATrace) {
 // says so, within the half round trip NTP's estimate guarantees (both ranks
 // read this host's one monotonic clock). And the window holds: steps 2-3.
 TEST(TraceProcessTest, TheMeasuredOffsetReflectsASkewAndTheWindowHolds) {
-  const std::string dir = freshDir("trace-skew");
+  const TempDir tmp;
+  const std::string dir = tmp.file("trace");
   const CommandResult r = runCommand("DISTRUN_TRACE_CLOCK_SKEW_US=0,5000000 " +
                                      trainCommand(dir, " --trace-steps 2:3"));
   ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -168,7 +165,8 @@ TEST(TraceProcessTest, TheMeasuredOffsetReflectsASkewAndTheWindowHolds) {
 // with both ranks, every collective linked across them, and the clocks
 // aligned (the two ends of one all-reduce within 1 s, not 5 s apart).
 TEST(TraceProcessTest, ASkewedRunMergesIntoOneAlignedTrace) {
-  const std::string dir = freshDir("trace-merge");
+  const TempDir tmp;
+  const std::string dir = tmp.file("trace");
   CommandResult r = runCommand("DISTRUN_TRACE_CLOCK_SKEW_US=0,5000000 " + trainCommand(dir, ""));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   r = runCommand(distrun() + " trace merge " + quote(dir) + " -o " + quote(dir + "/t.json"));
@@ -198,7 +196,8 @@ TEST(TraceProcessTest, ASkewedRunMergesIntoOneAlignedTrace) {
 // Rank 1 SIGKILLed mid-run (its last flush may end in a part of a line):
 // the folder still merges, with rank 1's steps up to its death.
 TEST(TraceProcessTest, ARankKilledMidRunStillMerges) {
-  const std::string dir = freshDir("trace-kill");
+  const TempDir tmp;
+  const std::string dir = tmp.file("trace");
   const std::string rank1 = quote(dir + "/rank1.jsonl");
   const std::string script = "timeout 300 " + distrun() + " train --nproc-per-node 2 --trace " +
                              quote(dir) +

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distrun/common/system.h"
+#include "distrun/common/temp_dir_testing.h"
 #include "distrun/testing/command.h"
 
 namespace distrun::testing {
@@ -30,13 +31,6 @@ bool haveMnist() {
   return std::filesystem::exists(dataDir() + "/MNIST/raw/train-images-idx3-ubyte");
 }
 
-std::string freshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/" + name + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 // "parameters identical on all 2 ranks: crc32 1234abcd" -> "1234abcd".
 std::string checksumIn(const std::string& out) {
   std::smatch m;
@@ -45,7 +39,8 @@ std::string checksumIn(const std::string& out) {
 }
 
 TEST(TrainProcessTest, LinearOnTwoRanksWritesMetricsAndEqualReplicas) {
-  const std::string dir = freshDir("linear");
+  const TempDir tmp;
+  const std::string dir = tmp.path();
   CommandResult r =
       runCommand("timeout 300 " + distrun() +
                  " train --nproc-per-node 2 linear --epochs 3 --metrics " + quote(dir + "/m.json"));
@@ -93,7 +88,8 @@ TEST(TrainProcessTest, LauncherFlagsMayFollowTheWorkload) {
 // sample of the epoch is trained on (samples/s x seconds), the replicas
 // end equal.
 TEST(TrainProcessTest, BalancedLinearOnTwoRanksTrainsEverySample) {
-  const std::string dir = freshDir("balanced");
+  const TempDir tmp;
+  const std::string dir = tmp.path();
   CommandResult r = runCommand("timeout 300 " + distrun() +
                                " train --nproc-per-node 2 linear --epochs 2 --balance-load" +
                                " --metrics " + quote(dir + "/m.json"));
@@ -113,7 +109,8 @@ TEST(TrainProcessTest, BalancedLinearOnTwoRanksTrainsEverySample) {
 // lost a node there), saying so in one line, and every epoch is in the
 // metrics.
 TEST(TrainProcessTest, ASnapshotResumesOnAnotherWorldSizeAtAnEpochsEndAndMidEpoch) {
-  const std::string dir = freshDir("resize");
+  const TempDir tmp;
+  const std::string dir = tmp.path();
   const std::string snapshot = " --snapshot " + quote(dir + "/s.snap");
   CommandResult r = runCommand("timeout 300 " + distrun() +
                                " train --nproc-per-node 2 linear --epochs 1" + snapshot);
@@ -151,7 +148,8 @@ TEST(TrainProcessTest, ASnapshotResumesOnAnotherWorldSizeAtAnEpochsEndAndMidEpoc
 // Resuming a snapshot that finished every epoch asked for trains nothing
 // and says so, and how to train more; exit 0.
 TEST(TrainProcessTest, AFinishedSnapshotLeavesNothingToTrain) {
-  const std::string dir = freshDir("finished");
+  const TempDir tmp;
+  const std::string dir = tmp.path();
   const std::string train = quote(binaryPath("distrun-train")) +
                             " linear --epochs 2 --progress epochs --snapshot " +
                             quote(dir + "/s.snap");
@@ -272,7 +270,8 @@ int workerPid(const std::string& marker, int rank) {
 // --deterministic, end with the parameters of an uninterrupted run.
 TEST(TrainProcessTest, KilledWorkerResumesFromTheSnapshotToTheSameParameters) {
   if (!haveMnist()) GTEST_SKIP() << "no MNIST under " << dataDir() << ": run scripts/prepare-mnist";
-  const std::string dir = freshDir("resume");
+  const TempDir tmp;
+  const std::string dir = tmp.path();
   const std::string flags = " mnist --data " + quote(dataDir()) +
                             " --limit-train 2000 --limit-test 500 --epochs 2 --batch-size 32"
                             " --deterministic --save-every-steps 8 --progress epochs --snapshot ";
@@ -323,7 +322,8 @@ bool waitForText(const std::string& log, const std::string& text) {
 // writes the snapshot, every process exits 79. Resumed, the run ends with
 // the parameters of an uninterrupted --deterministic run.
 TEST(TrainProcessTest, UsrOneSnapshotsExits79AndTheResumeEndsLikeAnUninterruptedRun) {
-  const std::string dir = freshDir("preempt");
+  const TempDir tmp;
+  const std::string dir = tmp.path();
   const std::string flags =
       " train --nproc-per-node 2 linear --epochs 1000 --deterministic --save-every 0"
       " --progress epochs --snapshot ";
@@ -358,7 +358,8 @@ TEST(TrainProcessTest, UsrOneSnapshotsExits79AndTheResumeEndsLikeAnUninterrupted
 // Without --snapshot nothing can be saved: rank 0 says so and the job
 // trains to its end (exit 0), not requeued.
 TEST(TrainProcessTest, UsrOneWithoutASnapshotSaysSoAndTrainsOn) {
-  const std::string dir = freshDir("preempt_nosnap");
+  const TempDir tmp;
+  const std::string dir = tmp.path();
   const std::string log = dir + "/log";
   const int timeout =
       startCommand("timeout 300 " + distrun() +
@@ -376,7 +377,8 @@ TEST(TrainProcessTest, UsrOneWithoutASnapshotSaysSoAndTrainsOn) {
 
 // A worker that crashes is a failure as always: its code, not 79.
 TEST(TrainProcessTest, ACrashedWorkerIsAFailureNotACheckpoint) {
-  const std::string dir = freshDir("preempt_crash");
+  const TempDir tmp;
+  const std::string dir = tmp.path();
   const std::string snapshot = dir + "/crash.snap";
   const std::string log = dir + "/log";
   const int timeout = startCommand("timeout 300 " + distrun() +
