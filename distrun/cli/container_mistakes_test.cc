@@ -1,15 +1,17 @@
 // The container flags' mistakes (--container, --bind, --container-runtime,
 // distrun enter): one line, their exit code, nothing started.
 #include "distrun/cli/mistakes_table.h"
+#include "distrun/cli/source_paths_testing.h"
 
 namespace distrun::cli {
 namespace {
 
-const std::string kSource = DISTRUN_SOURCE_DIR;
+using testing::kNotAnImage;
+using testing::kSourceDir;
+
 // A SquashFS superblock and nothing else: openImage accepts it (the flags'
 // checks come next); nothing ever mounts it here.
-const std::string kImage = kSource + "/distrun/cli/testdata/superblock_only.sqfs";
-const std::string kNotAnImage = kSource + "/README.md";
+const std::string kImage = kSourceDir + "/distrun/cli/testdata/superblock_only.sqfs";
 
 const Mistake kContainerMistakes[] = {
     {{"run", "--container", "/nonexistent/pytorch.sif", "train.py"},

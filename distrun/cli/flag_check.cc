@@ -9,9 +9,19 @@ namespace distrun::cli {
 
 namespace {
 
-bool looksLikeFlag(const std::string& arg) { return arg.size() > 1 && arg[0] == '-'; }
+// "run", or "trace merge" for merge under trace: `cmd`'s name after those
+// of the commands above it, less the program's own.
+std::string commandPath(const CLI::App& cmd) {
+  std::string path = cmd.get_name();
+  for (const CLI::App* p = cmd.get_parent(); p && p->get_parent(); p = p->get_parent()) {
+    path = p->get_name() + " " + path;
+  }
+  return path;
+}
 
 }  // namespace
+
+bool looksLikeFlag(const std::string& arg) { return arg.size() > 1 && arg[0] == '-'; }
 
 std::vector<std::string> longNames(const FlagSet& flags) {
   std::vector<std::string> names;
@@ -22,7 +32,7 @@ std::vector<std::string> longNames(const FlagSet& flags) {
 }
 
 std::string unknownFlagMessage(const CLI::App& cmd, const std::string& arg) {
-  const std::string command = cmd.get_name();
+  const std::string command = commandPath(cmd);
   return command + ": " + distrun::unknownFlagMessage(cmd, arg, "distrun " + command);
 }
 

@@ -14,13 +14,19 @@ class App;
 
 namespace distrun::cli {
 
+// Whether `arg` is a flag rather than a value or a program: "-x", "--x=1",
+// but not "-" (standard input) or "".
+bool looksLikeFlag(const std::string& arg);
+
 // The long names of `flags` ("--nproc-per-node", not "-r"): what a
 // suggestion may name.
 std::vector<std::string> longNames(const FlagSet& flags);
 
 // "run: unknown flag --max-restart: did you mean --max-restarts?", or
 // without a close name "exec: unknown flag -x (see 'distrun exec --help')".
-// `arg` may carry its value ("--x=1"); the message names the flag.
+// A subcommand's message names the path to it ("trace merge: ... (see
+// 'distrun trace merge --help')"). `arg` may carry its value ("--x=1"); the
+// message names the flag.
 std::string unknownFlagMessage(const CLI::App& cmd, const std::string& arg);
 
 // PROGRAM [ARGS...] of `cmd` (run, exec, train): what the parser left,

@@ -10,6 +10,7 @@
 
 #include "distrun/cli/cli.h"
 #include "distrun/cli/mistakes_table.h"
+#include "distrun/cli/source_paths_testing.h"
 #include "distrun/comm_bench/bench_cli.h"
 #include "distrun/common/error.h"
 #include "distrun/launch/run_options.h"
@@ -328,7 +329,7 @@ INSTANTIATE_TEST_SUITE_P(Submit, DistrunMistakeTest, ::testing::ValuesIn(kSubmit
 // written; a folder of trace files, and one with a broken line.
 const std::string kTraces = std::string(DISTRUN_SOURCE_DIR) + "/distrun/trace_merge/testdata";
 const std::string kTraceOut = ::testing::TempDir() + "distrun-mistakes-trace.json";
-const std::string kNoTraces = std::string(DISTRUN_SOURCE_DIR) + "/docs";
+const std::string kNoTraces = testing::kDocs;  // a folder without trace files
 const Mistake kTraceMergeMistakes[] = {
     {{"trace"}, "trace: expected a subcommand: merge (see 'distrun trace --help')"},
     {{"trace", "mrege", "traces"}, "trace: unknown subcommand 'mrege' (did you mean 'merge'?)"},
@@ -376,9 +377,9 @@ INSTANTIATE_TEST_SUITE_P(TraceMerge, DistrunMistakeTest, ::testing::ValuesIn(kTr
 
 // distrun wrap: every mistake is found before mmdebstrap, cp or mksquashfs
 // runs (nothing "wrap" started). A folder that exists: the docs.
-const std::string kDocs = std::string(DISTRUN_SOURCE_DIR) + "/docs";
+using testing::kDocs;
+using testing::kNotAnImage;
 const std::string kDocsDir = kDocs + ":/opt/docs";
-const std::string kNotAnImage = std::string(DISTRUN_SOURCE_DIR) + "/README.md";
 const std::string kExisting = std::string(DISTRUN_BINARY_DIR) + "/CMakeCache.txt";
 const Mistake kWrapMistakes[] = {
     {{"wrap", "-o", "/tmp/x.sif"},
@@ -458,7 +459,7 @@ INSTANTIATE_TEST_SUITE_P(Wrap, DistrunMistakeTest, ::testing::ValuesIn(kWrapMist
 // distrun plot: refused before gnuplot runs (nothing "gnuplot" started).
 // Its inputs: a metrics file and a trace (testdata), README.md as a file
 // that is no JSON, and a JSON file that is neither metrics nor trace.
-const std::string kPlotData = std::string(DISTRUN_SOURCE_DIR) + "/distrun/plot/testdata";
+using testing::kPlotData;
 const std::string kMetrics = kPlotData + "/linear_2ranks.json";
 const std::string kNotMetrics = kPlotData + "/not_metrics.json";
 const Mistake kPlotMistakes[] = {

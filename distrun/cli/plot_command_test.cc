@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/cli/cli.h"
+#include "distrun/cli/source_paths_testing.h"
 #include "distrun/common/environment.h"
 
 namespace distrun::cli {
@@ -18,7 +19,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kPlotData = std::string(DISTRUN_SOURCE_DIR) + "/distrun/plot/testdata";
+using testing::kPlotData;
 
 struct PlotRun {
   int operator()(const std::vector<std::string>& args) {

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "distrun/cli/commands.h"
-#include "distrun/common/command_line.h"
+#include "distrun/cli/flag_check.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/trace_merge/merge.h"
@@ -22,16 +22,9 @@ struct MergeArguments {
   std::string output;
 };
 
-bool looksLikeFlag(const std::string& arg) { return arg.size() > 1 && arg[0] == '-'; }
-
 // DIR: the one argument the parser left that is not a flag.
 std::string folderArgument(const CLI::App& merge) {
-  const std::vector<std::string> rest = merge.remaining();
-  for (const std::string& arg : rest) {
-    if (looksLikeFlag(arg)) {
-      throw UsageError("trace merge: " + unknownFlagMessage(merge, arg, "distrun trace merge"));
-    }
-  }
+  const std::vector<std::string> rest = argumentsWithoutFlags(merge);
   if (rest.empty()) {
     throw UsageError(fmt::format(
         "trace merge: expected the trace folder DIR ({}; see 'distrun trace merge --help')",
@@ -60,7 +53,7 @@ UsageError noSubcommand(const CLI::App& trace) {
     return UsageError("trace: expected a subcommand: merge (see 'distrun trace --help')");
   }
   if (looksLikeFlag(rest.front())) {
-    return UsageError("trace: " + unknownFlagMessage(trace, rest.front(), "distrun trace"));
+    return UsageError(unknownFlagMessage(trace, rest.front()));
   }
   if (auto known = closestName(rest.front(), {"merge"})) {
     return UsageError(

@@ -7,13 +7,14 @@
 #include <gtest/gtest.h>
 
 #include "distrun/cli/cli.h"
+#include "distrun/cli/source_paths_testing.h"
 #include "distrun/common/environment.h"
 #include "distrun/container/wrap_options.h"
 
 namespace distrun::cli {
 namespace {
 
-const std::string kDocs = std::string(DISTRUN_SOURCE_DIR) + "/docs";
+using testing::kDocs;
 
 struct WrapRun {
   int operator()(const std::vector<std::string>& args) {

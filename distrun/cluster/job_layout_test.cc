@@ -9,41 +9,26 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "distrun/cluster/slurm_step_testing.h"
 #include "distrun/common/error.h"
 
 namespace distrun::cluster {
 namespace {
 
 using ::testing::ElementsAre;
-using Vars = std::map<std::string, std::string>;
+using testing::slurmStep;
+using testing::Vars;
 
-const HostFacts kHost{"node2", 8};
+// This host: node2, named in the allocations and node files below.
+const HostFacts kNode2{"node2", 8};
 
-// The variables srun sets for task `rank` of a step: a copy of what a real
-// `srun -N4 -n7` printed, with the task's own ids.
-Vars slurmStep(int rank, int node, int local) {
-  return {{"SLURM_JOB_ID", "4242"},
-          {"SLURM_STEP_ID", "3"},
-          {"SLURM_PROCID", std::to_string(rank)},
-          {"SLURM_NODEID", std::to_string(node)},
-          {"SLURM_LOCALID", std::to_string(local)},
-          {"SLURM_STEP_NUM_TASKS", "7"},
-          {"SLURM_STEP_NUM_NODES", "4"},
-          {"SLURM_STEP_TASKS_PER_NODE", "2(x3),1"},
-          {"SLURM_STEP_NODELIST", "gpu-[07-09],cpu01"},
-          {"SLURM_JOB_NODELIST", "gpu-[01-09],cpu01"},
-          {"SLURM_TASKS_PER_NODE", "1(x10)"},
-          {"SLURM_NTASKS", "7"},
-          {"SLURM_NNODES", "4"}};
-}
-
-JobLayout detect(const Vars& vars, const HostFacts& host = kHost) {
+JobLayout detect(const Vars& vars, const HostFacts& host = kNode2) {
   return detectJobLayout(MapEnvironment(vars), host);
 }
 
 // detect's ConfigError, less the hint on clearing stale variables that
 // every one of them must end with.
-std::string configError(const Vars& vars) {
+std::string detectError(const Vars& vars) {
   try {
     detect(vars);
   } catch (const ConfigError& e) {
@@ -108,17 +93,17 @@ TEST(SlurmLayoutTest, ErrorsNameTheVariableActuallyRead) {
   Vars v = {{"SLURM_JOB_ID", "7"}, {"SLURM_STEPID", "0"},         {"SLURM_PROCID", "1"},
             {"SLURM_NODEID", "0"}, {"SLURM_LOCALID", "0"},        {"SLURM_NTASKS", "1"},
             {"SLURM_NNODES", "1"}, {"SLURM_TASKS_PER_NODE", "1"}, {"SLURM_JOB_NODELIST", "vm1"}};
-  EXPECT_EQ(configError(v),
+  EXPECT_EQ(detectError(v),
             "SLURM_PROCID=1 contradicts SLURM_NTASKS=1: expected SLURM_PROCID < SLURM_NTASKS");
   v["SLURM_PROCID"] = "0";
   v["SLURM_JOB_NODELIST"] = "vm[1-2";
-  EXPECT_EQ(configError(v),
+  EXPECT_EQ(detectError(v),
             "SLURM_JOB_NODELIST: invalid hostlist 'vm[1-2': expected ']' (the '[' at column 3 is "
             "not closed) at column 7, found the end of the list");
   v["SLURM_JOB_NODELIST"] = "vm[1-2]";
-  EXPECT_EQ(configError(v), "SLURM_JOB_NODELIST names 2 hosts but SLURM_NNODES=1");
+  EXPECT_EQ(detectError(v), "SLURM_JOB_NODELIST names 2 hosts but SLURM_NNODES=1");
   v.erase("SLURM_NODEID");
-  EXPECT_EQ(configError(v), "SLURM_PROCID=0 is set but SLURM_NODEID is not");
+  EXPECT_EQ(detectError(v), "SLURM_PROCID=0 is set but SLURM_NODEID is not");
 }
 
 TEST(SlurmLayoutTest, BatchScriptIsAWorldOfOne) {
@@ -148,44 +133,44 @@ TEST(SlurmLayoutTest, GpuVariablesAreRead) {
 
 TEST(SlurmLayoutTest, ContradictionsNameTheVariables) {
   Vars v = slurmStep(7, 3, 0);
-  EXPECT_EQ(configError(v),
+  EXPECT_EQ(detectError(v),
             "SLURM_PROCID=7 contradicts SLURM_STEP_NUM_TASKS=7: expected SLURM_PROCID "
             "< SLURM_STEP_NUM_TASKS");
   v = slurmStep(0, 0, 0);
   v["SLURM_STEP_TASKS_PER_NODE"] = "2(x3),2";
-  EXPECT_EQ(configError(v),
+  EXPECT_EQ(detectError(v),
             "SLURM_STEP_TASKS_PER_NODE adds up to 8 tasks but SLURM_STEP_NUM_TASKS=7");
   v["SLURM_STEP_TASKS_PER_NODE"] = "2(x3)";
-  EXPECT_EQ(configError(v), "SLURM_STEP_TASKS_PER_NODE lists 3 nodes but SLURM_STEP_NUM_NODES=4");
+  EXPECT_EQ(detectError(v), "SLURM_STEP_TASKS_PER_NODE lists 3 nodes but SLURM_STEP_NUM_NODES=4");
   v = slurmStep(6, 3, 1);
-  EXPECT_EQ(configError(v),
+  EXPECT_EQ(detectError(v),
             "SLURM_LOCALID=1 contradicts SLURM_STEP_TASKS_PER_NODE on node 3=1: "
             "expected SLURM_LOCALID < SLURM_STEP_TASKS_PER_NODE on node 3");
   v = slurmStep(0, 4, 0);
-  EXPECT_EQ(configError(v),
+  EXPECT_EQ(detectError(v),
             "SLURM_NODEID=4 contradicts SLURM_STEP_NUM_NODES=4: expected SLURM_NODEID "
             "< SLURM_STEP_NUM_NODES");
   v = slurmStep(0, 0, 0);
   v["SLURM_STEP_NODELIST"] = "gpu-[07-09]";
-  EXPECT_EQ(configError(v), "SLURM_STEP_NODELIST names 3 hosts but SLURM_STEP_NUM_NODES=4");
+  EXPECT_EQ(detectError(v), "SLURM_STEP_NODELIST names 3 hosts but SLURM_STEP_NUM_NODES=4");
   v = slurmStep(0, 0, 0);
   v["SLURMD_NODENAME"] = "gpu-08";
-  EXPECT_EQ(configError(v),
+  EXPECT_EQ(detectError(v),
             "SLURMD_NODENAME=gpu-08 contradicts SLURM_NODEID=0: node 0 of "
             "SLURM_STEP_NODELIST is gpu-07");
   v = slurmStep(0, 0, 0);
   v["SLURM_PROCID"] = "x";
-  EXPECT_EQ(configError(v), "SLURM_PROCID='x' is not a whole number (unexpected 'x')");
+  EXPECT_EQ(detectError(v), "SLURM_PROCID='x' is not a whole number (unexpected 'x')");
   v = slurmStep(0, 0, 0);
   v.erase("SLURM_STEP_NUM_TASKS");
   v.erase("SLURM_NTASKS");
-  EXPECT_EQ(configError(v),
+  EXPECT_EQ(detectError(v),
             "SLURM_PROCID and SLURM_STEP_ID say this is a task of a Slurm step but none of "
             "SLURM_STEP_NUM_TASKS, "
             "SLURM_NTASKS, SLURM_NPROCS is set");
   v = slurmStep(0, 0, 0);
   v["SLURM_STEP_NODELIST"] = "gpu-[07-09";
-  EXPECT_THAT(configError(v), ::testing::StartsWith("SLURM_STEP_NODELIST: invalid hostlist"));
+  EXPECT_THAT(detectError(v), ::testing::StartsWith("SLURM_STEP_NODELIST: invalid hostlist"));
 }
 
 Vars openMpi(int rank, int size, int local, int localSize) {
@@ -223,7 +208,7 @@ TEST(OpenMpiLayoutTest, InsideSlurmAllocationWinsOverSlurmVariables) {
 
 TEST(OpenMpiLayoutTest, SeveralNodesWithoutAllocationNeedMasterAddr) {
   Vars v = openMpi(0, 4, 0, 2);
-  EXPECT_EQ(configError(v),
+  EXPECT_EQ(detectError(v),
             "openmpi job spans 2 nodes (OMPI_COMM_WORLD_SIZE=4 over OMPI_COMM_WORLD_LOCAL_SIZE=2) "
             "and no allocation (SLURM_JOB_NODELIST, "
             "PBS_NODEFILE) says which host runs rank 0: set MASTER_ADDR "
@@ -233,10 +218,10 @@ TEST(OpenMpiLayoutTest, SeveralNodesWithoutAllocationNeedMasterAddr) {
 }
 
 TEST(OpenMpiLayoutTest, Contradictions) {
-  EXPECT_EQ(configError(openMpi(3, 3, 0, 1)),
+  EXPECT_EQ(detectError(openMpi(3, 3, 0, 1)),
             "OMPI_COMM_WORLD_RANK=3 contradicts OMPI_COMM_WORLD_SIZE=3: "
             "expected OMPI_COMM_WORLD_RANK < OMPI_COMM_WORLD_SIZE");
-  EXPECT_EQ(configError(openMpi(0, 2, 0, 3)),
+  EXPECT_EQ(detectError(openMpi(0, 2, 0, 3)),
             "OMPI_COMM_WORLD_LOCAL_SIZE=3 contradicts OMPI_COMM_WORLD_SIZE=2: "
             "expected OMPI_COMM_WORLD_LOCAL_SIZE <= OMPI_COMM_WORLD_SIZE");
 }
@@ -244,13 +229,13 @@ TEST(OpenMpiLayoutTest, Contradictions) {
 TEST(OpenMpiLayoutTest, MissingOrMalformedVariablesAreNamed) {
   Vars v = openMpi(0, 2, 0, 2);
   v.erase("OMPI_COMM_WORLD_SIZE");
-  EXPECT_EQ(configError(v), "OMPI_COMM_WORLD_RANK=0 is set but OMPI_COMM_WORLD_SIZE is not");
+  EXPECT_EQ(detectError(v), "OMPI_COMM_WORLD_RANK=0 is set but OMPI_COMM_WORLD_SIZE is not");
   v = openMpi(0, 4, 0, 2);
   v["OMPI_MCA_orte_num_nodes"] = "2";
   v["SLURM_JOB_NODELIST"] = "n[1-";
-  EXPECT_THAT(configError(v), ::testing::StartsWith("SLURM_JOB_NODELIST: invalid hostlist 'n[1-'"));
+  EXPECT_THAT(detectError(v), ::testing::StartsWith("SLURM_JOB_NODELIST: invalid hostlist 'n[1-'"));
   v.erase("SLURM_JOB_NODELIST");
-  EXPECT_THAT(configError(v),
+  EXPECT_THAT(detectError(v),
               ::testing::StartsWith("openmpi job spans 2 nodes (OMPI_MCA_orte_num_nodes=2)"));
 }
 
@@ -270,9 +255,9 @@ TEST(MpichLayoutTest, HydraOnOneNode) {
 }
 
 TEST(MpichLayoutTest, ContradictionsNameThePmiVariables) {
-  EXPECT_EQ(configError(hydra(2, 2, 0, 1)),
+  EXPECT_EQ(detectError(hydra(2, 2, 0, 1)),
             "PMI_RANK=2 contradicts PMI_SIZE=2: expected PMI_RANK < PMI_SIZE");
-  EXPECT_EQ(configError({{"PMI_RANK", "0"}}), "PMI_RANK=0 is set but PMI_SIZE is not");
+  EXPECT_EQ(detectError({{"PMI_RANK", "0"}}), "PMI_RANK=0 is set but PMI_SIZE is not");
 }
 
 TEST(MpichLayoutTest, AgreeingSrunPmiKeepsSlurmView) {
@@ -318,7 +303,7 @@ TEST_F(PbsLayoutTest, JobScriptIsAWorldOfOne) {
 }
 
 TEST_F(PbsLayoutTest, ErrorsNameTheInput) {
-  EXPECT_EQ(configError({{"PBS_JOBID", "1"}, {"PBS_NODEFILE", path_}, {"PBS_VNODENUM", "5"}}),
+  EXPECT_EQ(detectError({{"PBS_JOBID", "1"}, {"PBS_NODEFILE", path_}, {"PBS_VNODENUM", "5"}}),
             "PBS_VNODENUM=5 contradicts PBS_NODEFILE=" + path_ +
                 ": it lists 5 slots, expected PBS_VNODENUM < 5");
   try {
@@ -342,10 +327,10 @@ TEST(StandaloneLayoutTest, HandWrittenWorldIsTaken) {
   EXPECT_EQ(l.rank, 1);
   EXPECT_EQ(l.worldSize, 2);
   EXPECT_EQ(l.localRank, 1);
-  EXPECT_EQ(configError({{"RANK", "2"}, {"WORLD_SIZE", "2"}}),
+  EXPECT_EQ(detectError({{"RANK", "2"}, {"WORLD_SIZE", "2"}}),
             "RANK=2 contradicts WORLD_SIZE=2: expected RANK < WORLD_SIZE");
-  EXPECT_EQ(configError({{"RANK", "3"}}), "RANK=3 is set but WORLD_SIZE is not");
-  EXPECT_EQ(configError({{"WORLD_SIZE", "2"}}), "WORLD_SIZE=2 is set but RANK is not");
+  EXPECT_EQ(detectError({{"RANK", "3"}}), "RANK=3 is set but WORLD_SIZE is not");
+  EXPECT_EQ(detectError({{"WORLD_SIZE", "2"}}), "WORLD_SIZE=2 is set but RANK is not");
 }
 
 }  // namespace

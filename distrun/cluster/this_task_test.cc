@@ -5,29 +5,19 @@
 
 #include "distrun/cluster/leftovers.h"
 #include "distrun/cluster/master_port.h"
+#include "distrun/cluster/slurm_step_testing.h"
 #include "distrun/common/error.h"
 
 namespace distrun::cluster {
 namespace {
 
 using Source = RankVariable::Source;
-using Vars = std::map<std::string, std::string>;
+using testing::slurmStep;
+using testing::Vars;
 
-const HostFacts kHost{"gpu-09", 8};
+// This host: gpu-09, node 2 of the step slurmStep describes.
+const HostFacts kGpu09{"gpu-09", 8};
 constexpr int kFreePort = 41000;
-
-// Task `rank` of `srun -N4 -n7` (tasks 2,2,2,1 on gpu-[07-09],cpu01).
-Vars slurmStep(int rank, int node, int local) {
-  return {{"SLURM_JOB_ID", "4242"},
-          {"SLURM_STEP_ID", "3"},
-          {"SLURM_PROCID", std::to_string(rank)},
-          {"SLURM_NODEID", std::to_string(node)},
-          {"SLURM_LOCALID", std::to_string(local)},
-          {"SLURM_STEP_NUM_TASKS", "7"},
-          {"SLURM_STEP_NUM_NODES", "4"},
-          {"SLURM_STEP_TASKS_PER_NODE", "2(x3),1"},
-          {"SLURM_STEP_NODELIST", "gpu-[07-09],cpu01"}};
-}
 
 // Rank `rank` of `mpirun -np 3` on one node, inside a Slurm allocation
 // whose variables (and the daemon's SLURM_PROCID) it inherited.
@@ -42,22 +32,22 @@ Vars openMpiRank(int rank) {
           {"SLURM_PROCID", "0"}};
 }
 
-ThisTaskOptions options(LoneTaskStore lone = LoneTaskStore::kAsAnyTask) {
+ThisTaskOptions taskOptions(LoneTaskStore lone = LoneTaskStore::kAsAnyTask) {
   ThisTaskOptions o;
   o.loneTaskStore = lone;
   o.pickFreePort = [] { return kFreePort; };
   return o;
 }
 
-ThisTask task(const Vars& vars, const ThisTaskOptions& o = options()) {
-  return thisTask(MapEnvironment(vars), kHost, o);
+ThisTask task(const Vars& vars, const ThisTaskOptions& o = taskOptions()) {
+  return thisTask(MapEnvironment(vars), kGpu09, o);
 }
 
 std::string value(const ThisTask& t, const std::string& name) {
   return t.variables().getOr(name, "<unset>");
 }
 
-std::string configError(const Vars& vars, const ThisTaskOptions& o = options()) {
+std::string taskError(const Vars& vars, const ThisTaskOptions& o = taskOptions()) {
   try {
     task(vars, o);
   } catch (const ConfigError& e) {
@@ -120,7 +110,7 @@ TEST(ThisTaskTest, HandDescribedWorldIsTakenAsGiven) {
   EXPECT_EQ(value(t, "WORLD_SIZE"), "2");
   EXPECT_EQ(value(t, "MASTER_PORT"), "6000");
   EXPECT_EQ(t.environment.find("MASTER_PORT")->source, Source::kKept);
-  EXPECT_EQ(configError({{"RANK", "1"}, {"WORLD_SIZE", "2"}}),
+  EXPECT_EQ(taskError({{"RANK", "1"}, {"WORLD_SIZE", "2"}}),
             "MASTER_PORT is not set and there is no job id to derive it from: "
             "set MASTER_PORT for the 2-process world WORLD_SIZE=2 describes" +
                 std::string(kClearStaleHint));
@@ -133,7 +123,7 @@ TEST(ThisTaskTest, LoneTaskStoreIsTheUsersOrPrivate) {
   ThisTask kept = task(set);
   EXPECT_EQ(value(kept, "MASTER_ADDR"), "10.0.0.5");
   EXPECT_EQ(value(kept, "MASTER_PORT"), "6000");
-  ThisTask own = task(set, options(LoneTaskStore::kPrivate));
+  ThisTask own = task(set, taskOptions(LoneTaskStore::kPrivate));
   EXPECT_EQ(value(own, "MASTER_ADDR"), "127.0.0.1");
   EXPECT_EQ(value(own, "MASTER_PORT"), std::to_string(kFreePort));
   const RankVariable* port = own.environment.find("MASTER_PORT");
@@ -150,16 +140,16 @@ TEST(ThisTaskTest, PrivateStoreOnlyForAWorldOfOne) {
   EXPECT_EQ(value(asAny, "WORLD_SIZE"), "1");
   EXPECT_EQ(value(asAny, "MASTER_ADDR"), "gpu-09");
   EXPECT_EQ(value(asAny, "MASTER_PORT"), std::to_string(derivedMasterPort("4242", "interactive")));
-  ThisTask own = task(shell, options(LoneTaskStore::kPrivate));
+  ThisTask own = task(shell, taskOptions(LoneTaskStore::kPrivate));
   EXPECT_EQ(value(own, "MASTER_ADDR"), "127.0.0.1");
   EXPECT_EQ(value(own, "MASTER_PORT"), std::to_string(kFreePort));
-  ThisTask step = task(slurmStep(0, 0, 0), options(LoneTaskStore::kPrivate));
+  ThisTask step = task(slurmStep(0, 0, 0), taskOptions(LoneTaskStore::kPrivate));
   EXPECT_EQ(value(step, "MASTER_ADDR"), "gpu-07");
   EXPECT_EQ(value(step, "MASTER_PORT"), std::to_string(derivedMasterPort("4242", "3")));
 }
 
 TEST(ThisTaskTest, SiteProfileOnlyWhenGiven) {
-  ThisTaskOptions o = options();
+  ThisTaskOptions o = taskOptions();
   o.site = parseSiteProfile("set NCCL_SOCKET_IFNAME = hsn0\n", "lumi", "lumi.site");
   ThisTask t = task(slurmStep(0, 0, 0), o);
   EXPECT_EQ(t.environment.siteName, "lumi");
@@ -169,20 +159,20 @@ TEST(ThisTaskTest, SiteProfileOnlyWhenGiven) {
 }
 
 TEST(ThisTaskTest, ContradictionIsAConfigErrorNamingTheVariables) {
-  EXPECT_EQ(configError(slurmStep(7, 3, 0)),
+  EXPECT_EQ(taskError(slurmStep(7, 3, 0)),
             "SLURM_PROCID=7 contradicts SLURM_STEP_NUM_TASKS=7: expected SLURM_PROCID "
             "< SLURM_STEP_NUM_TASKS" +
                 std::string(kClearStaleHint));
   Vars mpi = openMpiRank(0);
   mpi["OMPI_COMM_WORLD_RANK"] = "3";
-  EXPECT_EQ(configError(mpi),
+  EXPECT_EQ(taskError(mpi),
             "OMPI_COMM_WORLD_RANK=3 contradicts OMPI_COMM_WORLD_SIZE=3: expected "
             "OMPI_COMM_WORLD_RANK < OMPI_COMM_WORLD_SIZE" +
                 std::string(kClearStaleHint));
-  EXPECT_EQ(configError({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "6000"}}),
+  EXPECT_EQ(taskError({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "6000"}}),
             "RANK=2 contradicts WORLD_SIZE=2: expected RANK < WORLD_SIZE; if left from an "
             "earlier shell or job, clear them: eval \"$(distrun env --unset)\"");
-  EXPECT_EQ(configError({{"RANK", "3"}}),
+  EXPECT_EQ(taskError({{"RANK", "3"}}),
             "RANK=3 is set but WORLD_SIZE is not; if left from an earlier shell or job, clear "
             "them: eval \"$(distrun env --unset)\"");
 }

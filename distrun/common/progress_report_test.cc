@@ -5,21 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include "distrun/common/unique_fd.h"
+#include "distrun/common/pipe_testing.h"
 
 namespace distrun {
 namespace {
 
-struct TestPipe {
-  UniqueFd read;
-  UniqueFd write;
-};
-
-TestPipe nonBlockingPipe() {
-  int fds[2];
-  EXPECT_EQ(::pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
-  return TestPipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
+using testing::nonBlockingPipe;
+using testing::TestPipe;
 
 TEST(ProgressReportTest, TheDescriptorComesFromDistrunProgressFd) {
   EXPECT_EQ(progressFdFrom(MapEnvironment{{"DISTRUN_PROGRESS_FD", "3"}}), 3);

@@ -5,10 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include "distrun/common/unique_fd.h"
+#include "distrun/common/pipe_testing.h"
 
 namespace distrun {
 namespace {
+
+using testing::nonBlockingPipe;
+using testing::TestPipe;
 
 StatusRecord fullRecord() {
   StatusRecord r;
@@ -114,17 +117,6 @@ TEST(StatusRecordReaderTest, AnOverlongLineIsDroppedWhole) {
   EXPECT_EQ(reader.latest()->step, 1);
   reader.feed("status step=3\n");
   EXPECT_EQ(reader.latest()->step, 3);
-}
-
-struct TestPipe {
-  UniqueFd read;
-  UniqueFd write;
-};
-
-TestPipe nonBlockingPipe() {
-  int fds[2];
-  EXPECT_EQ(::pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
-  return TestPipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
 std::string drain(int fd) {
