@@ -19,6 +19,7 @@
 #include "distrun/common/strings.h"
 #include "distrun/common/system.h"
 #include "distrun/common/unique_fd.h"
+#include "distrun/container/internal/paths.h"
 
 namespace distrun::container {
 
@@ -250,8 +251,7 @@ std::vector<std::string> mountsUnder(const std::string& path) {
     std::string id, parent, devices, root, point;
     fields >> id >> parent >> devices >> root >> point;
     point = decodeMountPath(point);
-    bool under = path == "/" || point == path || point.rfind(path + "/", 0) == 0;
-    if (under) points.push_back(point);
+    if (detail::atOrUnder(point, path)) points.push_back(point);
   }
   return points;
 }
