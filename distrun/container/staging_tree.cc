@@ -103,8 +103,6 @@ void makeFileIfMissing(const std::string& root, const std::string& pathInImage,
   if (!present(path)) writeNewFile(path, contents, mode);
 }
 
-std::string readWhole(const std::string& path) { return readFileIfPresent(path).value_or(""); }
-
 std::string decodeMountPath(const std::string& field) {
   std::string path;
   for (size_t i = 0; i < field.size(); ++i) {
@@ -215,8 +213,8 @@ void forgetBuildHost(const std::string& root, const std::string& hostRoot) {
     const std::string copy = resolveInRoot(root, file);
     std::error_code ec;
     if (!fs::is_regular_file(fs::symlink_status(copy, ec))) continue;
-    const std::string host = readWhole(hostRoot + file);
-    if (!host.empty() && readWhole(copy) == host) fs::remove(copy, ec);
+    const std::string host = readFileIfPresent(hostRoot + file).value_or("");
+    if (!host.empty() && readFileIfPresent(copy).value_or("") == host) fs::remove(copy, ec);
   }
 }
 
