@@ -111,7 +111,7 @@ bool launchedAsMpi(const Environment& env) {
 }
 
 // Measures as one rank of the job described by `env`.
-int join(const BenchOptions& o, const Environment& env, BenchContext& ctx) {
+int measureAsRank(const BenchOptions& o, const Environment& env, BenchContext& ctx) {
   comm::ConnectOptions connect{
       .backend = o.backend, .timeout = std::chrono::seconds(o.timeoutSeconds), .name = "bench"};
   std::unique_ptr<comm::Communicator> comm = comm::connect(env, connect);
@@ -170,15 +170,15 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, cons
 int dispatch(const BenchOptions& o, const std::vector<std::string>& args, const Environment& env,
              BenchContext& ctx) {
   if (o.backend == "mpi") {
-    return launchedAsMpi(env) ? join(o, env, ctx) : selfLaunch(o, args, env, ctx);
+    return launchedAsMpi(env) ? measureAsRank(o, env, ctx) : selfLaunch(o, args, env, ctx);
   }
-  if (env.get("RANK") && env.get("WORLD_SIZE")) return join(o, env, ctx);
+  if (env.get("RANK") && env.get("WORLD_SIZE")) return measureAsRank(o, env, ctx);
   // A task of a job srun, mpirun or qsub started: its rank variables as
   // `distrun exec` would set them, without a site profile.
   const cluster::ThisTask task = cluster::thisTask(env, ctx.hostFacts());
   if (task.layout.worldSize > 1) {
     const MapEnvironment vars = task.variables();
-    return join(o, OverlayEnvironment(env, vars), ctx);
+    return measureAsRank(o, OverlayEnvironment(env, vars), ctx);
   }
   return selfLaunch(o, args, env, ctx);
 }

@@ -13,8 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string readWhole(const std::string& path) { return readFileIfPresent(path).value_or(""); }
-
 std::string unquote(std::string_view value) {
   if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
       value.back() == value.front()) {
@@ -55,7 +53,7 @@ std::string codenameFromOsRelease(const std::string& text) {
 
 std::string hostCodename() {
   for (const char* path : {"/etc/os-release", "/usr/lib/os-release"}) {
-    std::string codename = codenameFromOsRelease(readWhole(path));
+    std::string codename = codenameFromOsRelease(readFileIfPresent(path).value_or(""));
     if (!codename.empty()) return codename;
   }
   return "";
@@ -77,7 +75,7 @@ bool sourcesNameSuite(const std::string& text, const std::string& suite) {
 std::vector<std::string> hostSourcesFor(const std::string& suite, const std::string& aptDir) {
   std::vector<std::string> found;
   for (const std::string& file : candidateFiles(aptDir)) {
-    if (sourcesNameSuite(readWhole(file), suite)) found.push_back(file);
+    if (sourcesNameSuite(readFileIfPresent(file).value_or(""), suite)) found.push_back(file);
   }
   return found;
 }

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/common/error.h"
+#include "distrun/common/system.h"
 #include "distrun/container/staging_tree.h"
 #include "distrun/testing/container_tools.h"
 
@@ -22,13 +23,6 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Argv = std::vector<std::string>;
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void writeFile(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());
@@ -99,7 +93,7 @@ class ImageBuildTest : public ::testing::Test {
         .writeSif =
             [this](const std::string& squashfs, const std::string& out, const SifOptions& options) {
               sifCalls_.push_back({squashfs, out, options.arch});
-              writeFile(out, "SIF around " + readFile(squashfs));
+              writeFile(out, "SIF around " + readFileIfPresent(squashfs).value_or(""));
             },
         .pid = 4711};
     return wrapImage(o, inputs_, world);
@@ -205,7 +199,7 @@ TEST_F(ImageBuildTest, ABuildWritesTheImageAndRemovesTheStaging) {
   WrapOptions o = options();
   o.wrappers = at("wrapped");
   BuildReport report = build(o);
-  EXPECT_EQ(readFile(o.output), "hsqs and the rest");
+  EXPECT_EQ(readFileIfPresent(o.output).value_or(""), "hsqs and the rest");
   EXPECT_FALSE(fs::exists(o.output + ".partial-4711"));
   EXPECT_TRUE(stagingIsGone());
   EXPECT_EQ(report.image, o.output);
@@ -216,7 +210,7 @@ TEST_F(ImageBuildTest, ABuildWritesTheImageAndRemovesTheStaging) {
   EXPECT_EQ(report.steps[0].first, "cp");
   EXPECT_EQ(report.steps[1].first, "mksquashfs");
   EXPECT_EQ(report.wrappers, 1u);  // /opt/env/bin/python
-  EXPECT_THAT(readFile(at("wrapped/bin/python")),
+  EXPECT_THAT(readFileIfPresent(at("wrapped/bin/python")).value_or(""),
               HasSubstr("exec /opt/distrun/bin/distrun enter " + o.output +
                         " -- /opt/env/bin/python \"$@\""));
   EXPECT_THAT(err_.str(), HasSubstr("distrun wrap: mksquashfs: 100%"));
@@ -241,7 +235,7 @@ TEST_F(ImageBuildTest, SifWrapsTheSquashfsFromTheStaging) {
   EXPECT_THAT(sifCalls_[0][0], HasSubstr("/image.squashfs"));
   EXPECT_EQ(sifCalls_[0][1], o.output + ".partial-4711");
   EXPECT_EQ(sifCalls_[0][2], "amd64");
-  EXPECT_EQ(readFile(o.output), "SIF around hsqs and the rest");
+  EXPECT_EQ(readFileIfPresent(o.output).value_or(""), "SIF around hsqs and the rest");
   EXPECT_TRUE(stagingIsGone());
 }
 
@@ -315,7 +309,7 @@ TEST_F(ImageBuildTest, AnInterruptedToolLeavesTheOldImageAndNoPartial) {
   } catch (const BuildInterrupted& e) {
     EXPECT_EQ(e.signal(), SIGINT);
   }
-  EXPECT_EQ(readFile(o.output), "the old image");
+  EXPECT_EQ(readFileIfPresent(o.output).value_or(""), "the old image");
   EXPECT_FALSE(fs::exists(o.output + ".partial-4711"));
   EXPECT_TRUE(stagingIsGone());
 }

@@ -2,9 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -12,20 +10,19 @@
 #include <fmt/format.h>
 
 #include "distrun/common/unique_fd.h"
+#include "distrun/container/internal/image_read.h"
+#include "distrun/container/internal/sif_fields.h"
 #include "distrun/container/sif.h"
 
 namespace distrun::container {
 
 namespace {
 
-constexpr std::array<char, 4> kSquashfsMagic = {'h', 's', 'q', 's'};
+using namespace detail;  // NOLINT(google-build-using-namespace): the image's bytes and fields
+
 constexpr size_t kSquashfsSuperblock = 96;
 constexpr size_t kMajorAt = 28;      // the superblock's s_major, s_minor: 4.0
 constexpr size_t kBytesUsedAt = 40;  // the superblock's bytes_used, little-endian
-
-ImageError bad(const std::string& path, const std::string& what) {
-  return ImageError(ExitCode::kData, fmt::format("container image {}: {}", path, what));
-}
 
 UniqueFd openForReading(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -38,21 +35,6 @@ UniqueFd openForReading(const std::string& path) {
   return fd;
 }
 
-// Up to `length` bytes at `offset`: fewer where the file ends.
-std::string readAt(int fd, const std::string& path, uint64_t offset, size_t length) {
-  std::string bytes(length, '\0');
-  ssize_t n = -1;
-  do {
-    n = ::pread(fd, bytes.data(), length, static_cast<off_t>(offset));
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    throw ImageError(ExitCode::kNoInput, fmt::format("container image {}: cannot read: {}", path,
-                                                     std::strerror(errno)));
-  }
-  bytes.resize(static_cast<size_t>(n));
-  return bytes;
-}
-
 uint64_t littleEndian(const std::string& bytes, size_t at, size_t width) {
   uint64_t v = 0;
   for (size_t i = 0; i < width; ++i) {
@@ -62,36 +44,35 @@ uint64_t littleEndian(const std::string& bytes, size_t at, size_t width) {
 }
 
 bool isSquashfsAt(int fd, const std::string& path, uint64_t offset) {
-  std::string magic = readAt(fd, path, offset, kSquashfsMagic.size());
-  return magic.size() == kSquashfsMagic.size() &&
-         std::memcmp(magic.data(), kSquashfsMagic.data(), magic.size()) == 0;
+  return readUpTo(fd, path, offset, kSquashfsMagic.size()) == kSquashfsMagic;
 }
 
 // The SquashFS file system at `offset`: its length, checked against the file.
 uint64_t squashfsLength(int fd, const std::string& path, uint64_t offset, uint64_t fileSize) {
-  std::string super = readAt(fd, path, offset, kSquashfsSuperblock);
+  std::string super = readUpTo(fd, path, offset, kSquashfsSuperblock);
   if (super.size() < kSquashfsSuperblock) {
-    throw bad(path, fmt::format("truncated: its SquashFS superblock needs {} bytes, the file "
-                                "holds {}: copy or build it again",
-                                offset + kSquashfsSuperblock, fileSize));
+    throw badImage(path, fmt::format("truncated: its SquashFS superblock needs {} bytes, the file "
+                                     "holds {}: copy or build it again",
+                                     offset + kSquashfsSuperblock, fileSize));
   }
   uint64_t major = littleEndian(super, kMajorAt, 2);
   uint64_t minor = littleEndian(super, kMajorAt + 2, 2);
   if (major != 4 || minor != 0) {
-    throw bad(path, fmt::format("SquashFS version {}.{}, expected 4.0 (what mksquashfs and the "
-                                "kernel have made since 2009): build the image again",
-                                major, minor));
+    throw badImage(path,
+                   fmt::format("SquashFS version {}.{}, expected 4.0 (what mksquashfs and the "
+                               "kernel have made since 2009): build the image again",
+                               major, minor));
   }
   uint64_t used = littleEndian(super, kBytesUsedAt, 8);
   if (used < kSquashfsSuperblock) {
-    throw bad(path, fmt::format("corrupt: its SquashFS superblock says the file system is {} "
-                                "bytes: build the image again",
-                                used));
+    throw badImage(path, fmt::format("corrupt: its SquashFS superblock says the file system is {} "
+                                     "bytes: build the image again",
+                                     used));
   }
   if (used > fileSize - offset) {
-    throw bad(path, fmt::format("truncated: its SquashFS file system needs {} bytes, the file "
-                                "holds {}: copy or build it again",
-                                offset + used, fileSize));
+    throw badImage(path, fmt::format("truncated: its SquashFS file system needs {} bytes, the file "
+                                     "holds {}: copy or build it again",
+                                     offset + used, fileSize));
   }
   return used;
 }
@@ -110,26 +91,27 @@ void readSifPartition(int fd, ImageFile& image, uint64_t fileSize) {
   SifFile sif = readSif(fd, image.path);
   const SifDescriptor* system = systemPartition(sif);
   if (system == nullptr) {
-    throw bad(image.path,
-              "a SIF file without a primary system partition (nothing to run): "
-              "build it with distrun wrap or apptainer build");
+    throw badImage(image.path,
+                   "a SIF file without a primary system partition (nothing to run): "
+                   "build it with distrun wrap or apptainer build");
   }
   if (system->fsType != sif_layout::kFsSquash) {
-    throw bad(image.path, fmt::format("its system partition is not SquashFS (file system type "
-                                      "{}): distrun runs SquashFS images only",
-                                      system->fsType));
+    throw badImage(image.path, fmt::format("its system partition is not SquashFS (file system type "
+                                           "{}): distrun runs SquashFS images only",
+                                           system->fsType));
   }
   image.rootOffset = static_cast<uint64_t>(system->offset);
   if (!isSquashfsAt(fd, image.path, image.rootOffset)) {
-    throw bad(image.path, fmt::format("its system partition (byte {}) does not start with a "
-                                      "SquashFS superblock: build the image again",
-                                      image.rootOffset));
+    throw badImage(image.path, fmt::format("its system partition (byte {}) does not start with a "
+                                           "SquashFS superblock: build the image again",
+                                           image.rootOffset));
   }
   image.rootSize = squashfsLength(fd, image.path, image.rootOffset, fileSize);
   if (image.rootSize > static_cast<uint64_t>(system->size)) {
-    throw bad(image.path, fmt::format("corrupt: its SquashFS file system is {} bytes, its system "
-                                      "partition holds {}: build the image again",
-                                      image.rootSize, system->size));
+    throw badImage(image.path,
+                   fmt::format("corrupt: its SquashFS file system is {} bytes, its system "
+                               "partition holds {}: build the image again",
+                               image.rootSize, system->size));
   }
   image.arch = system->arch;
 }
@@ -142,17 +124,14 @@ std::string identityOf(const struct stat& st) {
 // The file's size, once it proved a non-empty regular file; records its identity.
 uint64_t checkedSize(int fd, ImageFile& image) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    throw ImageError(ExitCode::kNoInput, fmt::format("container image {}: cannot stat: {}",
-                                                     image.path, std::strerror(errno)));
-  }
+  if (::fstat(fd, &st) != 0) throw unreadableImage(image.path, "stat", errno);
   if (!S_ISREG(st.st_mode)) {
-    throw bad(image.path, "not a regular file: give a .sif or SquashFS file");
+    throw badImage(image.path, "not a regular file: give a .sif or SquashFS file");
   }
   if (st.st_size == 0) {
-    throw bad(image.path,
-              "the file is empty: an interrupted copy or build? Build it again with "
-              "distrun wrap");
+    throw badImage(image.path,
+                   "the file is empty: an interrupted copy or build? Build it again with "
+                   "distrun wrap");
   }
   image.identity = identityOf(st);
   return static_cast<uint64_t>(st.st_size);
@@ -174,10 +153,10 @@ ImageFile openImage(const std::string& path) {
     image.rootSize = squashfsLength(fd.get(), image.path, 0, fileSize);
     return image;
   }
-  if (readAt(fd.get(), image.path, 32, 9) != "SIF_MAGIC") {
-    throw bad(image.path,
-              "neither a SIF file nor a SquashFS file system (no SIF_MAGIC, no "
-              "hsqs superblock): build one with distrun wrap");
+  if (readUpTo(fd.get(), image.path, kMagicAt, kMagic.size()) != kMagic) {
+    throw badImage(image.path,
+                   "neither a SIF file nor a SquashFS file system (no SIF_MAGIC, no "
+                   "hsqs superblock): build one with distrun wrap");
   }
   image.format = ImageFormat::kSif;
   readSifPartition(fd.get(), image, fileSize);

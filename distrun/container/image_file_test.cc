@@ -13,9 +13,6 @@ namespace {
 
 using test::littleEndian;
 
-constexpr uint64_t kTable = 4096;  // the SIF descriptor table
-constexpr uint64_t kData = 32768;  // the partition distrun writes
-
 class OpenImage : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -55,7 +52,7 @@ TEST_F(OpenImage, FindsTheSquashfsOfABareImage) {
 TEST_F(OpenImage, FindsTheSystemPartitionOfASif) {
   ImageFile image = openImage(sif_);
   EXPECT_EQ(image.format, ImageFormat::kSif);
-  EXPECT_EQ(image.rootOffset, kData);
+  EXPECT_EQ(image.rootOffset, test::kSifData);
   EXPECT_EQ(image.rootSize, 5000U);
   EXPECT_EQ(image.arch, "amd64");
   EXPECT_EQ(formatName(image.format), "SIF");
@@ -132,37 +129,37 @@ TEST_F(OpenImage, ASifCutInItsDescriptorTableIsTruncated) {
 }
 
 TEST_F(OpenImage, ASifCutInItsPartitionIsTruncated) {
-  test::truncateFile(sif_, kData + 4000);
+  test::truncateFile(sif_, test::kSifData + 4000);
   EXPECT_EQ(failure(sif_), data("truncated: its SIF object 1 is 8192 bytes at byte 32768, the "
                                 "file holds 36768: copy or build it again"));
 }
 
 TEST_F(OpenImage, ASifWhosePartitionIsNotSquashfsIsRefused) {
-  test::patchBytes(sif_, kTable + 201, littleEndian(2, 4));  // FsExt3
+  test::patchBytes(sif_, test::kSifTable + 201, littleEndian(2, 4));  // FsExt3
   EXPECT_EQ(failure(sif_), data("its system partition is not SquashFS (file system type 2): "
                                 "distrun runs SquashFS images only"));
 }
 
 TEST_F(OpenImage, ASifWithoutASystemPartitionIsRefused) {
-  test::patchBytes(sif_, kTable + 205, littleEndian(3, 4));  // PartData
+  test::patchBytes(sif_, test::kSifTable + 205, littleEndian(3, 4));  // PartData
   EXPECT_EQ(failure(sif_), data("a SIF file without a primary system partition (nothing to "
                                 "run): build it with distrun wrap or apptainer build"));
 }
 
 TEST_F(OpenImage, ASifWithNoObjectAtAllIsRefusedTheSameWay) {
-  test::patchBytes(sif_, kTable + 4, std::string(1, '\0'));  // the descriptor is unused
+  test::patchBytes(sif_, test::kSifTable + 4, std::string(1, '\0'));  // the descriptor is unused
   EXPECT_EQ(failure(sif_), data("a SIF file without a primary system partition (nothing to "
                                 "run): build it with distrun wrap or apptainer build"));
 }
 
 TEST_F(OpenImage, ASifPartitionWithoutASuperblockIsRefused) {
-  test::patchBytes(sif_, kData, "xxxx");
+  test::patchBytes(sif_, test::kSifData, "xxxx");
   EXPECT_EQ(failure(sif_), data("its system partition (byte 32768) does not start with a "
                                 "SquashFS superblock: build the image again"));
 }
 
 TEST_F(OpenImage, ASifPartitionSmallerThanItsSquashfsIsCorrupt) {
-  test::patchBytes(sif_, kTable + 25, littleEndian(4096, 8));  // the object's size
+  test::patchBytes(sif_, test::kSifTable + 25, littleEndian(4096, 8));  // the object's size
   EXPECT_EQ(failure(sif_), data("corrupt: its SquashFS file system is 5000 bytes, its system "
                                 "partition holds 4096: build the image again"));
 }

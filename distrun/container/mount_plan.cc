@@ -10,14 +10,11 @@
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
+#include "distrun/container/internal/paths.h"
 
 namespace distrun::container {
 
 namespace {
-
-std::string join(const std::string& folder, const std::string& name) {
-  return folder == "/" ? "/" + name : folder + "/" + name;
-}
 
 // "/a/b/c" -> {"/a", "/a/b"}: the folders above `path`, "/" excluded.
 std::vector<std::string> foldersAbove(const std::string& path) {
@@ -28,12 +25,6 @@ std::vector<std::string> foldersAbove(const std::string& path) {
   return folders;
 }
 
-bool strictlyUnder(const std::string& path, const std::string& folder) {
-  if (folder == "/") return path != "/";
-  return path.size() > folder.size() && path.compare(0, folder.size(), folder) == 0 &&
-         path[folder.size()] == '/';
-}
-
 size_t depth(const std::string& path) {
   return static_cast<size_t>(std::count(path.begin(), path.end(), '/'));
 }
@@ -42,7 +33,7 @@ size_t depth(const std::string& path) {
 // folder, /dev, /tmp), not in the image.
 bool insideAnotherMount(const SandboxMount& mount, const std::vector<SandboxMount>& mounts) {
   return std::any_of(mounts.begin(), mounts.end(), [&](const SandboxMount& other) {
-    return strictlyUnder(mount.destination, other.destination);
+    return detail::strictlyUnder(mount.destination, other.destination);
   });
 }
 
@@ -104,7 +95,7 @@ struct Tree {
 // the folders that are split too.
 void addFolder(const Tree& tree, const std::string& folder, std::vector<std::string>& args) {
   for (const std::string& name : tree.image.entries(folder)) {
-    std::string path = join(folder, name);
+    std::string path = detail::childPath(folder, name);
     if (tree.destinations.count(path) != 0) continue;  // a mount replaces it
     if (tree.split.count(path) != 0) {
       args.insert(args.end(), {"--dir", path});

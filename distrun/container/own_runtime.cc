@@ -12,6 +12,7 @@
 
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/container/internal/paths.h"
 #include "distrun/container/staging_tree.h"
 
 namespace distrun::container {
@@ -82,12 +83,6 @@ std::vector<std::string> gpuDevices() {
   return names;
 }
 
-bool atOrUnder(const std::string& path, const std::string& folder) {
-  if (folder == "/") return true;
-  return path.compare(0, folder.size(), folder) == 0 &&
-         (path.size() == folder.size() || path[folder.size()] == '/');
-}
-
 // `pathInImage` resolved inside the image at `root`, as a program inside
 // sees it; a loop of links leaves the path unresolved (nothing is there).
 std::string resolveInImage(const std::string& pathInImage, const std::string& root) {
@@ -127,7 +122,7 @@ std::string hostPathOf(const std::string& pathInImage, const std::string& imageR
   const SandboxMount* under = nullptr;
   for (const SandboxMount& mount : mounts) {
     bool deeper = under == nullptr || mount.destination.size() >= under->destination.size();
-    if (atOrUnder(pathInImage, mount.destination) && deeper) under = &mount;
+    if (detail::atOrUnder(pathInImage, mount.destination) && deeper) under = &mount;
   }
   if (under != nullptr) return under->source + pathInImage.substr(under->destination.size());
   return resolveInImage(pathInImage, imageRoot);

@@ -9,6 +9,7 @@
 
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/container/internal/paths.h"
 
 namespace distrun::container {
 
@@ -56,11 +57,6 @@ ConfigError nothingOnPath(const std::string& path) {
       path));
 }
 
-bool strictlyUnder(const std::string& path, const std::string& folder) {
-  return path.size() > folder.size() && path.compare(0, folder.size(), folder) == 0 &&
-         (folder == "/" || path[folder.size()] == '/');
-}
-
 class MountList {
  public:
   void add(SandboxMount::Kind kind, const std::string& source, const std::string& destination,
@@ -81,8 +77,7 @@ class MountList {
  private:
   bool shown(const std::string& path) const {
     return std::any_of(mounts_.begin(), mounts_.end(), [&](const SandboxMount& m) {
-      return m.source == m.destination && !m.sourceIsFile &&
-             (m.destination == path || strictlyUnder(path, m.destination));
+      return m.source == m.destination && !m.sourceIsFile && detail::atOrUnder(path, m.destination);
     });
   }
   std::vector<SandboxMount> mounts_;

@@ -3,10 +3,8 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <string_view>
 #include <utility>
 
@@ -15,6 +13,7 @@
 #include "distrun/common/error.h"
 #include "distrun/common/unique_fd.h"
 #include "distrun/container/image_file.h"
+#include "distrun/container/internal/image_read.h"
 #include "distrun/container/internal/sif_fields.h"
 
 namespace distrun::container {
@@ -22,35 +21,11 @@ namespace distrun::container {
 namespace {
 
 using namespace sif_layout;  // NOLINT(google-build-using-namespace): the format's numbers
-using namespace detail;      // NOLINT(google-build-using-namespace): its fields
+using namespace detail;      // NOLINT(google-build-using-namespace): its fields, reading them
 
 // At most this many descriptors in a table we read (48 in every image
 // Apptainer makes): a corrupt count must not make us allocate gigabytes.
 constexpr int64_t kMaxDescriptors = 1 << 16;
-
-ImageError bad(const std::string& path, const std::string& what) {
-  return ImageError(ExitCode::kData, fmt::format("container image {}: {}", path, what));
-}
-
-ImageError unreadable(const std::string& path, const char* step, int err) {
-  return ImageError(ExitCode::kNoInput, fmt::format("container image {}: cannot {}: {}", path, step,
-                                                    std::strerror(err)));
-}
-
-// Exactly `length` bytes at `offset` (the caller checked the file's size).
-std::string readAt(int fd, const std::string& path, int64_t offset, int64_t length) {
-  std::string bytes(static_cast<size_t>(length), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::pread(fd, bytes.data() + done, bytes.size() - done,
-                        static_cast<off_t>(offset) + static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw unreadable(path, "read", errno);
-    if (n == 0) throw bad(path, "truncated: it shrank while being read");
-    done += static_cast<size_t>(n);
-  }
-  return bytes;
-}
 
 std::string uuidText(std::string_view b) {
   std::string hex;
@@ -101,31 +76,31 @@ SifDescriptor parseDescriptor(FieldReader& r, bool& used) {
 
 int64_t fileSizeOf(int fd, const std::string& path) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw unreadable(path, "stat", errno);
+  if (::fstat(fd, &st) != 0) throw unreadableImage(path, "stat", errno);
   return static_cast<int64_t>(st.st_size);
 }
 
 SifHeader readHeader(int fd, const std::string& path, int64_t fileSize) {
   bool magic = fileSize >= static_cast<int64_t>(kMagicAt + kMagic.size()) &&
-               readAt(fd, path, kMagicAt, kMagic.size()) == kMagic;
+               readExactly(fd, path, kMagicAt, kMagic.size()) == kMagic;
   if (!magic) {
-    throw bad(path,
-              "not a SIF file (no SIF_MAGIC at byte 32): give a .sif file or a "
-              "SquashFS file system (distrun wrap makes both)");
+    throw badImage(path,
+                   "not a SIF file (no SIF_MAGIC at byte 32): give a .sif file or a "
+                   "SquashFS file system (distrun wrap makes both)");
   }
   if (fileSize < kHeaderSize) {
-    throw bad(path, fmt::format("truncated: the SIF header needs {} bytes, the file holds {}: "
-                                "copy or build it again",
-                                kHeaderSize, fileSize));
+    throw badImage(path, fmt::format("truncated: the SIF header needs {} bytes, the file holds {}: "
+                                     "copy or build it again",
+                                     kHeaderSize, fileSize));
   }
-  return parseHeader(readAt(fd, path, 0, kHeaderSize));
+  return parseHeader(readExactly(fd, path, 0, kHeaderSize));
 }
 
 void checkVersion(const SifHeader& h, const std::string& path) {
   if (h.version == kVersion) return;
-  throw bad(path, fmt::format("SIF format version '{}', distrun reads version {} (Apptainer's "
-                              "and Singularity's): build the image again",
-                              h.version, kVersion));
+  throw badImage(path, fmt::format("SIF format version '{}', distrun reads version {} (Apptainer's "
+                                   "and Singularity's): build the image again",
+                                   h.version, kVersion));
 }
 
 // The table's place in the file; throws unless the header describes one
@@ -136,37 +111,40 @@ void checkTable(const SifHeader& h, const std::string& path, int64_t fileSize) {
               h.descriptorsOffset >= kHeaderSize &&
               h.descriptorsSize >= h.descriptorsTotal * kDescriptorSize;
   if (!sane) {
-    throw bad(path, fmt::format("corrupt: its SIF header lists {} descriptors ({} free) in {} "
-                                "bytes at byte {} (each takes {}): build the image again",
-                                h.descriptorsTotal, h.descriptorsFree, h.descriptorsSize,
-                                h.descriptorsOffset, kDescriptorSize));
+    throw badImage(path, fmt::format("corrupt: its SIF header lists {} descriptors ({} free) in {} "
+                                     "bytes at byte {} (each takes {}): build the image again",
+                                     h.descriptorsTotal, h.descriptorsFree, h.descriptorsSize,
+                                     h.descriptorsOffset, kDescriptorSize));
   }
   // No overflow: the offset is below 2^63 and the table below 2^26 bytes.
   uint64_t end = static_cast<uint64_t>(h.descriptorsOffset) +
                  static_cast<uint64_t>(h.descriptorsTotal * kDescriptorSize);
   if (end > static_cast<uint64_t>(fileSize)) {
-    throw bad(path, fmt::format("truncated: its SIF descriptor table ends at byte {}, the file "
-                                "holds {}: copy or build it again",
-                                end, fileSize));
+    throw badImage(path,
+                   fmt::format("truncated: its SIF descriptor table ends at byte {}, the file "
+                               "holds {}: copy or build it again",
+                               end, fileSize));
   }
 }
 
 void checkObject(const SifDescriptor& d, const std::string& path, int64_t fileSize) {
   if (d.offset < 0 || d.size < 0) {
-    throw bad(path, fmt::format("corrupt: its SIF object {} is {} bytes at byte {}: build the "
-                                "image again",
-                                d.id, d.size, d.offset));
+    throw badImage(path, fmt::format("corrupt: its SIF object {} is {} bytes at byte {}: build the "
+                                     "image again",
+                                     d.id, d.size, d.offset));
   }
   if (d.offset > fileSize || d.size > fileSize - d.offset) {
-    throw bad(path, fmt::format("truncated: its SIF object {} is {} bytes at byte {}, the file "
-                                "holds {}: copy or build it again",
-                                d.id, d.size, d.offset, fileSize));
+    throw badImage(path,
+                   fmt::format("truncated: its SIF object {} is {} bytes at byte {}, the file "
+                               "holds {}: copy or build it again",
+                               d.id, d.size, d.offset, fileSize));
   }
 }
 
 std::vector<SifDescriptor> readDescriptors(int fd, const std::string& path, const SifHeader& h,
                                            int64_t fileSize) {
-  std::string table = readAt(fd, path, h.descriptorsOffset, h.descriptorsTotal * kDescriptorSize);
+  std::string table =
+      readExactly(fd, path, h.descriptorsOffset, h.descriptorsTotal * kDescriptorSize);
   FieldReader r(table);
   std::vector<SifDescriptor> used;
   for (int64_t i = 0; i < h.descriptorsTotal; ++i) {
@@ -193,7 +171,7 @@ SifFile readSif(int fd, const std::string& path) {
 
 SifFile readSif(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) throw unreadable(path, "open", errno);
+  if (!fd) throw unreadableImage(path, "open", errno);
   return readSif(fd.get(), path);
 }
 

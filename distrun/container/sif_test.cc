@@ -21,9 +21,7 @@ using ::testing::HasSubstr;
 // test checks the layout, not the code against itself.
 constexpr uint64_t kArchAt = 45;
 constexpr uint64_t kIdAt = 48;
-constexpr uint64_t kTable = 4096;
-constexpr uint64_t kExtraAt = kTable + 201;
-constexpr uint64_t kData = 32768;
+constexpr uint64_t kExtraAt = test::kSifTable + 201;
 constexpr int64_t kTime = 1700000000;
 
 class Sif : public ::testing::Test {
@@ -59,7 +57,7 @@ TEST_F(Sif, WritesTheHeaderAsTheFormatLaysItOut) {
   std::string fields = littleEndian(kTime, 8) + littleEndian(kTime, 8) + littleEndian(47, 8) +
                        littleEndian(48, 8) + littleEndian(4096, 8) + littleEndian(48 * 585, 8) +
                        littleEndian(4096 + 48 * 585, 8) +
-                       littleEndian(kData - (4096 + 48 * 585) + 10000, 8);
+                       littleEndian(test::kSifData - (4096 + 48 * 585) + 10000, 8);
   EXPECT_EQ(bytesAt(64, 64), fields);
 }
 
@@ -67,15 +65,15 @@ TEST_F(Sif, WritesOnePrimarySystemPartitionAlignedTo4096) {
   write();
   std::string descriptor =
       littleEndian(0x4004, 4) + '\1' + littleEndian(1, 4) + littleEndian(0xf0000001, 4) +
-      littleEndian(0, 4) + littleEndian(kData, 8) + littleEndian(10000, 8) +
-      littleEndian(kData - (4096 + 48 * 585) + 10000, 8) + littleEndian(kTime, 8) +
+      littleEndian(0, 4) + littleEndian(test::kSifData, 8) + littleEndian(10000, 8) +
+      littleEndian(test::kSifData - (4096 + 48 * 585) + 10000, 8) + littleEndian(kTime, 8) +
       littleEndian(kTime, 8) + std::string(16, '\0') + std::string(128, '\0');
-  EXPECT_EQ(bytesAt(kTable, 201), descriptor);
+  EXPECT_EQ(bytesAt(test::kSifTable, 201), descriptor);
   EXPECT_EQ(bytesAt(kExtraAt, 11), littleEndian(1, 4) + littleEndian(2, 4) + "02" + '\0');
   EXPECT_EQ(bytesAt(kExtraAt + 11, 384 - 11), std::string(384 - 11, '\0'));
-  EXPECT_EQ(bytesAt(kTable + 585, 47 * 585), std::string(47 * 585, '\0'));  // 47 free
-  EXPECT_EQ(bytesAt(kData, 10000), test::readBytes(squashfs_));
-  EXPECT_EQ(test::readBytes(sif_).size(), kData + 10000);
+  EXPECT_EQ(bytesAt(test::kSifTable + 585, 47 * 585), std::string(47 * 585, '\0'));  // 47 free
+  EXPECT_EQ(bytesAt(test::kSifData, 10000), test::readBytes(squashfs_));
+  EXPECT_EQ(test::readBytes(sif_).size(), test::kSifData + 10000);
 }
 
 TEST_F(Sif, ReadsBackWhatItWrote) {
@@ -109,7 +107,7 @@ TEST_F(Sif, CopiesAFileSystemLargerThanOneChunkWhole) {
   big[5 << 20] = 'X';
   test::writeBytes(squashfs_, big);
   write();
-  EXPECT_EQ(test::readBytes(sif_).substr(kData), big);
+  EXPECT_EQ(test::readBytes(sif_).substr(test::kSifData), big);
   EXPECT_EQ(readSif(sif_).descriptors.at(0).size, 9 << 20);
 }
 
@@ -227,7 +225,7 @@ TEST_F(Sif, ADescriptorTableCutShortIsTruncated) {
 
 TEST_F(Sif, AnObjectCutShortIsTruncated) {
   write();
-  test::truncateFile(sif_, kData + 100);
+  test::truncateFile(sif_, test::kSifData + 100);
   Error e = test::thrownBy([&] { readSif(sif_); });
   EXPECT_EQ(e.exitCode(), ExitCode::kData);
   EXPECT_EQ(std::string(e.what()), "container image " + sif_ +
@@ -237,7 +235,7 @@ TEST_F(Sif, AnObjectCutShortIsTruncated) {
 
 TEST_F(Sif, ANegativeObjectSizeIsCorrupt) {
   write();
-  test::patchBytes(sif_, kTable + 25, littleEndian(static_cast<uint64_t>(-5), 8));
+  test::patchBytes(sif_, test::kSifTable + 25, littleEndian(static_cast<uint64_t>(-5), 8));
   Error e = test::thrownBy([&] { readSif(sif_); });
   EXPECT_EQ(e.exitCode(), ExitCode::kData);
   EXPECT_EQ(std::string(e.what()), "container image " + sif_ +

@@ -14,6 +14,7 @@
 
 #include "distrun/common/error.h"
 #include "distrun/common/unique_fd.h"
+#include "distrun/container/internal/image_read.h"
 #include "distrun/container/internal/sif_fields.h"
 
 namespace distrun::container {
@@ -24,7 +25,6 @@ using namespace sif_layout;  // NOLINT(google-build-using-namespace): the format
 using namespace detail;      // NOLINT(google-build-using-namespace): its fields
 
 constexpr size_t kCopyChunk = size_t{4} << 20;
-constexpr std::string_view kSquashfsMagic = "hsqs";
 // create.go: the table, then the data section, whose first object (a
 // partition) starts at the next multiple of the alignment.
 constexpr int64_t kTableEnd = kDescriptorsOffset + kDescriptorCapacity * kDescriptorSize;

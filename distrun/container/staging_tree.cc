@@ -19,6 +19,7 @@
 #include "distrun/common/strings.h"
 #include "distrun/common/system.h"
 #include "distrun/common/unique_fd.h"
+#include "distrun/container/internal/paths.h"
 
 namespace distrun::container {
 
@@ -101,8 +102,6 @@ void makeFileIfMissing(const std::string& root, const std::string& pathInImage,
   const std::string path = resolveInRoot(root, pathInImage);
   if (!present(path)) writeNewFile(path, contents, mode);
 }
-
-std::string readWhole(const std::string& path) { return readFileIfPresent(path).value_or(""); }
 
 std::string decodeMountPath(const std::string& field) {
   std::string path;
@@ -214,8 +213,8 @@ void forgetBuildHost(const std::string& root, const std::string& hostRoot) {
     const std::string copy = resolveInRoot(root, file);
     std::error_code ec;
     if (!fs::is_regular_file(fs::symlink_status(copy, ec))) continue;
-    const std::string host = readWhole(hostRoot + file);
-    if (!host.empty() && readWhole(copy) == host) fs::remove(copy, ec);
+    const std::string host = readFileIfPresent(hostRoot + file).value_or("");
+    if (!host.empty() && readFileIfPresent(copy).value_or("") == host) fs::remove(copy, ec);
   }
 }
 
@@ -250,8 +249,7 @@ std::vector<std::string> mountsUnder(const std::string& path) {
     std::string id, parent, devices, root, point;
     fields >> id >> parent >> devices >> root >> point;
     point = decodeMountPath(point);
-    bool under = path == "/" || point == path || point.rfind(path + "/", 0) == 0;
-    if (under) points.push_back(point);
+    if (detail::atOrUnder(point, path)) points.push_back(point);
   }
   return points;
 }

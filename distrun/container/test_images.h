@@ -22,6 +22,12 @@ void patchBytes(const std::string& path, uint64_t offset, const std::string& byt
 std::string littleEndian(uint64_t value, int width);
 void truncateFile(const std::string& path, uint64_t size);
 
+// Byte offsets of the SIF file writeSif makes (create.go's defaults),
+// written out here rather than taken from sif.h so the tests check the
+// layout, not the code against itself.
+inline constexpr uint64_t kSifTable = 4096;  // the descriptor table
+inline constexpr uint64_t kSifData = 32768;  // the partition: the SquashFS file system
+
 // A fresh folder under the system's temporary folder, removed at the end.
 class TempFolder {
  public:

@@ -12,6 +12,7 @@
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/common/writable_file.h"
+#include "distrun/container/internal/paths.h"
 
 namespace distrun::container {
 
@@ -224,10 +225,6 @@ void checkWrappers(const std::string& prefix) {
   }
 }
 
-bool inside(const std::string& path, const std::string& folder) {
-  return path == folder || (folder == "/" ? true : path.rfind(folder + "/", 0) == 0);
-}
-
 std::string stagingWhat(const WrapOptions& o) {
   return fmt::format("staging folder {} (--tmpdir, else $TMPDIR, else /tmp)", o.tmpdir);
 }
@@ -241,7 +238,7 @@ void checkStagingFolder(const WrapOptions& o) {
                     what));
   }
   for (const DirSource& dir : o.dirs) {
-    if (!inside(o.tmpdir, dir.source)) continue;
+    if (!detail::atOrUnder(o.tmpdir, dir.source)) continue;
     throw UsageError(
         fmt::format("{}: it is inside --dir {}:{}, which would copy the image "
                     "into itself: choose another with --tmpdir",

@@ -13,6 +13,7 @@
 #include "distrun/common/atomic_file.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/container/internal/paths.h"
 #include "distrun/container/staging_tree.h"
 
 namespace distrun::container {
@@ -46,10 +47,6 @@ std::vector<std::string> namesIn(const std::string& root, const std::string& fol
   return names;
 }
 
-std::string joinInImage(const std::string& folder, const std::string& name) {
-  return folder == "/" ? "/" + name : folder + "/" + name;
-}
-
 }  // namespace
 
 std::string wrapperScript(const std::string& distrun, const std::string& image,
@@ -72,7 +69,7 @@ std::vector<std::string> defaultWrapPaths(const std::string& root,
                                           const std::vector<DirSource>& dirs) {
   std::vector<std::string> paths;
   for (const DirSource& dir : dirs) {
-    const std::string bin = joinInImage(dir.destination, "bin");
+    const std::string bin = detail::childPath(dir.destination, "bin");
     if (isFolder(root, bin)) paths.push_back(bin);
   }
   if (isExecutable(root, kPython)) paths.push_back(kPython);
@@ -90,7 +87,7 @@ std::vector<WrappedProgram> programsToWrap(const std::string& root,
   };
   for (const std::string& path : paths) {
     if (isFolder(root, path)) {
-      for (const std::string& name : namesIn(root, path)) add(name, joinInImage(path, name));
+      for (const std::string& name : namesIn(root, path)) add(name, detail::childPath(path, name));
     } else {
       add(fs::path(path).filename().string(), path);
     }

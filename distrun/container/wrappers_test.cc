@@ -5,10 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "distrun/common/system.h"
 #include "distrun/testing/command.h"
 #include "distrun/testing/container_tools.h"
 
@@ -23,13 +23,6 @@ void writeExecutable(const std::string& path, const std::string& text, mode_t mo
   fs::create_directories(fs::path(path).parent_path());
   std::ofstream(path) << text;
   ::chmod(path.c_str(), mode);
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 TEST(WrapperScriptTest, EntersTheImageOrExecsInsideIt) {
@@ -107,7 +100,8 @@ TEST_F(WrappersTest, WrittenWrappersRunTheRightCommand) {
   struct stat st {};
   ASSERT_EQ(::stat(wrapper.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0755u);
-  EXPECT_EQ(readFile(wrapper), wrapperScript(fakeDistrun, image, {"hello", program}));
+  EXPECT_EQ(readFileIfPresent(wrapper).value_or(""),
+            wrapperScript(fakeDistrun, image, {"hello", program}));
   EXPECT_EQ(runCommand("unset DISTRUN_CONTAINER; " + quote(wrapper) + " a 'b c'").out,
             "distrun enter " + image + " -- " + program + " a b c\n");
   EXPECT_EQ(runCommand("DISTRUN_CONTAINER=" + quote(image) + " " + quote(wrapper) + " a").out,
@@ -119,7 +113,7 @@ TEST_F(WrappersTest, WrittenWrappersRunTheRightCommand) {
 TEST_F(WrappersTest, AnExistingWrapperIsReplaced) {
   writeExecutable(at("prefix/bin/hello"), "old");
   writeWrappers(at("prefix"), "/d", "/i.sif", {{"hello", "/bin/hello"}});
-  EXPECT_EQ(readFile(at("prefix/bin/hello")),
+  EXPECT_EQ(readFileIfPresent(at("prefix/bin/hello")).value_or(""),
             wrapperScript("/d", "/i.sif", {"hello", "/bin/hello"}));
 }
 

@@ -12,7 +12,7 @@ namespace distrun::doctor {
 
 namespace {
 
-constexpr const char* kCheck = "allreduce";
+constexpr const char* kAllreduce = "allreduce";
 
 comm_bench::BenchOptions sweep(const ProbeContext& ctx) {
   comm_bench::BenchOptions o;
@@ -67,16 +67,16 @@ CheckResult judgeAllreduce(const AllreduceFigures& f, std::optional<double> minB
                                          f.busbwGbps, f.bytes >> 20, f.nodes);
   CheckResult r;
   if (f.wrong > 0) {
-    r = fail(kCheck, fmt::format("{} values came back wrong ({})", f.wrong, detail),
+    r = fail(kAllreduce, fmt::format("{} values came back wrong ({})", f.wrong, detail),
              "the network or a node's memory corrupts data: run distrun bench all_reduce on "
              "subsets of the nodes to find it, and tell the admins");
   } else if (minBusbw && f.busbwGbps < *minBusbw) {
-    r = fail(kCheck,
+    r = fail(kAllreduce,
              fmt::format("{}; at least {:.2f} GB/s wanted (--min-busbw)", detail, *minBusbw),
              "the nodes talk over a slow network: check the network check's interfaces "
              "(NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME) and ask the admins about the fabric");
   } else {
-    r = ok(kCheck, detail);
+    r = ok(kAllreduce, detail);
   }
   r.values["busbw_gbps"] = f.busbwGbps;
   r.values["bytes"] = static_cast<double>(f.bytes);

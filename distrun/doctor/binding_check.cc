@@ -18,7 +18,7 @@ namespace {
 using binding::CpuList;
 using binding::formatCpuList;
 
-constexpr const char* kCheck = "cpu-binding";
+constexpr const char* kCpuBinding = "cpu-binding";
 
 constexpr const char* kOneTaskFix =
     "start one task per node with all of the job's CPUs: srun --ntasks-per-node=1 "
@@ -64,7 +64,7 @@ CheckResult judgeCounts(const BindingFacts& f) {
                                            "--cpu-bind=cores",
                                            want)
                                      : kOneTaskFix;
-  CheckResult result = have >= want ? ok(kCheck, detail) : fail(kCheck, detail, fix);
+  CheckResult result = have >= want ? ok(kCpuBinding, detail) : fail(kCpuBinding, detail, fix);
   result.values["task_cpus"] = have;
   result.values["job_cpus"] = jobCpus;
   result.facts["task_cpus"] = formatCpuList(f.affinity);
@@ -103,21 +103,21 @@ CheckResult judgePlan(const BindingFacts& f, const std::vector<binding::RankBind
   CheckResult result;
   if (!missing.empty()) {
     std::string wants = f.oneTaskPerRank ? "gives it" : "wants";
-    result = fail(kCheck,
+    result = fail(kCpuBinding,
                   fmt::format("{} but the plan for {} {} cores {} (of {} {}): it lacks {}", task,
                               planWords(f.ranks), wants, formatCpuList(want), f.jobCpusSource,
                               formatCpuList(f.jobCpus), formatCpuList(missing)),
                   fix);
   } else if (f.oneTaskPerRank && !extra.empty()) {
-    result = warn(kCheck,
+    result = warn(kCpuBinding,
                   fmt::format("{}, more than its cores {} in the plan for {}: its threads can "
                               "run on other ranks' cores",
                               task, formatCpuList(want), planWords(f.ranks)),
                   fix);
   } else {
     std::string whose = f.oneTaskPerRank ? "its cores" : "every core";
-    result = ok(kCheck, fmt::format("{}: {} of the plan for {}, cores {}", task, whose,
-                                    planWords(f.ranks), formatCpuList(want)));
+    result = ok(kCpuBinding, fmt::format("{}: {} of the plan for {}, cores {}", task, whose,
+                                         planWords(f.ranks), formatCpuList(want)));
   }
   result.values["task_cpus"] = static_cast<double>(f.affinity.size());
   result.values["plan_cores"] = static_cast<double>(want.size());
@@ -154,21 +154,21 @@ BindingFacts readBindingFacts(const ProbeContext& ctx, const std::string& root) 
 }
 
 CheckResult judgeCpuBinding(const BindingFacts& f) {
-  if (!f.node) return skip(kCheck, "cannot read the node to plan on: " + f.nodeError);
+  if (!f.node) return skip(kCpuBinding, "cannot read the node to plan on: " + f.nodeError);
   if (f.oneTaskPerRank && f.localRank >= f.ranks.ranks) {
-    return skip(kCheck, fmt::format("local rank {} is outside the plan for {}", f.localRank,
-                                    planWords(f.ranks)));
+    return skip(kCpuBinding, fmt::format("local rank {} is outside the plan for {}", f.localRank,
+                                         planWords(f.ranks)));
   }
   if (onlyCountsKnown(f)) return judgeCounts(f);
   CpuList jobCores = coresOf(f.jobCpus, f.cpus);
   std::string error;
   std::optional<std::vector<binding::RankBinding>> plan = planOn(f, jobCores, error);
-  if (!plan) return skip(kCheck, "no binding plan: " + error);
+  if (!plan) return skip(kCpuBinding, "no binding plan: " + error);
   bool coreEach = std::none_of(plan->begin(), plan->end(),
                                [](const binding::RankBinding& b) { return b.cpus.empty(); });
   if (!coreEach) {
     return warn(
-        kCheck,
+        kCpuBinding,
         fmt::format("{} outnumber the job's {} on this node ({}): ranks share cores",
                     planWords(f.ranks), counted(jobCores.size(), "core"), formatCpuList(jobCores)),
         "run fewer ranks per node (--nproc-per-node) or ask for more CPUs per node");

@@ -15,7 +15,7 @@ namespace distrun::doctor {
 
 namespace {
 
-constexpr const char* kCheck = "clock";
+constexpr const char* kClock = "clock";
 
 std::string clockFix() {
   return "the node's time service (chronyd, ntpd) is not keeping its clock: ask the admins "
@@ -32,7 +32,7 @@ CheckResult withFigures(CheckResult r, const ClockSample& s) {
 
 CheckResult judgeClock(const std::optional<ClockSample>& sample, const std::string& masterNode) {
   if (!sample) {
-    return warn(kCheck, "rank 0's node " + masterNode + " did not answer the clock exchange",
+    return warn(kClock, "rank 0's node " + masterNode + " did not answer the clock exchange",
                 "see rank 0's output: its node may be overloaded");
   }
   const double beyond = std::abs(sample->skewMs()) - sample->uncertaintyMs();
@@ -40,13 +40,13 @@ CheckResult judgeClock(const std::optional<ClockSample>& sample, const std::stri
                                          masterNode, sample->uncertaintyMs());
   if (beyond > kClockFailMs) {
     return withFigures(
-        fail(kCheck, detail + fmt::format("; over {:.0f} ms", kClockFailMs), clockFix()), *sample);
+        fail(kClock, detail + fmt::format("; over {:.0f} ms", kClockFailMs), clockFix()), *sample);
   }
   if (beyond > kClockWarnMs) {
     return withFigures(
-        warn(kCheck, detail + fmt::format("; over {:.0f} ms", kClockWarnMs), clockFix()), *sample);
+        warn(kClock, detail + fmt::format("; over {:.0f} ms", kClockWarnMs), clockFix()), *sample);
   }
-  return withFigures(ok(kCheck, detail), *sample);
+  return withFigures(ok(kClock, detail), *sample);
 }
 
 double wallClockMs() {

@@ -14,7 +14,7 @@
 namespace distrun::doctor {
 namespace {
 
-constexpr const char* kCheck = "gpu";
+constexpr const char* kGpu = "gpu";
 constexpr const char* kBrokenFix =
     "the driver cannot reach the GPUs: leave this node out (sbatch --exclude) and tell the admins";
 
@@ -201,19 +201,19 @@ std::optional<CheckResult> toolFailure(const GpuFacts& f) {
   const ToolResult& l = *f.listing;
   std::string devices = join(f.deviceFiles, ", ");
   if (l.exitCode == 127) {
-    return warn(kCheck, fmt::format("{} is not on PATH; the node has {}", f.tool, devices),
+    return warn(kGpu, fmt::format("{} is not on PATH; the node has {}", f.tool, devices),
                 fmt::format("put {} on PATH (module load cuda or rocm) so that doctor can ask "
                             "the GPUs",
                             f.tool));
   }
   if (l.timedOut) {
-    return fail(kCheck, fmt::format("{} did not answer within {}", f.tool, seconds(f.limit)),
+    return fail(kGpu, fmt::format("{} did not answer within {}", f.tool, seconds(f.limit)),
                 "the GPU or its driver hangs: leave this node out (sbatch --exclude) and tell the "
                 "admins");
   }
   if (!f.gpus.empty()) return std::nullopt;
   std::string said = firstLine(l.err.empty() ? l.out : l.err);
-  return fail(kCheck,
+  return fail(kGpu,
               fmt::format("{} lists no GPU (exit {}{}); the node has {}", f.tool, l.exitCode,
                           said.empty() ? "" : ": " + said, devices),
               kBrokenFix);
@@ -248,7 +248,7 @@ GpuFacts readGpuFacts(const ProbeContext& ctx, const ToolRunner& run, const std:
 
 CheckResult judgeGpus(const GpuFacts& f) {
   if (f.vendor == GpuVendor::kNone) {
-    return skip(kCheck, "no GPU on this node (no /dev/nvidia0, no /dev/kfd)");
+    return skip(kGpu, "no GPU on this node (no /dev/nvidia0, no /dev/kfd)");
   }
   if (std::optional<CheckResult> failure = toolFailure(f)) return *failure;
   CheckResult result;
@@ -256,7 +256,7 @@ CheckResult judgeGpus(const GpuFacts& f) {
   for (const Finding& v : visibilityFindings(f)) found.push_back(v);
   if (!f.planNote.empty()) found.push_back({CheckState::kOk, "no plan: " + f.planNote, ""});
   for (const Finding& p : processFindings(f, result)) found.push_back(p);
-  CheckResult combined = combine(kCheck, found);
+  CheckResult combined = combine(kGpu, found);
   combined.values = result.values;
   combined.values["gpus"] = static_cast<double>(f.gpus.size());
   combined.facts["tool"] = f.tool;
