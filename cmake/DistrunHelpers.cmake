@@ -13,6 +13,12 @@
 
 set(DISTRUN_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
     -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual -Wimplicit-fallthrough)
+# In a unity build (scripts/test) every source is #included into the batch's
+# file, and GCC's -Wsubobject-linkage, meant for headers, then flags each
+# class of a source that holds a type of that source's anonymous namespace.
+if(CMAKE_UNITY_BUILD)
+  list(APPEND DISTRUN_WARNINGS -Wno-subobject-linkage)
+endif()
 
 function(distrun_apply_warnings target)
   target_compile_options(${target} PRIVATE ${DISTRUN_WARNINGS})
