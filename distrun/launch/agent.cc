@@ -75,7 +75,7 @@ class Join {
 struct RoundIo {
   RoundIo(const AgentConfig& config, int round, ProcessLauncher& launcher)
       : number(round),
-        watcher(config.storeHost, config.storePort, config.token, round, events.fd()),
+        watcher(config.storeHost, config.storePort, config.token, config.runId, round, events.fd()),
         group(launcher, config.layout.nodeRank, config.host) {}
   int number;
   EventFd events;
@@ -155,7 +155,7 @@ class Agent::Loop {
         server_(startStoreServer(config_)),
         storeAt_{config_.storeHost, server_ ? server_->port() : config_.storePort},
         store_(std::make_unique<rdzv::StoreClient>(storeAt_.host, storeAt_.port, config_.token,
-                                                   config_.joinTimeout)),
+                                                   config_.joinTimeout, config_.runId)),
         standby_(standbyOf(config_)),
         supervisor_(config_, storeAt_.port),
         status_(config_.status, agent.err_, agent.clock_, config_.statusFile,
@@ -394,7 +394,7 @@ void Agent::Loop::operator()(const FindStore&) {
     if (at.server) server_ = std::move(at.server);
     storeAt_ = at.address;
     store_ = std::make_unique<rdzv::StoreClient>(storeAt_.host, storeAt_.port, config_.token,
-                                                 config_.joinTimeout);
+                                                 config_.joinTimeout, config_.runId);
   } catch (const Error& e) {
     feed(supervisor_.rendezvousFailed(
         fmt::format("the rendezvous store at {} was lost and no successor took over: {}", lost,

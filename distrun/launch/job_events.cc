@@ -58,9 +58,11 @@ void publishEvent(rdzv::StoreClient& store, int round, const JobEvent& event) {
   store.set(rdzv::roundKey(round, fmt::format("event/{}", index)), encodeEvent(event));
 }
 
-EventWatcher::EventWatcher(std::string host, int port, std::string token, int round, int notifyFd)
+EventWatcher::EventWatcher(std::string host, int port, std::string token, std::string keySpace,
+                           int round, int notifyFd)
     : round_(round), notifyFd_(notifyFd) {
-  thread_ = std::thread([this, host, port, token] { watch(host, port, token); });
+  thread_ =
+      std::thread([this, host, port, token, keySpace] { watch(host, port, token, keySpace); });
 }
 
 EventWatcher::~EventWatcher() {
@@ -72,9 +74,10 @@ EventWatcher::~EventWatcher() {
   thread_.join();
 }
 
-void EventWatcher::watch(std::string host, int port, std::string token) {
+void EventWatcher::watch(std::string host, int port, std::string token, std::string keySpace) {
   try {
-    auto client = std::make_unique<rdzv::StoreClient>(host, port, token, std::chrono::seconds(30));
+    auto client =
+        std::make_unique<rdzv::StoreClient>(host, port, token, std::chrono::seconds(30), keySpace);
     rdzv::StoreClient* c = client.get();
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -38,11 +38,13 @@ void publishEvent(rdzv::StoreClient& store, int round, const JobEvent& event);
 // appends on the agent's behalf.
 std::string encodeEvent(const JobEvent& event);
 
-// Watches a round's event sequence on its own connection and thread, and
-// signals `notifyFd` (an eventfd) whenever events are ready to take().
+// Watches a round's event sequence on its own connection and thread (in the
+// job's `keySpace`, StoreClient's), and signals `notifyFd` (an eventfd)
+// whenever events are ready to take().
 class EventWatcher {
  public:
-  EventWatcher(std::string host, int port, std::string token, int round, int notifyFd);
+  EventWatcher(std::string host, int port, std::string token, std::string keySpace, int round,
+               int notifyFd);
   ~EventWatcher();  // interrupts and joins
   EventWatcher(const EventWatcher&) = delete;
   EventWatcher& operator=(const EventWatcher&) = delete;
@@ -50,7 +52,7 @@ class EventWatcher {
   std::deque<JobEvent> take();
 
  private:
-  void watch(std::string host, int port, std::string token);
+  void watch(std::string host, int port, std::string token, std::string keySpace);
   void push(JobEvent event);
 
   int round_;

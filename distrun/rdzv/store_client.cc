@@ -26,10 +26,11 @@ Clock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
 }  // namespace
 
 StoreClient::StoreClient(std::string host, int port, std::string token,
-                         std::chrono::milliseconds connectTimeout)
+                         std::chrono::milliseconds connectTimeout, std::string keySpace)
     : host_(std::move(host)),
       port_(port),
       token_(std::move(token)),
+      keySpace_(std::move(keySpace)),
       address_(fmt::format("{}:{}", host_, port_)) {
   connect(connectTimeout);
 }
@@ -39,14 +40,16 @@ StoreClient::~StoreClient() = default;
 void StoreClient::connect(std::chrono::milliseconds timeout) {
   fd_.reset(connectTcp(host_, port_, Clock::now() + timeout));
   setKeepAlive(fd_.get(), address_);
-  Frame reply = request(Frame{Op::kHello, {token_}}, Clock::now() + timeout);
+  Frame reply = request(Frame{Op::kHello, {token_, keySpace_}}, Clock::now() + timeout);
   if (reply.op == Op::kRefused) {
     fd_.reset();
     throw RendezvousError(
         fmt::format("the rendezvous store at {} refused this agent's token: every agent "
                     "of a job needs the same DISTRUN_TOKEN (when unset, it is derived from "
                     "the user's distrun secret file, which every node must share; where "
-                    "they do not, export the same DISTRUN_TOKEN on every node)",
+                    "they do not, export the same DISTRUN_TOKEN on every node); or the store "
+                    "there is another job's, with its own token: give this job its own "
+                    "--rdzv-endpoint port",
                     address_));
   }
 }

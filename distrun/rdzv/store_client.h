@@ -39,9 +39,10 @@ class StoreBatch {
 class StoreClient {
  public:
   // Connects (retrying while the store is not up yet, until `connectTimeout`)
-  // and presents `token`.
+  // and presents `token`. Every key is then taken within `keySpace` (wire.h):
+  // the job's run id, so that jobs sharing a store keep apart; "": the root.
   StoreClient(std::string host, int port, std::string token,
-              std::chrono::milliseconds connectTimeout);
+              std::chrono::milliseconds connectTimeout, std::string keySpace = {});
   ~StoreClient();
   StoreClient(const StoreClient&) = delete;
   StoreClient& operator=(const StoreClient&) = delete;
@@ -101,6 +102,7 @@ class StoreClient {
   std::string host_;
   int port_;
   std::string token_;
+  std::string keySpace_;
   std::string address_;
   // Throws when the store refused the token or reported its failure.
   void checkReply(const Frame& reply);

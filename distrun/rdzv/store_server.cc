@@ -80,6 +80,9 @@ struct StoreServer::Connection {
   uint32_t events = 0;
   uint64_t serial = 0;  // tells this connection from a later one on the same fd
   std::optional<Will> will;
+  // Put before each key this connection sends: its hello's key space and a
+  // NUL (no key of a space can then equal one of another, or of the root).
+  std::string keyPrefix;
 };
 
 StoreServer::StoreServer(const std::string& host, int port, std::string token, EpollWait epollWait,
@@ -326,23 +329,10 @@ void StoreServer::processFrames(Connection& c) {
 }
 
 bool StoreServer::handle(Connection& c, Frame& frame) {
-  std::optional<size_t> fields = requestFieldCount(frame.op);
-  if (!fields || *fields != frame.fields.size()) return false;
-  if (!c.authenticated) {
-    if (frame.op != Op::kHello) return false;
-    if (frame.fields[0] != token_) {
-      reply(c, Frame{Op::kRefused, {}});
-      c.closing = true;
-      rejected_++;
-      return true;
-    }
-    c.authenticated = true;
-    pendingCount_--;
-    reply(c, Frame{Op::kOk, {}});
-    return true;
-  }
-  const std::string& key = frame.fields[0];
-  if (key.size() > limits_.maxKeyBytes) return false;
+  if (!fieldCountFits(frame.op, frame.fields.size())) return false;
+  if (!c.authenticated) return frame.op == Op::kHello && greet(c, frame);
+  if (frame.fields[0].size() > limits_.maxKeyBytes) return false;
+  const std::string key = c.keyPrefix + frame.fields[0];
   switch (frame.op) {
     case Op::kSet:
       reply(c, Frame{Op::kOk, {}});
@@ -377,6 +367,24 @@ bool StoreServer::handle(Connection& c, Frame& frame) {
     default:
       return false;
   }
+}
+
+// A pending connection's kHello: accepted with the job token (and then
+// works in the key space it names), else refused and closed.
+bool StoreServer::greet(Connection& c, const Frame& hello) {
+  if (hello.fields[0] != token_) {
+    reply(c, Frame{Op::kRefused, {}});
+    c.closing = true;
+    rejected_++;
+    return true;
+  }
+  if (hello.fields.size() == 2 && !hello.fields[1].empty()) {
+    c.keyPrefix = hello.fields[1] + '\0';
+  }
+  c.authenticated = true;
+  pendingCount_--;
+  reply(c, Frame{Op::kOk, {}});
+  return true;
 }
 
 // kCompareSet: one step, so that of several agents racing to change a key
@@ -416,8 +424,8 @@ bool StoreServer::leaveWill(Connection& c, Frame& frame) {
   if (frame.fields[1].size() > limits_.maxKeyBytes) return false;
   c.will.reset();
   if (!frame.fields[0].empty()) {
-    c.will =
-        Will{std::move(frame.fields[0]), std::move(frame.fields[1]), std::move(frame.fields[2])};
+    c.will = Will{c.keyPrefix + frame.fields[0], c.keyPrefix + frame.fields[1],
+                  std::move(frame.fields[2])};
   }
   reply(c, Frame{Op::kOk, {}});
   return true;

@@ -108,6 +108,7 @@ class StoreServer {
   void onWritable(Connection& c);
   void processFrames(Connection& c);
   bool handle(Connection& c, Frame& frame);
+  bool greet(Connection& c, const Frame& hello);
   void compareSet(Connection& c, const std::string& key, const std::string& expected,
                   std::string& desired);
   void reply(Connection& c, const Frame& frame);

@@ -40,6 +40,26 @@ TEST_F(StoreTest, SetGetAddTryGet) {
   EXPECT_EQ(c.add("n", -5), -3);
 }
 
+// Two jobs on one store (one endpoint, one token, each its own --rdzv-id):
+// each sees its own keys only, and a client without a space sees neither.
+TEST_F(StoreTest, KeySpacesKeepJobsApart) {
+  const int port = server.port();
+  StoreClient jobA("127.0.0.1", port, "secret", kGenerous, "jobA");
+  StoreClient jobB("127.0.0.1", port, "secret", kGenerous, "jobB");
+  jobA.set("r0/node/0", "a");
+  jobB.set("r0/node/0", "b");
+  EXPECT_EQ(jobA.add("r0/count", 1), 1);
+  EXPECT_EQ(jobB.add("r0/count", 1), 1);
+  EXPECT_EQ(jobB.compareSet("r0/closed", "", "b"), "b");
+  EXPECT_EQ(jobA.compareSet("r0/closed", "", "a"), "a");
+  StoreClient againA("127.0.0.1", port, "secret", kGenerous, "jobA");
+  EXPECT_EQ(againA.tryGet("r0/node/0"), "a");
+  EXPECT_EQ(againA.add("r0/count", 1), 2);
+  EXPECT_EQ(jobB.get("r0/node/0", kGenerous), "b");
+  EXPECT_FALSE(client().tryGet("r0/node/0").has_value());
+  EXPECT_FALSE(jobA.get("only-b", 100ms).has_value());
+}
+
 TEST_F(StoreTest, GetWaitsForAnotherClientsSet) {
   StoreClient waiter = client();
   std::thread setter([this] {
@@ -67,7 +87,8 @@ TEST_F(StoreTest, WrongTokenIsRefused) {
                   " refused this agent's token: every agent of a job needs the "
                   "same DISTRUN_TOKEN (when unset, it is derived from the user's distrun "
                   "secret file, which every node must share; where they do not, export the "
-                  "same DISTRUN_TOKEN on every node)");
+                  "same DISTRUN_TOKEN on every node); or the store there is another job's, "
+                  "with its own token: give this job its own --rdzv-endpoint port");
   }
   EXPECT_EQ(server.rejectedConnections(), 1u);
 }

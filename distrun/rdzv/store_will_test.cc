@@ -61,6 +61,20 @@ TEST_F(StoreWillTest, AConnectionClosedWithItsWillSetAppendsItToTheEventSequence
   EXPECT_EQ(watcher->tryGet("r0/event/2"), "complete\n");
 }
 
+// A will left in a key space is carried out in that space: the job's own
+// event sequence, not another's on the same store.
+TEST_F(StoreWillTest, AWillFiresInItsClientsKeySpace) {
+  const int port = server.port();
+  auto agent = std::make_unique<StoreClient>("127.0.0.1", port, "secret", kGenerous, "jobA");
+  agent->setWill("r0/events", "r0/event/", kDeath);
+  StoreClient sameJob("127.0.0.1", port, "secret", kGenerous, "jobA");
+  agent.reset();
+  EXPECT_EQ(sameJob.get("r0/event/0", kGenerous), kDeath);
+  EXPECT_FALSE(watcher->tryGet("r0/events").has_value());
+  StoreClient otherJob("127.0.0.1", port, "secret", kGenerous, "jobB");
+  EXPECT_FALSE(otherJob.tryGet("r0/events").has_value());
+}
+
 TEST_F(StoreWillTest, AClearedWillAppendsNothing) {
   auto agent = client();
   agent->setWill("r0/events", "r0/event/", kDeath);

@@ -59,10 +59,10 @@ DecodeStatus decodeFrame(std::string_view buffer, Frame& frame, size_t& consumed
 
 std::optional<size_t> requestFieldCount(Op op) {
   switch (op) {
-    case Op::kHello:
     case Op::kGet:
     case Op::kTryGet:
       return 1;
+    case Op::kHello:
     case Op::kSet:
     case Op::kAdd:
       return 2;
@@ -72,6 +72,12 @@ std::optional<size_t> requestFieldCount(Op op) {
     default:
       return std::nullopt;
   }
+}
+
+bool fieldCountFits(Op op, size_t count) {
+  std::optional<size_t> fields = requestFieldCount(op);
+  if (!fields) return false;
+  return op == Op::kHello ? count == 1 || count == 2 : count == *fields;
 }
 
 }  // namespace distrun::rdzv

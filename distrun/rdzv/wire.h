@@ -13,8 +13,13 @@ namespace distrun::rdzv {
 //   u32 body length (little endian, at most kMaxFrameBody) | body
 //   body = u8 opcode | fields...,  field = u32 length | bytes
 //
-// A client's first frame must be kHello with the job token; the server
-// answers kOk or kRefused and closes. Requests, each answered in order (a
+// A client's first frame must be kHello with the job token and, optionally,
+// the key space it works in; the server answers kOk, or kRefused and
+// closes. Every key a client sends after a hello that named a space (and
+// its will's counter and prefix) is taken within that space: jobs that share
+// one store (one endpoint and one token, each with its own --rdzv-id) never
+// see each other's keys. A hello without one works in the root space.
+// Requests, each answered in order (a
 // client may send many before reading: StoreBatch; a kGet that waits holds
 // back the requests behind it):
 //   kSet key value        -> kOk
@@ -72,8 +77,12 @@ enum class DecodeStatus { kFrame, kNeedMore, kMalformed };
 // and `consumed` its size in bytes. Never reads past `buffer`.
 DecodeStatus decodeFrame(std::string_view buffer, Frame& frame, size_t& consumed);
 
-// The number of fields each request opcode carries, or nullopt for an
-// opcode a client may not send.
+// The number of fields each request opcode carries (kHello: at most), or
+// nullopt for an opcode a client may not send.
 std::optional<size_t> requestFieldCount(Op op);
+
+// Whether a request `op` may carry `count` fields: requestFieldCount's, or
+// for kHello 1 (the token) or 2 (the token and a key space).
+bool fieldCountFits(Op op, size_t count);
 
 }  // namespace distrun::rdzv

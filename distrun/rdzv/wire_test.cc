@@ -49,6 +49,18 @@ TEST(WireTest, RequestFieldCounts) {
   EXPECT_FALSE(requestFieldCount(Op::kValue).has_value());
 }
 
+// A hello carries the token and, optionally, a key space; every other
+// request exactly its fields.
+TEST(WireTest, AHelloMayNameAKeySpace) {
+  EXPECT_TRUE(fieldCountFits(Op::kHello, 1));
+  EXPECT_TRUE(fieldCountFits(Op::kHello, 2));
+  EXPECT_FALSE(fieldCountFits(Op::kHello, 0));
+  EXPECT_FALSE(fieldCountFits(Op::kHello, 3));
+  EXPECT_TRUE(fieldCountFits(Op::kSet, 2));
+  EXPECT_FALSE(fieldCountFits(Op::kSet, 1));
+  EXPECT_FALSE(fieldCountFits(Op::kValue, 1));
+}
+
 TEST(WireTest, AWillCarriesCounterPrefixAndValue) {
   std::string bytes;
   encodeFrame(Frame{Op::kWill, {"r0/events", "r0/event/", "lost\nnode 2"}}, bytes);

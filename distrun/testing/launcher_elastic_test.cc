@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -200,6 +202,34 @@ TEST_F(LauncherElasticTest, AFixedJobEndsAtOnceWhenANodesAgentIsKilled) {
   killAgent(node1);
   EXPECT_EQ(waitCommand(node0), 76) << log("agent0.log");
   EXPECT_THAT(log("agent0.log"), HasSubstr("node 1 (127.0.0.1) was lost"));
+  expectAllGone();
+}
+
+// Two jobs meet at one endpoint with one DISTRUN_TOKEN, each with its own
+// --rdzv-id (torchrun's rule: the id separates jobs): node 0 (job A) hosts
+// the store for both; each job forms its own two-node world in one round.
+// Job A works until job B's agents are gone, so the store outlives job B.
+TEST_F(LauncherElasticTest, TwoJobsOnOneEndpointKeepApartByTheirRunIds) {
+  const std::string bDone = path("b.done");
+  const std::string waitForB = "until [ -e " + bDone + " ]; do sleep 0.1; done; ";
+  int a0 = startNode(0, "2:2", 1, "--rdzv-id A ", waitForB);
+  ::usleep(300000);
+  int b0 = startNode(1, "2:2", 1, "--rdzv-id B ");
+  int a1 = startNode(2, "2:2", 1, "--rdzv-id A ", waitForB);
+  int b1 = startNode(3, "2:2", 1, "--rdzv-id B ");
+  EXPECT_EQ(waitCommand(b0), 0) << log("agent1.log");
+  EXPECT_EQ(waitCommand(b1), 0) << log("agent3.log");
+  std::ofstream(bDone) << "done\n";
+  EXPECT_EQ(waitCommand(a0), 0) << log("agent0.log");
+  EXPECT_EQ(waitCommand(a1), 0) << log("agent2.log");
+  for (auto [first, second] : {std::pair{0, 2}, std::pair{1, 3}}) {
+    const std::vector<std::string> one = lines("rounds." + std::to_string(first));
+    const std::vector<std::string> two = lines("rounds." + std::to_string(second));
+    ASSERT_EQ(one.size(), 1u) << "one round, no re-formation";
+    ASSERT_EQ(two.size(), 1u) << "one round, no re-formation";
+    EXPECT_THAT(std::vector<std::string>({one[0], two[0]}),
+                ::testing::UnorderedElementsAre("2 0 0", "2 1 0"));
+  }
   expectAllGone();
 }
 

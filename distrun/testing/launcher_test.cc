@@ -196,7 +196,9 @@ TEST_F(LauncherTest, WrongTokenIsRefused) {
                        " refused this agent's token: every agent of a job needs "
                        "the same DISTRUN_TOKEN (when unset, it is derived from the user's "
                        "distrun secret file, which every node must share; where they do not, "
-                       "export the same DISTRUN_TOKEN on every node)\n");
+                       "export the same DISTRUN_TOKEN on every node); or the store there is "
+                       "another job's, with its own token: give this job its own "
+                       "--rdzv-endpoint port\n");
   // Node 0 is still waiting for node 1 in the rendezvous: SIGTERM must end
   // it now, not after its join timeout.
   ::kill(node0, SIGTERM);
