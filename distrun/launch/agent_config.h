@@ -27,6 +27,7 @@ struct ElasticSpec {
   std::chrono::milliseconds lastCall{std::chrono::seconds(5)};
   std::string nodeName;                  // this node in reports: its address
   std::optional<int> preferredNodeRank;  // Slurm's SLURM_NODEID
+  std::string preferredRankScope{};      // its step, "JOBID.STEPID"
 };
 
 // Everything one node's agent needs, resolved from flags and scheduler by

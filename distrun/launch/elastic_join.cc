@@ -23,6 +23,7 @@ rdzv::ElasticJoin elasticJoinOf(const AgentConfig& c, int standbyPort,
   join.standbyPort = standbyPort;
   join.nodeName = e.nodeName;
   join.preferredNodeRank = e.preferredNodeRank.value_or(-1);
+  join.preferredRankScope = e.preferredRankScope;
   join.joinTimeout = c.joinTimeout;
   join.lastCall = e.lastCall;
   join.pickMasterPort = pickMasterPort;

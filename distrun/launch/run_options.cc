@@ -227,7 +227,7 @@ void placeExplicit(const RunOptions& o, const RunContext& ctx, int nodes, AgentC
 
 // Nodes that meet by arrival (torchrun's c10d rendezvous): --nnodes
 // MIN:MAX, or N nodes without --node-rank outside Slurm. In a Slurm step,
-// the node ids are the preferred node ranks.
+// the node ids are the preferred node ranks, numbered within that step.
 void placeByArrival(const RunOptions& o, const RunContext& ctx, NodeRange nodes, AgentConfig& c) {
   if (o.nodeRank) {
     throw UsageError(fmt::format(
@@ -244,7 +244,10 @@ void placeByArrival(const RunOptions& o, const RunContext& ctx, NodeRange nodes,
   ElasticSpec e{nodes.min, nodes.max,
                 seconds(secondsFrom(o.rdzvConf, "last_call_timeout").value_or(5)), c.host,
                 std::nullopt};
-  if (slurm) e.preferredNodeRank = c.layout.nodeRank;
+  if (slurm) {
+    e.preferredNodeRank = c.layout.nodeRank;
+    e.preferredRankScope = fmt::format("{}.{}", c.layout.jobId, c.layout.stepId);
+  }
   c.layout.numNodes = nodes.max;  // until the first round says how many came
   c.layout.nodeRank = 0;
   c.elastic = e;

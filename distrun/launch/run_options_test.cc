@@ -299,6 +299,7 @@ TEST(ResolveTest, NodesWithoutANodeRankMeetByArrival) {
   EXPECT_EQ(c.elastic->minNodes, 2);
   EXPECT_EQ(c.elastic->maxNodes, 2);
   EXPECT_EQ(c.elastic->preferredNodeRank, std::nullopt);
+  EXPECT_EQ(c.elastic->preferredRankScope, "");
   EXPECT_EQ(c.storeHost, "head");
   EXPECT_EQ(c.storePort, 29500);
   EXPECT_EQ(c.runId, "4242");
@@ -333,6 +334,7 @@ TEST(ResolveTest, AnElasticSlurmStepPrefersSlurmsNodeIds) {
   AgentConfig c = resolve(o, slurmAgent(1));
   ASSERT_TRUE(c.elastic);
   EXPECT_EQ(c.elastic->preferredNodeRank, 1);
+  EXPECT_EQ(c.elastic->preferredRankScope, "77.2") << "the ids of this step";
   EXPECT_EQ(c.elastic->nodeName, "gpu02");
   EXPECT_EQ(c.storeHost, "gpu01");
 }

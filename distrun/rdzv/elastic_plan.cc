@@ -72,16 +72,25 @@ class Fields {
   size_t at_ = 0;
 };
 
-// The arrivals in node-rank order: by preferred rank when all have one.
+// Whether the members' preferred ranks form one numbering: each has one,
+// all of the first member's scope (two Slurm steps both have a node 0).
+bool onePreferredNumbering(const std::vector<NodeRecord>& arrivals,
+                           const std::vector<size_t>& members) {
+  const std::string& scope = arrivals[members.front()].preferredRankScope;
+  return std::all_of(members.begin(), members.end(), [&](size_t i) {
+    return arrivals[i].preferredNodeRank >= 0 && arrivals[i].preferredRankScope == scope;
+  });
+}
+
+// The arrivals in node-rank order: by preferred rank when all have one of
+// one numbering.
 std::vector<size_t> memberOrder(const std::vector<NodeRecord>& arrivals,
                                 const std::vector<bool>& left) {
   std::vector<size_t> order;
   for (size_t i = 0; i < arrivals.size(); ++i) {
     if (!left[i]) order.push_back(i);
   }
-  bool allPreferred = std::all_of(order.begin(), order.end(),
-                                  [&](size_t i) { return arrivals[i].preferredNodeRank >= 0; });
-  if (allPreferred) {
+  if (!order.empty() && onePreferredNumbering(arrivals, order)) {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       return arrivals[a].preferredNodeRank < arrivals[b].preferredNodeRank;
     });
@@ -112,8 +121,8 @@ std::vector<bool> leftOut(const std::vector<NodeRecord>& arrivals, const Failure
 }  // namespace
 
 std::string encodeRecord(const NodeRecord& r) {
-  return fmt::format("{}\n{}\n{}\n{}\n{}", r.nproc, r.preferredNodeRank, r.standbyPort, r.host,
-                     r.name);
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.nproc, r.preferredNodeRank, r.preferredRankScope,
+                     r.standbyPort, r.host, r.name);
 }
 
 NodeRecord decodeRecord(const std::string& value) {
@@ -121,6 +130,7 @@ NodeRecord decodeRecord(const std::string& value) {
   NodeRecord r;
   r.nproc = f.number();
   r.preferredNodeRank = f.number();
+  r.preferredRankScope = f.text();
   r.standbyPort = f.number();
   r.host = f.text();
   r.name = f.text();

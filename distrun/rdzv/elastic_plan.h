@@ -15,7 +15,8 @@ namespace distrun::rdzv::detail {
 // What an arriving agent publishes about its node ("e<round>/node/<i>").
 struct NodeRecord {
   int nproc = 1;
-  int preferredNodeRank = -1;  // -1: none
+  int preferredNodeRank = -1;      // -1: none
+  std::string preferredRankScope;  // whose numbering it is (a Slurm step)
   int standbyPort = 0;
   std::string host;
   std::string name;
@@ -49,8 +50,9 @@ struct RoundPlan {
 
 // Plans round `round` of `arrivals` (non-empty): leaves out the nodes
 // excludedUntil() names unless that would leave fewer than `minNodes`;
-// orders the members by preferredNodeRank when every member has one (ties
-// by arrival), else by arrival; ranks contiguous per node in that order.
+// orders the members by preferredNodeRank when every member has one and all
+// of one preferredRankScope (ties by arrival), else by arrival; ranks
+// contiguous per node in that order.
 RoundPlan planRound(const std::vector<NodeRecord>& arrivals, const FailureTable& failures,
                     int round, int minNodes);
 

@@ -42,8 +42,10 @@ TEST(ExcludedUntil, PairsDoNotOverlapAndOrderAndRepeatsDoNotMatter) {
   EXPECT_EQ(excludedUntil({4, 3, 3}, 5), 6);
 }
 
-NodeRecord node(const std::string& name, int nproc = 1, int preferred = -1) {
-  return NodeRecord{nproc, preferred, 7000 + static_cast<int>(name.size()), name + ".host", name};
+NodeRecord node(const std::string& name, int nproc = 1, int preferred = -1,
+                const std::string& scope = "") {
+  const int standbyPort = 7000 + static_cast<int>(name.size());
+  return NodeRecord{nproc, preferred, scope, standbyPort, name + ".host", name};
 }
 
 TEST(PlanRound, ArrivalOrderGivesNodeRanksAndContiguousFirstRanks) {
@@ -67,6 +69,19 @@ TEST(PlanRound, PreferredRanksOrderTheNodesAndAreCompacted) {
 TEST(PlanRound, OneMemberWithoutAPreferredRankMeansArrivalOrder) {
   RoundPlan plan = detail::planRound({node("a", 1, 1), node("b", 1), node("c", 1, 0)}, {}, 0, 1);
   EXPECT_EQ(plan.nodeRank, (std::vector<int>{0, 1, 2}));
+}
+
+// Every Slurm step numbers its nodes from 0: a node started by a second
+// srun (step 7.1) has node id 0 as step 7.0's first node has. Ids of two
+// steps are not one numbering, so the round goes by arrival.
+TEST(PlanRound, PreferredRanksOfTwoSlurmStepsMeanArrivalOrder) {
+  const NodeRecord a = node("a", 1, 0, "7.0"), b = node("b", 1, 1, "7.0");
+  const NodeRecord c = node("c", 1, 0, "7.1");
+  RoundPlan plan = detail::planRound({b, c, a}, {}, 0, 1);
+  EXPECT_EQ(plan.nodeRank, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(plan.master, 0u);
+  EXPECT_EQ(detail::planRound({b, a}, {}, 0, 1).nodeRank, (std::vector<int>{1, 0}))
+      << "one step's ids are kept";
 }
 
 TEST(PlanRound, SuccessorsAreTheFirstEightInNodeRankOrder) {
@@ -97,9 +112,11 @@ TEST(PlanRound, ExclusionThatWouldLeaveFewerThanMinIsWaived) {
 }
 
 TEST(ElasticValues, RecordsAndFailureTablesRoundTrip) {
-  NodeRecord r = detail::decodeRecord(detail::encodeRecord(node("host-7", 8, 3)));
+  NodeRecord r = detail::decodeRecord(detail::encodeRecord(node("host-7", 8, 3, "42.1")));
   EXPECT_EQ(r.nproc, 8);
   EXPECT_EQ(r.preferredNodeRank, 3);
+  EXPECT_EQ(r.preferredRankScope, "42.1");
+  EXPECT_EQ(detail::decodeRecord(detail::encodeRecord(node("h"))).preferredRankScope, "");
   EXPECT_EQ(r.standbyPort, 7006);
   EXPECT_EQ(r.host, "host-7.host");
   EXPECT_EQ(r.name, "host-7");

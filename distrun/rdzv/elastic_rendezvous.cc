@@ -59,6 +59,11 @@ void validate(int round, const ElasticJoin& j) {
   }
   checkName(j.host, "host");
   checkName(j.nodeName, "node name");
+  if (hasSpace(j.preferredRankScope)) {
+    throw ConfigError(
+        fmt::format("elastic rendezvous: preferred rank scope '{}' must hold no white space",
+                    j.preferredRankScope));
+  }
   if (!j.pickMasterPort) {
     throw ConfigError("elastic rendezvous: pickMasterPort is required (node rank 0 calls it)");
   }
@@ -72,8 +77,8 @@ struct Arrival {
   long long index;  // 1-based
   Clock::time_point deadline;
   std::string record() const {
-    return encodeRecord(
-        {join.nproc, join.preferredNodeRank, join.standbyPort, join.host, join.nodeName});
+    return encodeRecord({join.nproc, join.preferredNodeRank, join.preferredRankScope,
+                         join.standbyPort, join.host, join.nodeName});
   }
 };
 

@@ -22,6 +22,10 @@ struct ElasticJoin {
   int standbyPort = 0;         // this agent's standby store port
   std::string nodeName;        // stable name (its host name): failures and exclusion follow it
   int preferredNodeRank = -1;  // SLURM_NODEID, or -1
+  // Whose numbering preferredNodeRank is: the Slurm step ("JOBID.STEPID"),
+  // no white space. Every step numbers its nodes from 0, so ranks of
+  // different scopes are never compared (a node of a second srun).
+  std::string preferredRankScope;
   std::chrono::milliseconds joinTimeout{std::chrono::seconds(300)};  // waiting for MIN
   // After the MIN-th arrival, how long the round waits for more (up to MAX);
   // torchrun's last_call_timeout.
@@ -61,13 +65,14 @@ inline constexpr int kMaxSuccessors = 8;
 // that arrives after that is kWaiting (and, when the round closed with fewer
 // than MAX, announces itself: announceWaiting). Node ranks follow arrival
 // order, or every member's preferredNodeRank (Slurm's ids, compacted to
-// 0..N-1) when every member has one.
+// 0..N-1) when every member has one of the same preferredRankScope.
 //
 // Protocol (keys under "e<round>/"; docs/launcher.md, "Elastic
 // rendezvous"). Each agent makes two round trips after its hello:
 //   1. add("arrived", 1) -> i, its arrival (1-based).
 //   2. batch{set("node/<i>", its record), get("out/<i>")}: publishes
-//      nproc/preferred rank/standby port/host/name and waits for its outcome.
+//      nproc/preferred rank and its scope/standby port/host/name and waits
+//      for its outcome.
 //   and node rank 0 a third: set("master_port", pickMasterPort()).
 // Closing: the MAX-th arrival at once, the MIN-th when `lastCall` passes,
 // any other member when its own wait passes (joinTimeout below MIN,

@@ -234,7 +234,7 @@ TEST_F(ElasticTest, AnArrivalThatNeverPublishedItsNodeFailsTheRoundNamingIt) {
 TEST_F(ElasticTest, ANodeRankZeroThatNeverPicksItsPortFailsTheRoundNamingIt) {
   StoreClient stopped = client();
   stopped.add("e0/arrived", 1);
-  stopped.set("e0/node/1", detail::encodeRecord({1, -1, 7000, "a.example", "a"}));
+  stopped.set("e0/node/1", detail::encodeRecord({1, -1, "", 7000, "a.example", "a"}));
   ElasticJoin j = join("b", 2, 2);
   j.joinTimeout = 200ms;
   EXPECT_THAT([&] { run(0, j); },
@@ -341,6 +341,11 @@ TEST_F(ElasticTest, BadRequestsAreConfigErrorsNamingTheField) {
               ::testing::ThrowsMessage<ConfigError>(::testing::StrEq(
                   "elastic rendezvous: node name 'two words' must be non-empty and hold no "
                   "white space")));
+  j = join("a", 1, 2);
+  j.preferredRankScope = "7.0\nx";
+  EXPECT_THAT([&] { joinElasticRound(c, 0, j); },
+              ::testing::ThrowsMessage<ConfigError>(::testing::StrEq(
+                  "elastic rendezvous: preferred rank scope '7.0\nx' must hold no white space")));
   EXPECT_EQ(ConfigError("").exitCode(), ExitCode::kConfig);
   EXPECT_EQ(c.tryGet("e0/arrived"), std::nullopt);  // nothing was joined
 }

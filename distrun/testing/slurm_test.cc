@@ -1,9 +1,6 @@
 // Against a real Slurm cluster started on this machine (label: slurm).
-#include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -150,50 +147,6 @@ TEST_F(SlurmTest, SrunAgentFailureStopsEveryNode) {
   EXPECT_EQ(r.exitCode, 5) << r.err;
   EXPECT_THAT(r.err, ::testing::HasSubstr("root cause was rank 3 (local rank 1) on node 1"));
 }
-
-// `srun -N3 --no-kill distrun run --nnodes 2:3`: the agent of one node is
-// SIGKILLed mid-round (its worker dies with it); the agents of the other
-// two re-form on two nodes, Slurm's node ids kept as their node ranks, and
-// finish. node1's agent (Slurm's node 0) hosts the store: losing it makes
-// the others find its successor. srun reports the killed task.
-class ElasticSlurmTest : public SlurmTest, public ::testing::WithParamInterface<int> {};
-
-TEST_P(ElasticSlurmTest, AStepLosingANodeFinishesOnTheOtherTwo) {
-  const int victim = GetParam();
-  const std::string dir = ::testing::TempDir() + "elastic_slurm_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  const std::string worker = "echo $WORLD_SIZE $GROUP_RANK $TORCHELASTIC_RESTART_COUNT >> " + dir +
-                             "/rounds.$SLURM_NODEID; echo $PPID > " + dir +
-                             "/agent.$SLURM_NODEID; sleep 8; echo done >> " + dir +
-                             "/rounds.$SLURM_NODEID";
-  int srun = startCommand("env " + cluster_->env() +
-                              "timeout 120 srun -N3 --ntasks-per-node=1 --no-kill " + distrun() +
-                              " run --nnodes 2:3 --max-restarts 2 --rdzv-conf "
-                              "last_call_timeout=2,join_timeout=20 sh -c " +
-                              quote(worker),
-                          dir + "/srun.log");
-  const std::string agent = dir + "/agent." + std::to_string(victim);
-  ASSERT_TRUE(waitForLines(agent, 1, 60)) << slurp(dir + "/srun.log");
-  ASSERT_FALSE(readInts(agent).empty());
-  ::kill(readInts(agent).front(), SIGKILL);
-  waitCommand(srun);
-  const std::string log = slurp(dir + "/srun.log");
-  int survivor = 0;
-  for (int node : {0, 1, 2}) {
-    if (node == victim) continue;
-    std::vector<std::string> rounds = lines(slurp(dir + "/rounds." + std::to_string(node)));
-    ASSERT_GE(rounds.size(), 3u) << log;
-    EXPECT_EQ(rounds.front(), "3 " + std::to_string(node) + " 0") << log;
-    EXPECT_EQ(rounds[rounds.size() - 2], "2 " + std::to_string(survivor++) + " 1") << log;
-    EXPECT_EQ(rounds.back(), "done") << log;
-  }
-  EXPECT_THAT(log, ::testing::HasSubstr(victim == 0 ? "the rendezvous store is now at "
-                                                    : "node node3 was lost"));
-  std::filesystem::remove_all(dir);
-}
-
-INSTANTIATE_TEST_SUITE_P(Victim, ElasticSlurmTest, ::testing::Values(2, 0));
 
 TEST_F(SlurmTest, TwoStepsGetDifferentPorts) {
   std::string a = envPerRank("-N1 -n1")[0]["env"]["MASTER_PORT"];
