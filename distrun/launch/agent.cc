@@ -84,12 +84,16 @@ struct RoundIo {
 };
 
 // Whether this agent may host the store at the start: node 0's; in an
-// elastic job Slurm's node 0, else any agent on the endpoint's host (the
-// first to bind its port does, torchrun's rule; the others there find the
-// port taken).
+// elastic job any agent on the endpoint's host (the first to bind its port
+// does, torchrun's rule; the others there find the port taken), in a Slurm
+// step its node 0 when the endpoint is its own host (a later step's node 0
+// elsewhere would bind a store nobody reaches).
 bool mayHostStore(const AgentConfig& config) {
   if (!config.elastic) return config.layout.nodeRank == 0;
-  if (config.elastic->preferredNodeRank) return *config.elastic->preferredNodeRank == 0;
+  const bool endpointHere =
+      config.storeHost == config.host || rdzv::isThisMachine(config.storeHost);
+  const std::optional<int>& slurmRank = config.elastic->preferredNodeRank;
+  if (slurmRank) return *slurmRank == 0 && endpointHere;
   return rdzv::isThisMachine(config.storeHost);
 }
 
