@@ -14,11 +14,11 @@ namespace distrun::doctor {
 inline constexpr size_t kMatmulSize = 512;
 
 // The median of `values` (not empty): the middle one, or the mean of the
-// middle two. Also the straggler check's.
+// middle two: the straggler check's measure of the nodes' times.
 double medianOf(std::vector<double> values);
 
 // The "matmul" result for the product's times in milliseconds (not empty):
-// ok with their median in detail and in values "matmul_ms"; fail when
+// ok with the fastest in detail and in values "matmul_ms"; fail when
 // `wrongEntry` names a diagonal entry that came out wrong.
 CheckResult matmulVerdict(const std::vector<double>& timesMs, std::optional<size_t> wrongEntry);
 
