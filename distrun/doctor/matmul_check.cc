@@ -84,9 +84,8 @@ CheckResult matmulVerdict(const std::vector<double>& timesMs, std::optional<size
   // for a moment. A node slowed for good (a neighbour's job, throttling) is
   // slow in every run; one hiccup in one run is no straggler.
   const double ms = *std::min_element(timesMs.begin(), timesMs.end());
-  CheckResult result =
-      ok(kMatmul, fmt::format("{}x{} float matrix product: {:.1f} ms (best of {})", kSize, kSize,
-                              ms, timesMs.size()));
+  CheckResult result = ok(kMatmul, fmt::format("{}x{} float matrix product: {:.1f} ms (best of {})",
+                                               kSize, kSize, ms, timesMs.size()));
   result.values["matmul_ms"] = ms;
   return result;
 }
