@@ -60,6 +60,11 @@ bool JsonlReader::next(nlohmann::json& object) {
       }
       throw DataError(fmt::format(
           "{}: not whole JSON (column {}): expected one JSON object per line", where(), e.byte));
+    } catch (const nlohmann::json::out_of_range&) {
+      throw DataError(
+          fmt::format("{}: a number beyond a double's range: expected microseconds, "
+                      "counts and ids of a trace",
+                      where()));
     }
     if (!object.is_object()) {
       throw DataError(fmt::format("{}: a JSON {} where a JSON object was expected", where(),

@@ -101,6 +101,18 @@ TEST(MergeRefusalTest, AMalformedLineBeforeTheLastIsADataError) {
   EXPECT_EQ(r.code, ExitCode::kData);
 }
 
+TEST(MergeRefusalTest, ANumberBeyondADoublesRangeIsADataError) {
+  TraceFolder folder;
+  writeRankZero(folder);
+  folder.appendText("rank0.jsonl", "{\"name\":\"c\",\"ph\":\"X\",\"ts\":1E400,\"dur\":1}\n");
+  folder.append("rank0.jsonl", {span("d", kMono + 9, 1)});
+  Refusal r = refusalOf(folder.path());
+  EXPECT_EQ(r.message, folder.file("rank0.jsonl") +
+                           ":4: a number beyond a double's range: expected microseconds, counts "
+                           "and ids of a trace");
+  EXPECT_EQ(r.code, ExitCode::kData);
+}
+
 struct BadLine {
   json line;
   std::string message;  // after "FOLDER/rank0.jsonl:2: "

@@ -129,6 +129,8 @@ TorchExport readTorchExport(const std::string& path, const std::function<void(js
   } catch (const json::parse_error& e) {
     if (in.bad()) throw IoError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
     throw DataError(fmt::format("{}: not whole JSON (byte {}): {}", path, e.byte, kExpected));
+  } catch (const json::out_of_range&) {
+    throw DataError(fmt::format("{}: a number beyond a double's range: {}", path, kExpected));
   }
   TorchExport result = parser.result();
   if (result.objectForm) readClockFields(top, path, result);

@@ -189,6 +189,8 @@ const BadExport kBadExports[] = {
     {R"([{"name":"a","ph":"X","ts":1,"dur":2},)",
      std::string("not whole JSON (byte 39)") + kExpected},
     {"", std::string("not whole JSON (byte 1)") + kExpected},
+    {R"([{"name":"a","ph":"X","ts":1E400,"dur":1}])",
+     std::string("a number beyond a double's range") + kExpected},
     {"42", std::string("a JSON number") + kExpected},
     {R"([{"name":"a","ph":"X","ts":1}])",
      std::string("event 1: \"dur\" is not a number >= 0") + kExpected},
