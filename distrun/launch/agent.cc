@@ -305,12 +305,18 @@ class Agent::Loop {
     }
   }
   // A failed join of an elastic job ends it through the Supervisor, which
-  // names the nodes lost so far; a fixed job's join error ends the agent.
+  // names the nodes lost so far, or, the store lost, seeks its successor; a
+  // fixed job's join error ends the agent.
   void takeRendezvous() {
     if (!join_ || !join_->ready()) return;
     std::optional<JoinedRound> joined;
     try {
       joined = join_->take();
+    } catch (const rdzv::StoreLostError& e) {
+      join_.reset();
+      if (!config_.elastic) throw;
+      feed(supervisor_.storeLostWhileJoining(e.what(), !successors_.empty(), now()));
+      return;
     } catch (const RendezvousError& e) {
       join_.reset();
       if (!config_.elastic) throw;

@@ -138,7 +138,8 @@ inline constexpr std::chrono::seconds kCauseWait{5};
 // - elastic jobs (config.elastic; docs/launcher.md, "Elastic jobs"): a lost
 //   node, a failure or a lost store re-form the job on the nodes left (a
 //   new round, one restart of --max-restarts); a lost store is first
-//   replaced (FindStore). A node waiting to join stops the workers and
+//   replaced (FindStore), also when it is lost while a later round forms.
+//   A node waiting to join stops the workers and
 //   re-forms the job with it, without counting a restart, while the round
 //   has fewer than MAX nodes. A round that cannot gather MIN nodes ends
 //   the job, naming the nodes lost so far.
@@ -164,6 +165,12 @@ class Supervisor {
   // The join failed (no MIN nodes in time, the store gone): the job ends
   // with `why` and the nodes lost so far.
   Actions rendezvousFailed(const std::string& why, TimePoint now);
+  // Elastic: the store was lost while this node joined a round (`why`).
+  // With `successorsKnown` (a round completed before, whose first nodes are
+  // the candidates) the successor is sought (FindStore) and the next round
+  // joined there, without counting a restart; without, the job ends as
+  // rendezvousFailed.
+  Actions storeLostWhileJoining(const std::string& why, bool successorsKnown, TimePoint now);
   // Elastic: the store's successor answers at `address` (FindStore).
   Actions storeFound(const std::string& address, TimePoint now);
   // `pid` is the worker's process (and process group), for the line that

@@ -84,6 +84,18 @@ Actions Supervisor::storeFound(const std::string& address, TimePoint) {
   return out;
 }
 
+Actions Supervisor::storeLostWhileJoining(const std::string& why, bool successorsKnown,
+                                          TimePoint now) {
+  DISTRUN_ENFORCE(phase_ == Phase::kJoining, "the store was lost while no round was joined");
+  if (!elastic() || !successorsKnown) return rendezvousFailed(why, now);
+  phase_ = Phase::kFindingStore;
+  return {Print{fmt::format(
+              "distrun: node {}: the rendezvous store was lost while round {} formed ({}); "
+              "looking for its successor\n",
+              config_.layout.nodeRank, round_, why)},
+          FindStore{}};
+}
+
 Actions Supervisor::rendezvousFailed(const std::string& why, TimePoint) {
   phase_ = Phase::kEnded;
   std::string lost = lostNodes_.empty() ? ""

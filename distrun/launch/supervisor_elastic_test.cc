@@ -143,6 +143,29 @@ TEST_F(ElasticSupervisorTest, ALostStoreIsReplacedBeforeTheNextRound) {
   EXPECT_THAT(names(found), Contains("join round 1"));
 }
 
+TEST_F(ElasticSupervisorTest, AStoreLostWhileALaterRoundFormsIsReplacedWithoutARestart) {
+  Supervisor s(nodeConfig(true, 1), 29400);
+  s.start(now());
+  startRound(s, 0, 1, 3);
+  s.storeEvent(JobEvent{Kind::kNodeLost, "10.0.0.3"}, now());
+  workerStopped(s, 1);
+  ASSERT_EQ(s.phase(), Phase::kJoining);
+  Actions lost = s.storeLostWhileJoining("lost the rendezvous store at head:29400", true, now());
+  EXPECT_THAT(printed(lost), HasSubstr("the rendezvous store was lost while round 1 formed"));
+  EXPECT_THAT(names(lost), ElementsAre(::testing::StartsWith("print "), "find store"));
+  EXPECT_EQ(s.phase(), Phase::kFindingStore);
+  EXPECT_THAT(names(s.storeFound("10.0.0.2:41000", now())), Contains("join round 2"));
+  EXPECT_EQ(s.restarts(), 1) << "the lost node's restart only";
+}
+
+TEST_F(ElasticSupervisorTest, AStoreLostInTheFirstRoundEndsTheJob) {
+  Supervisor s(nodeConfig(true, 1), 29400);
+  s.start(now());
+  Actions lost = s.storeLostWhileJoining("lost the rendezvous store at head:29400", false, now());
+  EXPECT_THAT(errorOf(lost), HasSubstr("lost the rendezvous store at head:29400"));
+  EXPECT_EQ(s.phase(), Phase::kEnded);
+}
+
 TEST_F(ElasticSupervisorTest, NoRestartLeftEndsTheJobNamingTheLostNode) {
   Supervisor s(nodeConfig(true, 0), 29400);
   s.start(now());

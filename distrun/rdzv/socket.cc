@@ -209,7 +209,7 @@ void writeAll(int fd, const std::string& data, const std::string& peer) {
     ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      throw RendezvousError(
+      throw StoreLostError(
           fmt::format("lost the rendezvous store at {}: {}", peer, std::strerror(errno)));
     }
     done += static_cast<size_t>(n);
@@ -228,8 +228,8 @@ bool readSome(int fd, std::string& out, Clock::time_point deadline, const std::s
     ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      throw RendezvousError(fmt::format("lost the rendezvous store at {}: {}", peer,
-                                        n == 0 ? "connection closed" : std::strerror(errno)));
+      throw StoreLostError(fmt::format("lost the rendezvous store at {}: {}", peer,
+                                       n == 0 ? "connection closed" : std::strerror(errno)));
     }
     out.append(buffer, static_cast<size_t>(n));
     return true;

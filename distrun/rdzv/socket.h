@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 
+#include "distrun/common/error.h"
 #include "distrun/common/unique_fd.h"
 
 namespace distrun::rdzv {
@@ -74,13 +75,22 @@ inline constexpr int kUserTimeoutMs =
 // Sets the options above on `fd`. Throws SystemError naming `where`.
 void setKeepAlive(int fd, const std::string& where);
 
+// The connection to the rendezvous store broke (its process or host died,
+// or it closed this connection): a RendezvousError an elastic agent answers
+// by looking for the store's successor (docs/launcher.md, "Store
+// succession").
+class StoreLostError : public RendezvousError {
+ public:
+  using RendezvousError::RendezvousError;
+};
+
 // Writes all of `data` with MSG_NOSIGNAL, so a peer that closed is a
-// RendezvousError naming `peer`, never a SIGPIPE (docs/development.md).
+// StoreLostError naming `peer`, never a SIGPIPE (docs/development.md).
 void writeAll(int fd, const std::string& data, const std::string& peer);
 
 // Reads at least one byte into `out` (appending), waiting until `deadline`
 // (Clock::time_point::max(): a plain blocking read, no poll).
-// Returns false at the deadline; throws RendezvousError when the peer
+// Returns false at the deadline; throws StoreLostError when the peer
 // closed or the read failed.
 bool readSome(int fd, std::string& out, Clock::time_point deadline, const std::string& peer);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,7 @@ namespace distrun::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 class LauncherElasticTest : public LauncherFixture {
  protected:
@@ -41,9 +43,8 @@ class LauncherElasticTest : public LauncherFixture {
                                " ]; do echo . >&3; sleep 0.2; i=$((i+1)); done";
     return startCommand("env DISTRUN_TOKEN=t timeout 120 " + distrun() + " run --nnodes " + nodes +
                             " --rdzv-endpoint 127.0.0.1:" + std::to_string(port_) +
-                            " --local-addr 127.0.0.1" + std::to_string(n + 2) +
-                            " --rdzv-conf last_call_timeout=2,join_timeout=10 --max-restarts 2 " +
-                            extra + worker(record),
+                            " --local-addr 127.0.0.1" + std::to_string(n + 2) + " --rdzv-conf " +
+                            rdzvConf_ + " --max-restarts 2 " + extra + worker(record),
                         path("agent" + std::to_string(n) + ".log"));
   }
   // SIGKILLs the agent that startCommand's `pid` (its `timeout`) runs, as
@@ -60,6 +61,23 @@ class LauncherElasticTest : public LauncherFixture {
     }
     return false;
   }
+  // Waits until the log of node `n`'s agent holds `text`.
+  bool waitForLog(int n, const std::string& text) {
+    const std::string name = "agent" + std::to_string(n) + ".log";
+    for (int i = 0; i < 600; ++i) {
+      if (log(name).find(text) != std::string::npos) return true;
+      ::usleep(100000);
+    }
+    return false;
+  }
+  // Where the log `name` says the store moved ("" if it does not).
+  std::string newStoreIn(const std::string& name) const {
+    const std::string said = "the rendezvous store is now at ";
+    const std::string text = log(name);
+    const size_t at = text.find(said);
+    if (at == std::string::npos) return "";
+    return text.substr(at + said.size(), text.find('\n', at) - at - said.size());
+  }
   // The lines of `name` in the folder; none while it does not exist.
   std::vector<std::string> lines(const std::string& name) const {
     std::vector<std::string> out;
@@ -69,6 +87,7 @@ class LauncherElasticTest : public LauncherFixture {
   }
 
   int port_ = 0;
+  std::string rdzvConf_ = "last_call_timeout=2,join_timeout=10";
 };
 
 // The agent that hosts the store is the first to bind the endpoint: node 0
@@ -97,8 +116,8 @@ TEST_F(LauncherElasticTest, LosingTheStoresNodeLeavesTheOthersTraining) {
   ::usleep(300000);
   int node1 = startNode(1);
   int node2 = startNode(2);
-  // Every node past the rendezvous: a store lost while a round still forms
-  // ends the job (docs/launcher.md, what it does not survive).
+  // Every node past the first rendezvous: a store lost while the first round
+  // still forms ends the job (no candidates yet: docs/launcher.md).
   for (int n : {0, 1, 2})
     ASSERT_TRUE(waitForRounds(n, 1)) << log("agent" + std::to_string(n) + ".log");
   killAgent(node0);
@@ -106,6 +125,41 @@ TEST_F(LauncherElasticTest, LosingTheStoresNodeLeavesTheOthersTraining) {
   EXPECT_EQ(waitCommand(node2), 0) << log("agent2.log");
   EXPECT_THAT(log("agent1.log"), HasSubstr("the rendezvous store is now at "));
   EXPECT_THAT(lines("rounds.1").back(), ::testing::StartsWith("2 "));
+  expectAllGone();
+}
+
+// Four nodes of MIN 2: node 3 is lost, and while the three others form the
+// next round (waiting last_call_timeout, 8 s, for a fourth) the store's own
+// node 0 is SIGKILLed too. Nodes 1 and 2 find the store's successor among
+// the first round's nodes and finish on two nodes; their workers never ran
+// in a round of three, and the store's loss counted no restart.
+TEST_F(LauncherElasticTest, AStoreLostWhileARoundFormsIsReplacedAndTheJobGoesOn) {
+  rdzvConf_ = "last_call_timeout=8,join_timeout=30";
+  int node0 = startNode(0, "2:4", 4);
+  ::usleep(300000);
+  int node1 = startNode(1, "2:4", 4);
+  int node2 = startNode(2, "2:4", 4);
+  int node3 = startNode(3, "2:4", 4);
+  for (int n : {0, 1, 2, 3})
+    ASSERT_TRUE(waitForRounds(n, 1)) << log("agent" + std::to_string(n) + ".log");
+  killAgent(node3);
+  for (int n : {0, 1, 2})
+    ASSERT_TRUE(waitForLog(n, "re-forming the job")) << log("agent" + std::to_string(n) + ".log");
+  killAgent(node0);
+  EXPECT_EQ(waitCommand(node1), 0) << log("agent1.log");
+  EXPECT_EQ(waitCommand(node2), 0) << log("agent2.log");
+  EXPECT_THAT(log("agent1.log"), HasSubstr("the rendezvous store was lost while round 1 formed"));
+  EXPECT_THAT(newStoreIn("agent1.log"),
+              ::testing::AnyOf(StartsWith("127.0.0.13:"), StartsWith("127.0.0.14:")))
+      << "node 1 or node 2, whichever came first";
+  EXPECT_EQ(newStoreIn("agent1.log"), newStoreIn("agent2.log")) << "one store";
+  for (int n : {1, 2}) {
+    EXPECT_THAT(lines("rounds." + std::to_string(n)),
+                ::testing::ElementsAre(::testing::StartsWith("4 "), ::testing::StartsWith("2 ")))
+        << "four nodes, then two (no round of three)";
+    EXPECT_THAT(lines("rounds." + std::to_string(n)).back(), ::testing::EndsWith(" 1"))
+        << "node 3's loss is the one restart";
+  }
   expectAllGone();
 }
 
