@@ -1,33 +1,56 @@
 #!/usr/bin/env bash
-# Allreduce bus bandwidth, side by side in one run, two ranks on this node:
-#   distrun's gloo backend  vs  PyTorch's torch.distributed.all_reduce (gloo),
-#     distrun with its shared-memory allreduce (the default on one node) and
-#     with TCP only (DISTRUN_COMM_SHM=0), as PyTorch's gloo is
-#   distrun's mpi backend   vs  a bare MPI_Allreduce loop under mpirun
-# and this machine's memory copy bandwidth as the physical limit. In-place
-# float sums, 4 KB to 256 MB: up to 1 MB with WARMUP + ITERS_SMALL calls per
-# size (short calls need long loops to rise above timer and scheduler
-# noise), from 4 MB with WARMUP + ITERS; each contender runs ROUNDS times,
-# interleaved with its peer in alternating order, and keeps its best time
-# per size. Ratios last. Targets (issue 4): gloo >= 1.0x PyTorch from 1 MB, >= 1.3x below
-# 64 KB; mpi >= 0.95x bare MPI.
-#   bench/collectives.sh [BUILD_DIR] [ROUNDS]
+# Collective bus bandwidth, side by side in one run, two ranks on this node:
+#   distrun's gloo backend  vs  PyTorch's torch.distributed (gloo) and a bare
+#     Open MPI loop (MPI_Allreduce, MPI_Bcast, ...: Open MPI's own shared
+#     memory), distrun with its shared-memory collectives (the default on one
+#     node) and with TCP only (DISTRUN_COMM_SHM=0), as PyTorch's gloo is
+#   distrun's mpi backend   vs  the bare Open MPI loop under mpirun
+# and this machine's memory copy bandwidth as the physical limit. Floats,
+# 4 KB to 256 MB (nccl-tests' sizes: the whole array of every rank's block
+# for all_gather, reduce_scatter and alltoall): up to 1 MB with WARMUP +
+# ITERS_SMALL calls per size (short calls need long loops to rise above
+# timer and scheduler noise), from 4 MB with WARMUP + ITERS; each contender
+# runs ROUNDS times, interleaved with its peers in alternating order, and
+# keeps its best time per size. all_reduce is timed in place (as DDP calls
+# it), the others out of place. Ratios last. Targets (issue 31): distrun
+# gloo >= 1.0x the best peer at every size; the mpi backend >= 0.97x bare
+# MPI.
+#   bench/collectives.sh [BUILD_DIR] [ROUNDS] [COLLECTIVE|every]
+# COLLECTIVE: all_reduce (default), broadcast, all_gather, reduce_scatter or
+# alltoall; `every` runs each in turn and ends with one line per collective.
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-6}
+collective=${3:-all_reduce}
+if [[ $collective == every ]]; then
+  summaries=$(mktemp)
+  trap 'rm -f "$summaries"' EXIT
+  for c in all_reduce broadcast all_gather reduce_scatter alltoall; do
+    BENCH_SUMMARY=$summaries "$0" "$build" "$rounds" "$c"
+    echo
+  done
+  echo "# every collective, 2 ranks: distrun gloo against the best peer, and the mpi backend"
+  cat "$summaries"
+  exit 0
+fi
 iters=${ITERS:-20}
 iters_small=${ITERS_SMALL:-200}
 warmup=${WARMUP:-5}
 bin=$build/bin
 . "$(dirname "$0")/checks.sh"
 need_built "$build" distrun distrun-bench copy_bandwidth
+case $collective in
+  all_reduce) column=13 ;;  # in place
+  broadcast|all_gather|reduce_scatter|alltoall) column=9 ;;  # out of place
+  *) echo "collectives.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, all_gather, reduce_scatter, alltoall or every" >&2; exit 64 ;;
+esac
 python=/usr/bin/python3
 small=(4096 16384 65536 262144 1048576)
 large=(4194304 16777216 67108864 268435456)
 mpirun=(mpirun --oversubscribe -np 2)
 [[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
 have_mpi=1
-command -v mpirun >/dev/null && [[ -x $bin/mpi_allreduce_bench ]] || have_mpi=0
+command -v mpirun >/dev/null && [[ -x $bin/mpi_collective_bench ]] || have_mpi=0
 have_torch=1
 $python -c 'import torch.distributed' 2>/dev/null || have_torch=0
 
@@ -41,26 +64,26 @@ band() {  # ITERS SIZE...: the distrun bench flags for one band
 }
 distrun_gloo() {
   # shellcheck disable=SC2046
-  "$bin/distrun" bench all_reduce $(band "$2" "${@:3}") --nproc-per-node 2 |
-    awk -F, 'NR>1 {print $4 "," $13}' >>"$tmp/distrun_gloo.$1"
+  "$bin/distrun" bench "$collective" $(band "$2" "${@:3}") --nproc-per-node 2 |
+    awk -F, -v c="$column" 'NR>1 {print $4 "," $c}' >>"$tmp/distrun_gloo.$1"
 }
 distrun_tcp() {
   # shellcheck disable=SC2046
-  DISTRUN_COMM_SHM=0 "$bin/distrun" bench all_reduce $(band "$2" "${@:3}") --nproc-per-node 2 |
-    awk -F, 'NR>1 {print $4 "," $13}' >>"$tmp/distrun_tcp.$1"
+  DISTRUN_COMM_SHM=0 "$bin/distrun" bench "$collective" $(band "$2" "${@:3}") --nproc-per-node 2 |
+    awk -F, -v c="$column" 'NR>1 {print $4 "," $c}' >>"$tmp/distrun_tcp.$1"
 }
 torch_gloo() {
   BENCH_ITERS=$2 BENCH_WARMUP=$warmup DISTRUN_PYTHON=$python \
     "$bin/distrun" run --log-prefix '' --cpu-bind none --nproc-per-node 2 \
-    "$(dirname "$0")/peers/torch_allreduce.py" "${@:3}" >>"$tmp/torch_gloo.$1"
+    "$(dirname "$0")/peers/torch_collective.py" "$collective" "${@:3}" >>"$tmp/torch_gloo.$1"
 }
 distrun_mpi() {
   # shellcheck disable=SC2046
-  "${mpirun[@]}" "$bin/distrun" bench all_reduce $(band "$2" "${@:3}") --backend mpi |
-    awk -F, 'NR>1 {print $4 "," $13}' >>"$tmp/distrun_mpi.$1"
+  "${mpirun[@]}" "$bin/distrun" bench "$collective" $(band "$2" "${@:3}") --backend mpi |
+    awk -F, -v c="$column" 'NR>1 {print $4 "," $c}' >>"$tmp/distrun_mpi.$1"
 }
 bare_mpi() {
-  "${mpirun[@]}" "$bin/mpi_allreduce_bench" "$2" "$warmup" "${@:3}" >>"$tmp/bare_mpi.$1"
+  "${mpirun[@]}" "$bin/mpi_collective_bench" "$collective" "$2" "$warmup" "${@:3}" >>"$tmp/bare_mpi.$1"
 }
 
 for round in $(seq 1 "$rounds"); do
@@ -85,9 +108,9 @@ for round in $(seq 1 "$rounds"); do
 done
 copy=$("$bin/copy_bandwidth")
 
-$python - "$tmp" "$copy" <<'PY'
+$python - "$tmp" "$copy" "$collective" "${BENCH_SUMMARY:-}" <<'PY'
 import glob, os, sys
-tmp, copy = sys.argv[1], float(sys.argv[2])
+tmp, copy, collective, summary_file = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 
 def best(name):
     times = {}
@@ -98,34 +121,46 @@ def best(name):
             times[size] = min(times.get(size, us), us)
     return times
 
-runs = {n: best(n) for n in ("distrun_gloo", "distrun_tcp", "torch_gloo", "distrun_mpi", "bare_mpi")}
+names = ("distrun_gloo", "distrun_tcp", "torch_gloo", "distrun_mpi", "bare_mpi")
+runs = {n: best(n) for n in names}
 sizes = sorted(runs["distrun_gloo"])
-bw = lambda n, s: s / runs[n][s] / 1e3 if s in runs[n] else None  # GB/s; 2 ranks: busbw = algbw
+# Bus bandwidth, GB/s, as nccl-tests and distrun bench compute it, for 2 ranks.
+factor = {"all_reduce": 1.0, "broadcast": 1.0}.get(collective, 0.5)
+bw = lambda n, s: s / runs[n][s] / 1e3 * factor if s in runs[n] else None
 fmt = lambda v: f"{v:8.3f}" if v is not None else "     n/a"
 ratio = lambda a, b: a / b if a and b else None
-print(f"# allreduce, 2 ranks, float sum, in-place; busbw GB/s (best of rounds); copy limit {copy:.2f} GB/s")
-print("# distrun-gloo: shared memory on one node (the default); gloo-tcp: DISTRUN_COMM_SHM=0")
-print("#     bytes  distrun-gloo  gloo-tcp  torch-gloo  ratio  tcp-ratio  distrun-mpi  bare-mpi   ratio  gloo/copy  mpi/copy")
+def best_peer(s):
+    peers = [v for v in (bw("torch_gloo", s), bw("bare_mpi", s)) if v is not None]
+    return max(peers) if peers else None
+form = "in place" if collective == "all_reduce" else "out of place"
+print(f"# {collective}, 2 ranks, floats, {form}; busbw GB/s (best of rounds); copy limit {copy:.2f} GB/s")
+print("# distrun-gloo: shared memory on one node (the default); gloo-tcp: DISTRUN_COMM_SHM=0;"
+      " bare-mpi: Open MPI's own call (its shared memory)")
+print("#     bytes  distrun-gloo  gloo-tcp  torch-gloo  bare-mpi  vs-best  tcp/torch  distrun-mpi   ratio  gloo/copy")
 for s in sizes:
-    g, c, t, m, b = (bw(n, s) for n in ("distrun_gloo", "distrun_tcp", "torch_gloo", "distrun_mpi", "bare_mpi"))
-    print(f"{s:11d}      {fmt(g)}  {fmt(c)}    {fmt(t)} {fmt(ratio(g, t))}   {fmt(ratio(c, t))}"
-          f"     {fmt(m)}  {fmt(b)} {fmt(ratio(m, b))}"
-          f"   {fmt(g / copy if g else None)}  {fmt(m / copy if m else None)}")
+    g, c, t, m, b = (bw(n, s) for n in names)
+    print(f"{s:11d}      {fmt(g)}  {fmt(c)}    {fmt(t)}  {fmt(b)} {fmt(ratio(g, best_peer(s)))}   {fmt(ratio(c, t))}"
+          f"     {fmt(m)} {fmt(ratio(m, b))}   {fmt(g / copy if g else None)}")
 
+lines = []
 def summary(label, pairs, target):
     pairs = [p for p in pairs if p is not None]
     if not pairs:
-        print(f"{label}: not measured (peer missing)")
-        return
-    print(f"{label}: min {min(pairs):.2f}x  mean {sum(pairs) / len(pairs):.2f}x  (target >= {target}x)")
+        line = f"{collective:>14} {label}: not measured (peer missing)"
+    else:
+        line = (f"{collective:>14} {label}: min {min(pairs):.2f}x  mean {sum(pairs) / len(pairs):.2f}x"
+                f"  (target >= {target}x)")
+    print(line)
+    lines.append(line)
 
 print()
-summary("ratio gloo/PyTorch, sizes >= 1 MB ", [ratio(bw("distrun_gloo", s), bw("torch_gloo", s)) for s in sizes if s >= 1 << 20], 1.0)
-summary("ratio gloo/PyTorch, sizes <  64 KB", [ratio(bw("distrun_gloo", s), bw("torch_gloo", s)) for s in sizes if s < 64 << 10], 1.3)
-summary("ratio gloo-tcp/PyTorch, >= 1 MB   ", [ratio(bw("distrun_tcp", s), bw("torch_gloo", s)) for s in sizes if s >= 1 << 20], 1.0)
-summary("ratio gloo-tcp/PyTorch, <  64 KB  ", [ratio(bw("distrun_tcp", s), bw("torch_gloo", s)) for s in sizes if s < 64 << 10], 1.3)
-summary("ratio mpi/bare MPI, all sizes     ", [ratio(bw("distrun_mpi", s), bw("bare_mpi", s)) for s in sizes], 0.95)
+if collective == "all_reduce":
+    summary("gloo-tcp/PyTorch, >= 1 MB", [ratio(bw("distrun_tcp", s), bw("torch_gloo", s)) for s in sizes if s >= 1 << 20], 1.0)
 top = max(sizes)
-print(f"share of copy limit at {top >> 20} MB: gloo {bw('distrun_gloo', top) / copy:.2f}, "
-      f"mpi {(bw('distrun_mpi', top) or 0) / copy:.2f}")
+print(f"share of copy limit at {top >> 20} MB: gloo {bw('distrun_gloo', top) / copy:.2f}")
+summary("gloo/best peer, every size", [ratio(bw("distrun_gloo", s), best_peer(s)) for s in sizes], 1.0)
+summary("mpi/bare MPI, every size  ", [ratio(bw("distrun_mpi", s), bw("bare_mpi", s)) for s in sizes], 0.97)
+if summary_file:
+    with open(summary_file, "a") as f:
+        f.write("\n".join(lines[-2:]) + "\n")
 PY

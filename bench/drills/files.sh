@@ -174,7 +174,7 @@ drill_small_shm() {
   start "$log" unshare -m sh -c 'mount -t tmpfs -o size=64k drills /dev/shm && exec "$@"' sh \
     "$bin/distrun" run --nproc-per-node 2 $(run_flags) "${short[@]}"
   wait_end $!
-  ok=$(verdict eval 'codes_are 0 && has "$log" "no shared-memory allreduce"')
+  ok=$(verdict eval 'codes_are 0 && has "$log" "no shared-memory collectives"')
   record "/dev/shm too small (64 KiB)" local "warning, falls back to TCP, exit 0" \
     "$(exits): $(last_error "$log")" "$(since "$t0")" "$(orphans)" - "$ok"
 }

@@ -8,7 +8,10 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -138,6 +141,44 @@ TEST_P(CommunicatorFailureTest, ReduceScatterFailuresNameReduceScatter) {
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
 }
 
+// Every collective names itself when a peer is lost in it, through shared
+// memory as through TCP.
+TEST_P(CommunicatorFailureTest, EachCollectiveNamesItselfWhenAPeerIsLost) {
+  const std::vector<std::pair<std::string, std::function<void(Communicator&)>>> collectives = {
+      {"broadcast",
+       [](Communicator& comm) {
+         std::vector<float> x(1000, 1.0f);
+         comm.broadcast(x.data(), x.data(), x.size(), DataType::kFloat32, 1);
+       }},
+      {"allgather",
+       [](Communicator& comm) {
+         std::vector<float> in(500, 1.0f), out(1000);
+         comm.allgather(in.data(), out.data(), in.size(), DataType::kFloat32);
+       }},
+      {"alltoall",
+       [](Communicator& comm) {
+         std::vector<float> in(1000, 1.0f), out(1000);
+         comm.alltoall(in.data(), out.data(), 500, DataType::kFloat32);
+       }},
+      {"barrier", [](Communicator& comm) { comm.barrier(); }},
+  };
+  for (const auto& [name, call] : collectives) {
+    auto errors = runGlooThreads(
+        2,
+        [&, &name = name, &call = call](Communicator& comm) {
+          if (comm.rank() == 1) return;
+          try {
+            for (int i = 0; i < 100; ++i) call(comm);
+            ADD_FAILURE() << name << ": rank 0 never noticed rank 1 leave";
+          } catch (const CommunicationError& e) {
+            EXPECT_THAT(e.what(), ::testing::StartsWith(name + ": lost ")) << name;
+          }
+        },
+        options());
+    EXPECT_EQ(errors, std::vector<std::string>(2, "")) << name;
+  }
+}
+
 TEST_P(CommunicatorFailureTest, SilentPeerTimesOut) {
   std::atomic<bool> released{false};
   GlooOptions o = options();
@@ -165,7 +206,7 @@ TEST_P(CommunicatorFailureTest, SilentPeerTimesOut) {
 // A rank that gives up on TCP (its peer there is gone) tells the ranks
 // waiting for it in shared memory at once: rank 1 fails while rank 0, the
 // one it waits for, is still alive and holds its communicator.
-TEST(SharedMemoryAllreduceTest, ARankThatFailsElsewhereReleasesItsWaitingPeers) {
+TEST(SharedMemoryTest, ARankThatFailsElsewhereReleasesItsWaitingPeers) {
   std::atomic<bool> rank1Failed{false};
   std::atomic<bool> rank0Alive{true};
   bool failedWhileRank0Alive = false;
@@ -212,7 +253,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorFailureTest, ::testing::Bool(),
 
 // Once every rank has mapped the segment, its name is gone: nothing is
 // left in /dev/shm however the job ends.
-TEST(SharedMemoryAllreduceTest, LeavesNothingInDevShm) {
+TEST(SharedMemoryTest, LeavesNothingInDevShm) {
   const std::string mine = "distrun-" + std::to_string(::getpid()) + "-";
   auto errors = runGlooThreads(2, [&](Communicator& comm) {
     std::vector<double> x(100, comm.rank() + 1.0);
@@ -227,7 +268,7 @@ TEST(SharedMemoryAllreduceTest, LeavesNothingInDevShm) {
 
 // A segment /dev/shm cannot hold (16 TiB slots) is refused when it is
 // made, not with a SIGBUS later; every rank then uses TCP, and says so.
-TEST(SharedMemoryAllreduceTest, ASegmentThatCannotBeMadeLeavesEveryRankOnTcp) {
+TEST(SharedMemoryTest, ASegmentThatCannotBeMadeLeavesEveryRankOnTcp) {
   GlooOptions o;
   o.sharedSlotBytes = size_t{1} << 44;
   ::testing::internal::CaptureStderr();
@@ -241,16 +282,16 @@ TEST(SharedMemoryAllreduceTest, ASegmentThatCannotBeMadeLeavesEveryRankOnTcp) {
       o);
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
-  EXPECT_THAT(err, HasSubstr("distrun: warning: rank 0: no shared-memory allreduce, the ranks "
+  EXPECT_THAT(err, HasSubstr("distrun: warning: rank 0: no shared-memory collectives, the ranks "
                              "use TCP: posix_fallocate(/distrun-"));
-  EXPECT_THAT(err, HasSubstr("rank 1: no shared-memory allreduce, the ranks use TCP: rank 0 "
+  EXPECT_THAT(err, HasSubstr("rank 1: no shared-memory collectives, the ranks use TCP: rank 0 "
                              "did not create the segment"));
 }
 
 // allocateReducible with shared memory: each rank's buffer is its region
 // of one segment, so what one rank writes there the others' allreduce
 // reads where it lies; the sum lands in every rank's buffer.
-TEST(SharedMemoryAllreduceTest, ReducibleMemoryIsSummedWhereItLies) {
+TEST(SharedMemoryTest, ReducibleMemoryIsSummedWhereItLies) {
   auto errors = runGlooThreads(3, [](Communicator& comm) {
     std::shared_ptr<void> memory = comm.allocateReducible(3 * 1000 * sizeof(float));
     ASSERT_EQ(reinterpret_cast<uintptr_t>(memory.get()) % 64, 0u);
@@ -268,7 +309,7 @@ TEST(SharedMemoryAllreduceTest, ReducibleMemoryIsSummedWhereItLies) {
 // Ranks that reduce different parts of their buffers (or one its buffer
 // and another ordinary memory) would sum unrelated data: every rank fails
 // instead, naming what each called.
-TEST(SharedMemoryAllreduceTest, RanksThatReduceDifferentPartsOfTheirBuffersFail) {
+TEST(SharedMemoryTest, RanksThatReduceDifferentPartsOfTheirBuffersFail) {
   auto errors = runGlooThreads(2, [](Communicator& comm) {
     std::shared_ptr<void> memory = comm.allocateReducible(4096);
     auto* x = static_cast<float*>(memory.get());
@@ -296,11 +337,36 @@ TEST(SharedMemoryAllreduceTest, RanksThatReduceDifferentPartsOfTheirBuffersFail)
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
 }
 
+// Ranks that call different collectives at once fail, each naming what the
+// other called, instead of reading each other's data as their own.
+TEST(SharedMemoryTest, RanksThatCallDifferentCollectivesFail) {
+  auto errors = runGlooThreads(2, [](Communicator& comm) {
+    std::vector<float> x(8, 1.0f), gathered(16);
+    try {
+      if (comm.rank() == 0) {
+        comm.broadcast(x.data(), x.data(), x.size(), DataType::kFloat32, 0);
+      } else {
+        comm.allgather(x.data(), gathered.data(), x.size(), DataType::kFloat32);
+      }
+      ADD_FAILURE() << "rank " << comm.rank() << " returned";
+    } catch (const CommunicationError& e) {
+      const std::string broadcast = "broadcast(8 x float, root 0)";
+      const std::string allgather = "allgather(8 x float)";
+      EXPECT_THAT(
+          e.what(),
+          HasSubstr(comm.rank() == 0
+                        ? "rank 1 called " + allgather + " where this rank called " + broadcast
+                        : "rank 0 called " + broadcast + " where this rank called " + allgather));
+    }
+  });
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+}
+
 // A buffer the segment cannot be made for (here: larger than this
 // process may make a file, RLIMIT_FSIZE): every rank says so and gets
 // ordinary memory, which reduces like any other; the next buffer is shared
 // again.
-TEST(SharedMemoryAllreduceTest, ABufferNoSegmentCanHoldIsOrdinaryMemory) {
+TEST(SharedMemoryTest, ABufferNoSegmentCanHoldIsOrdinaryMemory) {
   GlooOptions o;
   o.sharedSlotBytes = 256;  // the slots' segment stays under the limit
   rlimit saved{};
@@ -333,7 +399,7 @@ TEST(SharedMemoryAllreduceTest, ABufferNoSegmentCanHoldIsOrdinaryMemory) {
                              "through the slots: posix_fallocate(/distrun-"));
   EXPECT_THAT(err, HasSubstr("rank 1: no shared buffer, allreduces on it copy through the "
                              "slots: rank 0 did not create the segment"));
-  EXPECT_EQ(err.find("no shared-memory allreduce"), std::string::npos) << err;
+  EXPECT_EQ(err.find("no shared-memory collectives"), std::string::npos) << err;
   size_t warnings = 0;  // one per rank: the small buffer is shared
   for (size_t at = 0; (at = err.find("no shared buffer", at)) != std::string::npos; ++at) {
     ++warnings;

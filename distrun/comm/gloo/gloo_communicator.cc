@@ -129,15 +129,15 @@ void GlooCommunicator::attachSharedMemory(const std::string& host) {
     return;
   }
   const size_t slot = options_.sharedSlotBytes;
-  std::unique_ptr<SharedMemoryAllreduce> attached;
+  std::unique_ptr<SharedMemoryCollectives> attached;
   const bool everyone = shareSegment(
-      prefix_ + "/shm/name", SharedMemoryAllreduce::segmentBytes(size(), slot),
-      [&](SharedSegment& segment) { SharedMemoryAllreduce::format(segment, size(), slot); },
+      prefix_ + "/shm/name", SharedMemoryCollectives::segmentBytes(size(), slot),
+      [&](SharedSegment& segment) { SharedMemoryCollectives::format(segment, size(), slot); },
       [&](SharedSegment segment) {
-        attached = std::make_unique<SharedMemoryAllreduce>(std::move(segment), rank(), size(), slot,
-                                                           options_.timeout);
+        attached = std::make_unique<SharedMemoryCollectives>(std::move(segment), rank(), size(),
+                                                             slot, options_.timeout);
       },
-      "shared-memory allreduce, the ranks use TCP");
+      "shared-memory collectives, the ranks use TCP");
   if (everyone) shared_ = std::move(attached);
 }
 
@@ -323,18 +323,18 @@ void GlooCommunicator::failShared(const char* op, const SharedMemoryFailure& fai
   switch (failure.kind) {
     case SharedMemoryFailure::Kind::kTimedOut:
       fail(op, /*timedOut=*/true, std::nullopt,
-           peer + " did not arrive at a shared-memory allreduce");
+           fmt::format("{} did not arrive at a shared-memory {}", peer, op));
     case SharedMemoryFailure::Kind::kPeerExited:
       fail(op, /*timedOut=*/false, "lost " + peer,
-           "lost " + peer +
-               ": it exited or closed its communicator during a shared-memory "
-               "allreduce");
+           fmt::format("lost {}: it exited or closed its communicator during a shared-memory {}",
+                       peer, op));
     case SharedMemoryFailure::Kind::kMismatch:
       fail(op, /*timedOut=*/false, std::nullopt, failure.what());
     case SharedMemoryFailure::Kind::kAborted:
       break;
   }
-  fail(op, /*timedOut=*/false, std::nullopt, peer + " gave up on a shared-memory allreduce");
+  fail(op, /*timedOut=*/false, std::nullopt,
+       fmt::format("{} gave up on a shared-memory {}", peer, op));
 }
 
 // Every rank receives every input in one allgather (n-1 steps in one
@@ -355,6 +355,11 @@ void GlooCommunicator::allreduceByGather(const char* name, const void* in, void*
 
 void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count, DataType type,
                                    int root) {
+  if (shared_) {
+    noteAlgorithm("shm");
+    guardedShared("broadcast", [&] { shared_->broadcast(in, out, count, type, root); });
+    return;
+  }
   guarded("broadcast", [&] {
     withElement(type, [&](auto* element) {
       using E = std::remove_pointer_t<decltype(element)>;
@@ -370,6 +375,11 @@ void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count, Data
 }
 
 void GlooCommunicator::doAllgather(const void* in, void* out, size_t count, DataType type) {
+  if (shared_) {
+    noteAlgorithm("shm");
+    guardedShared("allgather", [&] { shared_->allgather(in, out, count, type); });
+    return;
+  }
   allgatherAs("allgather", in, out, count, type);
 }
 
@@ -393,6 +403,11 @@ void GlooCommunicator::allgatherAs(const char* name, const void* in, void* out, 
 
 void GlooCommunicator::doReduceScatter(const void* in, void* out, size_t count, DataType type,
                                        ReduceOp op) {
+  if (shared_) {
+    noteAlgorithm("shm");
+    guardedShared("reduce_scatter", [&] { shared_->reduceScatter(in, out, count, type, op); });
+    return;
+  }
   const size_t block = count * sizeOf(type);
   std::vector<char> reduced(block * static_cast<size_t>(size()));
   allreduceAs("reduce_scatter", in, reduced.data(), count * static_cast<size_t>(size()), type, op);
@@ -400,6 +415,11 @@ void GlooCommunicator::doReduceScatter(const void* in, void* out, size_t count, 
 }
 
 void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count, DataType type) {
+  if (shared_) {
+    noteAlgorithm("shm");
+    guardedShared("alltoall", [&] { shared_->alltoall(in, out, count, type); });
+    return;
+  }
   const size_t total = count * static_cast<size_t>(size());
   std::vector<char> copy;
   if (in == out) {  // Gloo's alltoall is out-of-place only
@@ -449,6 +469,11 @@ void GlooCommunicator::doSendRecv(const void* sendData, int sendPeer, void* recv
 }
 
 void GlooCommunicator::doBarrier() {
+  if (shared_) {
+    noteAlgorithm("shm");
+    guardedShared("barrier", [&] { shared_->barrier(); });
+    return;
+  }
   guarded("barrier", [&] {
     gloo::BarrierOptions opts(context_);
     opts.setTag(nextTag());

@@ -11,7 +11,7 @@
 
 #include "distrun/comm/communicator.h"
 #include "distrun/comm/gloo/peer_directory.h"
-#include "distrun/comm/gloo/shm/shared_memory_allreduce.h"
+#include "distrun/comm/gloo/shm/shared_memory_collectives.h"
 #include "distrun/comm/idle_spinner.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
@@ -49,9 +49,10 @@ struct GlooOptions {
   // a single segment per step, leaves them in turn). Measured best at 4-8
   // MiB for 16-256 MB messages here (docs/comm.md).
   size_t maxSegmentBytes = 4 << 20;
-  // When every rank is on this host, allreduce (and reduce_scatter) goes
-  // through a shared-memory segment instead of loopback TCP, in pieces of
-  // at most sharedSlotBytes (SharedMemoryAllreduce); DISTRUN_COMM_SHM=0
+  // When every rank is on this host, allreduce, broadcast, allgather,
+  // reduce_scatter, alltoall and barrier go through a shared-memory segment
+  // instead of loopback TCP, in pieces of at most sharedSlotBytes
+  // (SharedMemoryCollectives); send and recv stay on TCP. DISTRUN_COMM_SHM=0
   // turns it off. Where a rank cannot map the segment, all use TCP.
   bool sharedMemory = true;
   size_t sharedSlotBytes = 4 << 20;
@@ -101,7 +102,7 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void connectMesh();
-  // Maps the shared-memory allreduce's segment when every rank is on
+  // Maps the shared-memory collectives' segment when every rank is on
   // `host` (this one's) and options_.sharedMemory; all ranks agree on
   // whether they use it.
   void attachSharedMemory(const std::string& host);
@@ -147,7 +148,7 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::Context> context_;
   PeerDirectory peers_;
   std::unique_ptr<IdleSpinner> spinner_;               // when options_.spinWhileWaiting
-  std::unique_ptr<SharedMemoryAllreduce> shared_;      // when attachSharedMemory agreed
+  std::unique_ptr<SharedMemoryCollectives> shared_;    // when attachSharedMemory agreed
   std::vector<std::weak_ptr<SharedRegions>> regions_;  // allocateReducible's, by id
   uint32_t tag_ = 0;
   bool failed_ = false;

@@ -12,7 +12,7 @@
 
 namespace distrun::comm {
 
-// Why a shared-memory allreduce gave up; the communicator turns it into the
+// Why a shared-memory collective gave up; the communicator turns it into the
 // error the user sees, naming the peer from its directory.
 struct SharedMemoryFailure : std::runtime_error {
   enum class Kind {
@@ -29,15 +29,19 @@ struct SharedMemoryFailure : std::runtime_error {
   int peer;
 };
 
-// Allreduce among the ranks of one host through one shared segment, with no
-// sockets and no helper threads: each rank copies its input into its own
-// slot, posts a sequence number, waits for every peer's, and reduces all
-// slots itself in rank order, so every rank computes the same bits. Slots
-// alternate between two sets by sequence parity, so a rank may start the
-// next operation while a slower one still reads this one's. A waiting rank
+// The collectives among the ranks of one host, through one shared segment,
+// with no sockets and no helper threads. Every operation goes in pieces of
+// at most a slot: each rank copies its piece of input into its own slot,
+// posts a sequence number, waits for every peer's, and then reads what it
+// needs from the slots: allreduce reduces all slots itself in rank order
+// (so every rank computes the same bits), reduce_scatter only the part of
+// its own block, allgather and alltoall copy out the blocks they receive,
+// broadcast copies out the root's slot, and a barrier only posts and waits.
+// Slots alternate between two sets by sequence parity, so a rank may start
+// the next piece while a slower one still reads this one's. A waiting rank
 // spins briefly, then sleeps on a futex; every 50 ms it checks that the
-// peer it waits for is alive and has not left, and that no rank gave up (abort()).
-// Inputs larger than a slot go in slot-sized pieces.
+// peer it waits for is alive and has not left, and that no rank gave up
+// (abort()).
 //
 // runInPlace reduces data that lies in SharedRegions instead, with no copy
 // in or out: once every rank has arrived, each one reduces its own share
@@ -45,11 +49,11 @@ struct SharedMemoryFailure : std::runtime_error {
 // result into every region; a second arrival tells everyone that all
 // shares are written. Every rank ends with the same bits as run() gives.
 //
-// Each rank posts what it is about to do (in place or not, where, how
-// many, which type and op) beside its sequence number, and checks its
-// peers' against its own: ranks that call differently fail (kMismatch)
-// instead of mixing unrelated data.
-class SharedMemoryAllreduce {
+// Each rank posts what it is about to do (which collective, in place or
+// not, where, how many, which type and op, which root) beside its sequence
+// number, and checks its peers' against its own: ranks that call
+// differently fail (kMismatch) instead of mixing unrelated data.
+class SharedMemoryCollectives {
  public:
   // The segment size `size` ranks need for slots of `slotBytes`.
   static size_t segmentBytes(int size, size_t slotBytes);
@@ -59,16 +63,30 @@ class SharedMemoryAllreduce {
 
   // Attaches to a formatted segment. Throws std::runtime_error when its
   // layout is not the one `size` and `slotBytes` describe.
-  SharedMemoryAllreduce(SharedSegment segment, int rank, int size, size_t slotBytes,
-                        std::chrono::milliseconds timeout);
+  SharedMemoryCollectives(SharedSegment segment, int rank, int size, size_t slotBytes,
+                          std::chrono::milliseconds timeout);
   // Tells the peers that this rank left: one waiting for it fails now.
-  ~SharedMemoryAllreduce();
-  SharedMemoryAllreduce(const SharedMemoryAllreduce&) = delete;
-  SharedMemoryAllreduce& operator=(const SharedMemoryAllreduce&) = delete;
+  ~SharedMemoryCollectives();
+  SharedMemoryCollectives(const SharedMemoryCollectives&) = delete;
+  SharedMemoryCollectives& operator=(const SharedMemoryCollectives&) = delete;
 
   // out = OP over ranks of in (kAvg arrives as kSum). in == out is fine.
-  // Throws SharedMemoryFailure.
+  // Throws SharedMemoryFailure, as every operation below does.
   void run(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  // out = root's in, `count` elements (in is read on the root only; in ==
+  // out is fine).
+  void broadcast(const void* in, void* out, size_t count, DataType type, int root);
+  // out (size x count) = every rank's in, in rank order; in may be this
+  // rank's block of out.
+  void allgather(const void* in, void* out, size_t count, DataType type);
+  // out (count) = OP over ranks of this rank's block of in (size x count);
+  // out may be that block of in.
+  void reduceScatter(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  // Block r of out (size x count) = block `rank` of rank r's in; in == out
+  // is fine.
+  void alltoall(const void* in, void* out, size_t count, DataType type);
+  // Returns once every rank has called it.
+  void barrier();
   // data[i] = OP over ranks of data[i], where data is `count` elements at
   // byte `offset` of each rank's region of `regions`; kAvg divides by the
   // number of ranks. Every rank passes the same regions, offset and count.
@@ -83,10 +101,16 @@ class SharedMemoryAllreduce {
   struct Header;
   struct RankLine;
   struct Call;
+  enum class Collective : uint32_t;
 
   Header& header() const;
   RankLine& line(int rank) const;
   char* slot(uint32_t sequence, int rank) const;
+  uint32_t exchange(const void* piece, size_t bytes, const Call& call,
+                    std::chrono::steady_clock::time_point deadline);
+  void reduceSlots(uint32_t sequence, size_t at, void* result, size_t count, DataType type,
+                   ReduceOp op) const;
+  std::chrono::steady_clock::time_point startCall() const;
   void post(uint32_t sequence);
   void post(uint32_t sequence, const Call& call);
   void waitForAll(uint32_t sequence, std::chrono::steady_clock::time_point deadline) const;

@@ -1,0 +1,475 @@
+#include "distrun/comm/gloo/shm/shared_memory_collectives.h"
+
+#include <linux/futex.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "distrun/comm/reduce.h"
+#include "distrun/common/system.h"
+
+namespace distrun::comm {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x33766d6873727464;  // "dtrshmv3"
+constexpr size_t kLine = 64;                     // a cache line
+constexpr size_t kRankLine = 2 * kLine;          // what one rank writes
+// How long a waiting rank polls before it sleeps: a peer in lockstep
+// usually arrives within this, and a wake-up costs more.
+constexpr auto kSpin = std::chrono::microseconds(30);
+// How often a sleeping rank checks that its peer is alive.
+constexpr auto kCheckEvery = std::chrono::milliseconds(50);
+
+size_t roundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// Sequence numbers wrap; `posted` has reached `wanted` when it is at most
+// 2^31 ahead of it.
+bool reached(uint32_t posted, uint32_t wanted) {
+  return static_cast<int32_t>(posted - wanted) >= 0;
+}
+
+void futexWait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nanoseconds timeout) {
+  const auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+  timespec ts{.tv_sec = s.count(), .tv_nsec = (timeout - s).count()};
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futexWakeAll(std::atomic<uint32_t>& word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
+            0);
+}
+
+uint32_t typeAndOp(DataType type, ReduceOp op) {
+  return static_cast<uint32_t>(type) << 8 | static_cast<uint32_t>(op);
+}
+
+uint64_t pidNamespace() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+}  // namespace
+
+struct SharedMemoryCollectives::Header {
+  uint64_t magic;
+  uint64_t slotBytes;
+  int32_t ranks;
+  std::atomic<uint32_t> abortedBy;  // 1 + the rank that gave up; 0: none
+};
+
+enum class SharedMemoryCollectives::Collective : uint32_t {
+  kAllreduce,
+  kBroadcast,
+  kAllgather,
+  kReduceScatter,
+  kAlltoall,
+  kBarrier,
+};
+
+// What a rank posts it is doing with a sequence number.
+struct SharedMemoryCollectives::Call {
+  Collective collective;
+  uint32_t regions;  // 0: through the slots; otherwise 1 + the regions' id
+  uint32_t typeAndOp;
+  int32_t root;     // broadcast's; 0 otherwise
+  uint64_t offset;  // slots: the piece's first element; regions: bytes
+  uint64_t count;   // elements in all (not just this piece), per rank
+
+  bool operator==(const Call&) const = default;
+};
+
+struct SharedMemoryCollectives::RankLine {
+  std::atomic<uint32_t> posted;  // the last sequence whose input is in place
+  std::atomic<uint32_t> left;    // 1 once the rank closed its communicator
+  int32_t pid;
+  uint64_t pidNamespace;
+  Call calls[2];  // by sequence parity, like the slots
+};
+
+static_assert(sizeof(std::atomic<uint32_t>) == 4 && std::atomic<uint32_t>::is_always_lock_free,
+              "futexes need plain 32-bit atomics");
+
+size_t SharedMemoryCollectives::segmentBytes(int size, size_t slotBytes) {
+  const auto ranks = static_cast<size_t>(size);
+  return kLine + kRankLine * ranks + 2 * ranks * roundUp(slotBytes, kLine);
+}
+
+void SharedMemoryCollectives::format(SharedSegment& segment, int size, size_t slotBytes) {
+  auto* header = new (segment.data()) Header{};
+  header->magic = kMagic;
+  header->slotBytes = slotBytes;
+  header->ranks = size;
+  for (int r = 0; r < size; ++r) {
+    new (segment.data() + kLine + kRankLine * static_cast<size_t>(r)) RankLine{};
+  }
+}
+
+SharedMemoryCollectives::SharedMemoryCollectives(SharedSegment segment, int rank, int size,
+                                                 size_t slotBytes,
+                                                 std::chrono::milliseconds timeout)
+    : segment_(std::move(segment)),
+      rank_(rank),
+      size_(size),
+      slotBytes_(roundUp(slotBytes, kLine)),
+      timeout_(timeout) {
+  static_assert(sizeof(RankLine) <= kRankLine, "a rank's line fits its place");
+  if (size < 2) throw std::runtime_error("shared-memory collectives need 2 or more ranks");
+  const Header& h = header();
+  if (segment_.size() < segmentBytes(size, slotBytes) || h.magic != kMagic || h.ranks != size ||
+      h.slotBytes != slotBytes) {
+    throw std::runtime_error(
+        fmt::format("the segment is not laid out for {} ranks of {}-byte slots", size, slotBytes));
+  }
+  line(rank).pid = static_cast<int32_t>(::getpid());
+  line(rank).pidNamespace = pidNamespace();
+}
+
+SharedMemoryCollectives::~SharedMemoryCollectives() {
+  line(rank_).left.store(1, std::memory_order_release);
+  futexWakeAll(line(rank_).posted);
+}
+
+SharedMemoryCollectives::Header& SharedMemoryCollectives::header() const {
+  return *std::launder(reinterpret_cast<Header*>(segment_.data()));
+}
+
+SharedMemoryCollectives::RankLine& SharedMemoryCollectives::line(int rank) const {
+  return *std::launder(
+      reinterpret_cast<RankLine*>(segment_.data() + kLine + kRankLine * static_cast<size_t>(rank)));
+}
+
+char* SharedMemoryCollectives::slot(uint32_t sequence, int rank) const {
+  const size_t set = sequence & 1u;
+  const auto ranks = static_cast<size_t>(size_);
+  return segment_.data() + kLine + kRankLine * ranks +
+         (set * ranks + static_cast<size_t>(rank)) * slotBytes_;
+}
+
+std::chrono::steady_clock::time_point SharedMemoryCollectives::startCall() const {
+  throwIfAborted();
+  return std::chrono::steady_clock::now() + timeout_;
+}
+
+// One piece of a collective: this rank's `bytes` at `piece` go into its
+// slot of a new sequence, and once every rank has posted the same call,
+// every slot of that sequence can be read. Returns the sequence.
+uint32_t SharedMemoryCollectives::exchange(const void* piece, size_t bytes, const Call& call,
+                                           std::chrono::steady_clock::time_point deadline) {
+  const uint32_t sequence = ++sequence_;
+  if (bytes > 0) std::memcpy(slot(sequence, rank_), piece, bytes);
+  post(sequence, call);
+  waitForAll(sequence, deadline);
+  checkCalls(sequence);
+  return sequence;
+}
+
+// result = OP over ranks of the `count` elements at byte `at` of each
+// rank's slot of `sequence`, in rank order.
+void SharedMemoryCollectives::reduceSlots(uint32_t sequence, size_t at, void* result, size_t count,
+                                          DataType type, ReduceOp op) const {
+  const ReduceKernel reduce = reduceKernel(type, op);
+  reduce(result, slot(sequence, 0) + at, slot(sequence, 1) + at, count);
+  for (int r = 2; r < size_; ++r) reduce(result, result, slot(sequence, r) + at, count);
+}
+
+void SharedMemoryCollectives::run(const void* in, void* out, size_t count, DataType type,
+                                  ReduceOp op) {
+  const auto deadline = startCall();
+  const size_t element = sizeOf(type);
+  const size_t perSlot = slotBytes_ / element;
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min(perSlot, count - done);
+    const uint32_t sequence = exchange(static_cast<const char*>(in) + done * element, n * element,
+                                       Call{.collective = Collective::kAllreduce,
+                                            .regions = 0,
+                                            .typeAndOp = typeAndOp(type, op),
+                                            .root = 0,
+                                            .offset = done,
+                                            .count = count},
+                                       deadline);
+    reduceSlots(sequence, 0, static_cast<char*>(out) + done * element, n, type, op);
+    done += n;
+  }
+}
+
+void SharedMemoryCollectives::broadcast(const void* in, void* out, size_t count, DataType type,
+                                        int root) {
+  const auto deadline = startCall();
+  const size_t element = sizeOf(type);
+  const size_t perSlot = slotBytes_ / element;
+  const bool sending = rank_ == root;
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min(perSlot, count - done);
+    const uint32_t sequence =
+        exchange(sending ? static_cast<const char*>(in) + done * element : nullptr,
+                 sending ? n * element : 0,
+                 Call{.collective = Collective::kBroadcast,
+                      .regions = 0,
+                      .typeAndOp = typeAndOp(type, ReduceOp::kSum),
+                      .root = root,
+                      .offset = done,
+                      .count = count},
+                 deadline);
+    if (!sending || in != out) {
+      std::memcpy(static_cast<char*>(out) + done * element, slot(sequence, root), n * element);
+    }
+    done += n;
+  }
+}
+
+void SharedMemoryCollectives::allgather(const void* in, void* out, size_t count, DataType type) {
+  const auto deadline = startCall();
+  const size_t element = sizeOf(type);
+  const size_t perSlot = slotBytes_ / element;
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min(perSlot, count - done);
+    const uint32_t sequence = exchange(static_cast<const char*>(in) + done * element, n * element,
+                                       Call{.collective = Collective::kAllgather,
+                                            .regions = 0,
+                                            .typeAndOp = typeAndOp(type, ReduceOp::kSum),
+                                            .root = 0,
+                                            .offset = done,
+                                            .count = count},
+                                       deadline);
+    for (int r = 0; r < size_; ++r) {
+      char* block = static_cast<char*>(out) + static_cast<size_t>(r) * count * element;
+      std::memcpy(block + done * element, slot(sequence, r), n * element);
+    }
+    done += n;
+  }
+}
+
+// Pieces of the whole input (size x count); of each, a rank reduces only
+// what falls in its own block. Written in place, a piece's part of the
+// block is already in the slots.
+void SharedMemoryCollectives::reduceScatter(const void* in, void* out, size_t count, DataType type,
+                                            ReduceOp op) {
+  const auto deadline = startCall();
+  const size_t element = sizeOf(type);
+  const size_t perSlot = slotBytes_ / element;
+  const size_t total = count * static_cast<size_t>(size_);
+  const size_t mine = count * static_cast<size_t>(rank_);
+  for (size_t done = 0; done < total;) {
+    const size_t n = std::min(perSlot, total - done);
+    const uint32_t sequence = exchange(static_cast<const char*>(in) + done * element, n * element,
+                                       Call{.collective = Collective::kReduceScatter,
+                                            .regions = 0,
+                                            .typeAndOp = typeAndOp(type, op),
+                                            .root = 0,
+                                            .offset = done,
+                                            .count = count},
+                                       deadline);
+    const size_t first = std::max(done, mine);
+    const size_t end = std::min(done + n, mine + count);
+    if (first < end) {
+      reduceSlots(sequence, (first - done) * element,
+                  static_cast<char*>(out) + (first - mine) * element, end - first, type, op);
+    }
+    done += n;
+  }
+}
+
+// Pieces of the whole input (size x count); of each, a rank copies out
+// what falls in its own block of every rank's input. In place, an input
+// larger than a slot is copied first: a piece would overwrite input that
+// a later piece still has to send.
+void SharedMemoryCollectives::alltoall(const void* in, void* out, size_t count, DataType type) {
+  const auto deadline = startCall();
+  const size_t element = sizeOf(type);
+  const size_t perSlot = slotBytes_ / element;
+  const size_t total = count * static_cast<size_t>(size_);
+  const size_t mine = count * static_cast<size_t>(rank_);
+  std::vector<char> copy;
+  if (in == out && total > perSlot) {
+    copy.assign(static_cast<const char*>(in), static_cast<const char*>(in) + total * element);
+    in = copy.data();
+  }
+  for (size_t done = 0; done < total;) {
+    const size_t n = std::min(perSlot, total - done);
+    const uint32_t sequence = exchange(static_cast<const char*>(in) + done * element, n * element,
+                                       Call{.collective = Collective::kAlltoall,
+                                            .regions = 0,
+                                            .typeAndOp = typeAndOp(type, ReduceOp::kSum),
+                                            .root = 0,
+                                            .offset = done,
+                                            .count = count},
+                                       deadline);
+    const size_t first = std::max(done, mine);
+    const size_t end = std::min(done + n, mine + count);
+    for (int r = 0; first < end && r < size_; ++r) {
+      char* block = static_cast<char*>(out) + static_cast<size_t>(r) * count * element;
+      std::memcpy(block + (first - mine) * element, slot(sequence, r) + (first - done) * element,
+                  (end - first) * element);
+    }
+    done += n;
+  }
+}
+
+void SharedMemoryCollectives::barrier() {
+  const auto deadline = startCall();
+  exchange(nullptr, 0,
+           Call{.collective = Collective::kBarrier,
+                .regions = 0,
+                .typeAndOp = 0,
+                .root = 0,
+                .offset = 0,
+                .count = 0},
+           deadline);
+}
+
+// Two arrivals: the first says this rank's data is final (every rank then
+// reduces its share), the second that its share is written everywhere.
+void SharedMemoryCollectives::runInPlace(const SharedRegions& regions, size_t offset, size_t count,
+                                         DataType type, ReduceOp op) {
+  const auto deadline = startCall();
+  const uint32_t arrived = ++sequence_;
+  post(arrived, Call{.collective = Collective::kAllreduce,
+                     .regions = 1 + regions.id(),
+                     .typeAndOp = typeAndOp(type, op),
+                     .root = 0,
+                     .offset = offset,
+                     .count = count});
+  waitForAll(arrived, deadline);
+  checkCalls(arrived);
+  reduceShare(regions, offset, count, type, op);
+  const uint32_t written = ++sequence_;
+  post(written);
+  waitForAll(written, deadline);
+}
+
+// This rank's share: a run of whole cache lines, the last share shorter.
+// Reduced a block at a time, in rank order as run() does, into a buffer
+// that stays in L1, then copied into every region.
+void SharedMemoryCollectives::reduceShare(const SharedRegions& regions, size_t offset, size_t count,
+                                          DataType type, ReduceOp op) const {
+  const size_t element = sizeOf(type);
+  const size_t perLine = kLine / element;
+  const auto ranks = static_cast<size_t>(size_);
+  const size_t share = roundUp((count + ranks - 1) / ranks, perLine);
+  const size_t first = std::min(count, share * static_cast<size_t>(rank_));
+  const size_t end = std::min(count, first + share);
+  const ReduceKernel reduce = reduceKernel(type, op);
+  alignas(kLine) char block[16 << 10];
+  const size_t perBlock = sizeof(block) / element;
+  for (size_t at = first; at < end; at += perBlock) {
+    const size_t n = std::min(perBlock, end - at);
+    const size_t byte = offset + at * element;
+    reduce(block, regions.region(0) + byte, regions.region(1) + byte, n);
+    for (int r = 2; r < size_; ++r) reduce(block, block, regions.region(r) + byte, n);
+    if (op == ReduceOp::kAvg) divideInPlace(block, n, type, size_);
+    for (int r = 0; r < size_; ++r) std::memcpy(regions.region(r) + byte, block, n * element);
+  }
+}
+
+// The slots and calls of `sequence` - 2 share this set; every peer has
+// posted `sequence` - 1, so each finished reading them before.
+void SharedMemoryCollectives::post(uint32_t sequence, const Call& call) {
+  line(rank_).calls[sequence & 1u] = call;
+  post(sequence);
+}
+
+void SharedMemoryCollectives::post(uint32_t sequence) {
+  std::atomic<uint32_t>& word = line(rank_).posted;
+  word.store(sequence, std::memory_order_release);
+  futexWakeAll(word);
+}
+
+void SharedMemoryCollectives::waitForAll(uint32_t sequence,
+                                         std::chrono::steady_clock::time_point deadline) const {
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) waitFor(r, sequence, deadline);
+  }
+}
+
+void SharedMemoryCollectives::checkCalls(uint32_t sequence) const {
+  const Call& mine = line(rank_).calls[sequence & 1u];
+  for (int r = 0; r < size_; ++r) {
+    const Call& theirs = line(r).calls[sequence & 1u];
+    if (theirs == mine) continue;
+    throw SharedMemoryFailure(SharedMemoryFailure::Kind::kMismatch, r,
+                              fmt::format("rank {} called {} where this rank called {}", r,
+                                          describe(theirs), describe(mine)));
+  }
+}
+
+std::string SharedMemoryCollectives::describe(const Call& call) {
+  const auto type = static_cast<DataType>(call.typeAndOp >> 8);
+  const auto op = static_cast<ReduceOp>(call.typeAndOp & 0xff);
+  switch (call.collective) {
+    case Collective::kAllreduce:
+      break;
+    case Collective::kBroadcast:
+      return fmt::format("broadcast({} x {}, root {})", call.count, nameOf(type), call.root);
+    case Collective::kAllgather:
+      return fmt::format("allgather({} x {})", call.count, nameOf(type));
+    case Collective::kReduceScatter:
+      return fmt::format("reduce_scatter({}, {} x {})", nameOf(op), call.count, nameOf(type));
+    case Collective::kAlltoall:
+      return fmt::format("alltoall({} x {})", call.count, nameOf(type));
+    case Collective::kBarrier:
+      return "barrier()";
+  }
+  const std::string what =
+      fmt::format("allreduce({}, {} x {}", nameOf(op), call.count, nameOf(type));
+  if (call.regions == 0) return what + ")";
+  return fmt::format("{}, in place at byte {} of shared buffer {})", what, call.offset,
+                     call.regions - 1);
+}
+
+void SharedMemoryCollectives::waitFor(int peer, uint32_t sequence,
+                                      std::chrono::steady_clock::time_point deadline) const {
+  std::atomic<uint32_t>& word = line(peer).posted;
+  const auto spinUntil = std::chrono::steady_clock::now() + kSpin;
+  for (unsigned i = 0;; ++i) {
+    if (reached(word.load(std::memory_order_acquire), sequence)) return;
+    if (i % 64 == 63 && std::chrono::steady_clock::now() > spinUntil) break;
+  }
+  for (;;) {
+    const uint32_t seen = word.load(std::memory_order_acquire);
+    if (reached(seen, sequence)) return;
+    throwIfAborted();
+    if (exited(peer)) {
+      throw SharedMemoryFailure(SharedMemoryFailure::Kind::kPeerExited, peer,
+                                fmt::format("rank {} exited", peer));
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      throw SharedMemoryFailure(SharedMemoryFailure::Kind::kTimedOut, peer,
+                                fmt::format("rank {} did not arrive", peer));
+    }
+    futexWait(word, seen, std::min<std::chrono::nanoseconds>(kCheckEvery, deadline - now));
+  }
+}
+
+void SharedMemoryCollectives::throwIfAborted() const {
+  const uint32_t by = header().abortedBy.load(std::memory_order_acquire);
+  if (by == 0) return;
+  const int peer = static_cast<int>(by) - 1;
+  throw SharedMemoryFailure(SharedMemoryFailure::Kind::kAborted, peer,
+                            fmt::format("rank {} gave up", peer));
+}
+
+// Only a peer in this pid namespace can be looked up by its pid.
+bool SharedMemoryCollectives::exited(int peer) const {
+  const RankLine& other = line(peer);
+  if (other.left.load(std::memory_order_acquire) != 0) return true;
+  if (other.pid == 0 || other.pidNamespace != line(rank_).pidNamespace) return false;
+  return processExited(other.pid);
+}
+
+void SharedMemoryCollectives::abort() {
+  uint32_t none = 0;
+  header().abortedBy.compare_exchange_strong(none, static_cast<uint32_t>(rank_ + 1));
+  for (int r = 0; r < size_; ++r) futexWakeAll(line(r).posted);
+}
+
+}  // namespace distrun::comm
