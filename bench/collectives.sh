@@ -12,7 +12,8 @@
 # timer and scheduler noise), from 4 MB with WARMUP + ITERS; each contender
 # runs ROUNDS times, interleaved with its peers in alternating order, and
 # keeps its best time per size. all_reduce is timed in place (as DDP calls
-# it), the others out of place. Ratios last. Targets (issue 31): distrun
+# it), broadcast too (MPI's and PyTorch's have one buffer), the others out
+# of place. Ratios last. Targets (issue 31): distrun
 # gloo >= 1.0x the best peer at every size; the mpi backend >= 0.97x bare
 # MPI.
 #   bench/collectives.sh [BUILD_DIR] [ROUNDS] [COLLECTIVE|every]
@@ -40,8 +41,8 @@ bin=$build/bin
 . "$(dirname "$0")/checks.sh"
 need_built "$build" distrun distrun-bench copy_bandwidth
 case $collective in
-  all_reduce) column=13 ;;  # in place
-  broadcast|all_gather|reduce_scatter|alltoall) column=9 ;;  # out of place
+  all_reduce|broadcast) column=13 ;;  # in place (a broadcast has one buffer in MPI and PyTorch)
+  all_gather|reduce_scatter|alltoall) column=9 ;;  # out of place
   *) echo "collectives.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, all_gather, reduce_scatter, alltoall or every" >&2; exit 64 ;;
 esac
 python=/usr/bin/python3
@@ -132,7 +133,7 @@ ratio = lambda a, b: a / b if a and b else None
 def best_peer(s):
     peers = [v for v in (bw("torch_gloo", s), bw("bare_mpi", s)) if v is not None]
     return max(peers) if peers else None
-form = "in place" if collective == "all_reduce" else "out of place"
+form = "in place" if collective in ("all_reduce", "broadcast") else "out of place"
 print(f"# {collective}, 2 ranks, floats, {form}; busbw GB/s (best of rounds); copy limit {copy:.2f} GB/s")
 print("# distrun-gloo: shared memory on one node (the default); gloo-tcp: DISTRUN_COMM_SHM=0;"
       " bare-mpi: Open MPI's own call (its shared memory)")

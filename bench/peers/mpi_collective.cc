@@ -3,7 +3,7 @@
 // "bytes,time_us" with the slowest rank's mean. Sizes follow nccl-tests,
 // as `distrun bench` does: the whole array of every rank's block for
 // all_gather, reduce_scatter and alltoall. all_reduce runs in place (the
-// form DDP uses); the others out of place (broadcast has one buffer).
+// form DDP uses), broadcast on its one buffer, the others out of place.
 //   mpirun -np 2 mpi_collective_bench COLLECTIVE ITERS WARMUP SIZE...
 // COLLECTIVE: all_reduce, broadcast, all_gather, reduce_scatter or alltoall.
 #include <mpi.h>

@@ -5,9 +5,9 @@ Run under a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
 SIZES...`). Rank 0 prints one CSV line per size: bytes,time_us (float32, the
 mean over BENCH_ITERS after BENCH_WARMUP, the slowest rank's mean). Sizes
 follow nccl-tests as `distrun bench` does (all_gather and alltoall: the
-whole array of every rank's block); all_reduce runs in place, the others
-out of place. PyTorch's gloo has no reduce_scatter: that collective prints
-nothing and says so on stderr.
+whole array of every rank's block); all_reduce and broadcast run on one
+buffer, the others out of place. PyTorch's gloo has no reduce_scatter:
+that collective prints nothing and says so on stderr.
 """
 import os
 import sys
