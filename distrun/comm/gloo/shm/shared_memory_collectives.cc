@@ -181,71 +181,71 @@ void SharedMemoryCollectives::reduceSlots(uint32_t sequence, size_t at, void* re
   for (int r = 2; r < size_; ++r) reduce(result, result, slot(sequence, r) + at, count);
 }
 
-void SharedMemoryCollectives::run(const void* in, void* out, size_t count, DataType type,
-                                  ReduceOp op) {
+// A collective through the slots, in pieces of at most a slot: `total`
+// elements of `type` from `in` (this rank's whole input; none unless
+// `sends`), posted as `kind` of `count` elements per rank.
+struct SharedMemoryCollectives::Pieces {
+  Collective kind;
+  const void* in;
+  bool sends;
+  size_t total;
+  size_t count;
+  DataType type;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+};
+
+// Exchanges each piece, then calls read(sequence, done, n) for the piece of
+// `n` elements at element `done`, whose slots are then every rank's.
+template <typename Read>
+void SharedMemoryCollectives::throughSlots(const Pieces& p, Read read) {
   const auto deadline = startCall();
-  const size_t element = sizeOf(type);
+  const size_t element = sizeOf(p.type);
   const size_t perSlot = slotBytes_ / element;
-  for (size_t done = 0; done < count;) {
-    const size_t n = std::min(perSlot, count - done);
-    const uint32_t sequence = exchange(static_cast<const char*>(in) + done * element, n * element,
-                                       Call{.collective = Collective::kAllreduce,
-                                            .regions = 0,
-                                            .typeAndOp = typeAndOp(type, op),
-                                            .root = 0,
-                                            .offset = done,
-                                            .count = count},
-                                       deadline);
-    reduceSlots(sequence, 0, static_cast<char*>(out) + done * element, n, type, op);
+  for (size_t done = 0; done < p.total;) {
+    const size_t n = std::min(perSlot, p.total - done);
+    const Call call{.collective = p.kind,
+                    .regions = 0,
+                    .typeAndOp = typeAndOp(p.type, p.op),
+                    .root = p.root,
+                    .offset = done,
+                    .count = p.count};
+    const char* piece = p.sends ? static_cast<const char*>(p.in) + done * element : nullptr;
+    read(exchange(piece, p.sends ? n * element : 0, call, deadline), done, n);
     done += n;
   }
+}
+
+void SharedMemoryCollectives::run(const void* in, void* out, size_t count, DataType type,
+                                  ReduceOp op) {
+  const size_t element = sizeOf(type);
+  throughSlots({Collective::kAllreduce, in, true, count, count, type, op},
+               [&](uint32_t sequence, size_t done, size_t n) {
+                 reduceSlots(sequence, 0, static_cast<char*>(out) + done * element, n, type, op);
+               });
 }
 
 void SharedMemoryCollectives::broadcast(const void* in, void* out, size_t count, DataType type,
                                         int root) {
-  const auto deadline = startCall();
   const size_t element = sizeOf(type);
-  const size_t perSlot = slotBytes_ / element;
   const bool sending = rank_ == root;
-  for (size_t done = 0; done < count;) {
-    const size_t n = std::min(perSlot, count - done);
-    const uint32_t sequence =
-        exchange(sending ? static_cast<const char*>(in) + done * element : nullptr,
-                 sending ? n * element : 0,
-                 Call{.collective = Collective::kBroadcast,
-                      .regions = 0,
-                      .typeAndOp = typeAndOp(type, ReduceOp::kSum),
-                      .root = root,
-                      .offset = done,
-                      .count = count},
-                 deadline);
-    if (!sending || in != out) {
-      std::memcpy(static_cast<char*>(out) + done * element, slot(sequence, root), n * element);
-    }
-    done += n;
-  }
+  throughSlots({Collective::kBroadcast, in, sending, count, count, type, ReduceOp::kSum, root},
+               [&](uint32_t sequence, size_t done, size_t n) {
+                 if (sending && in == out) return;
+                 std::memcpy(static_cast<char*>(out) + done * element, slot(sequence, root),
+                             n * element);
+               });
 }
 
 void SharedMemoryCollectives::allgather(const void* in, void* out, size_t count, DataType type) {
-  const auto deadline = startCall();
   const size_t element = sizeOf(type);
-  const size_t perSlot = slotBytes_ / element;
-  for (size_t done = 0; done < count;) {
-    const size_t n = std::min(perSlot, count - done);
-    const uint32_t sequence = exchange(static_cast<const char*>(in) + done * element, n * element,
-                                       Call{.collective = Collective::kAllgather,
-                                            .regions = 0,
-                                            .typeAndOp = typeAndOp(type, ReduceOp::kSum),
-                                            .root = 0,
-                                            .offset = done,
-                                            .count = count},
-                                       deadline);
-    for (int r = 0; r < size_; ++r) {
-      char* block = static_cast<char*>(out) + static_cast<size_t>(r) * count * element;
-      std::memcpy(block + done * element, slot(sequence, r), n * element);
-    }
-    done += n;
-  }
+  throughSlots({Collective::kAllgather, in, true, count, count, type},
+               [&](uint32_t sequence, size_t done, size_t n) {
+                 for (int r = 0; r < size_; ++r) {
+                   char* block = static_cast<char*>(out) + static_cast<size_t>(r) * count * element;
+                   std::memcpy(block + done * element, slot(sequence, r), n * element);
+                 }
+               });
 }
 
 // Pieces of the whole input (size x count); of each, a rank reduces only
@@ -253,29 +253,17 @@ void SharedMemoryCollectives::allgather(const void* in, void* out, size_t count,
 // block is already in the slots.
 void SharedMemoryCollectives::reduceScatter(const void* in, void* out, size_t count, DataType type,
                                             ReduceOp op) {
-  const auto deadline = startCall();
   const size_t element = sizeOf(type);
-  const size_t perSlot = slotBytes_ / element;
-  const size_t total = count * static_cast<size_t>(size_);
   const size_t mine = count * static_cast<size_t>(rank_);
-  for (size_t done = 0; done < total;) {
-    const size_t n = std::min(perSlot, total - done);
-    const uint32_t sequence = exchange(static_cast<const char*>(in) + done * element, n * element,
-                                       Call{.collective = Collective::kReduceScatter,
-                                            .regions = 0,
-                                            .typeAndOp = typeAndOp(type, op),
-                                            .root = 0,
-                                            .offset = done,
-                                            .count = count},
-                                       deadline);
-    const size_t first = std::max(done, mine);
-    const size_t end = std::min(done + n, mine + count);
-    if (first < end) {
-      reduceSlots(sequence, (first - done) * element,
-                  static_cast<char*>(out) + (first - mine) * element, end - first, type, op);
-    }
-    done += n;
-  }
+  throughSlots(
+      {Collective::kReduceScatter, in, true, count * static_cast<size_t>(size_), count, type, op},
+      [&](uint32_t sequence, size_t done, size_t n) {
+        const size_t first = std::max(done, mine);
+        const size_t end = std::min(done + n, mine + count);
+        if (first >= end) return;
+        reduceSlots(sequence, (first - done) * element,
+                    static_cast<char*>(out) + (first - mine) * element, end - first, type, op);
+      });
 }
 
 // Pieces of the whole input (size x count); of each, a rank copies out
@@ -283,26 +271,16 @@ void SharedMemoryCollectives::reduceScatter(const void* in, void* out, size_t co
 // larger than a slot is copied first: a piece would overwrite input that
 // a later piece still has to send.
 void SharedMemoryCollectives::alltoall(const void* in, void* out, size_t count, DataType type) {
-  const auto deadline = startCall();
   const size_t element = sizeOf(type);
-  const size_t perSlot = slotBytes_ / element;
   const size_t total = count * static_cast<size_t>(size_);
   const size_t mine = count * static_cast<size_t>(rank_);
   std::vector<char> copy;
-  if (in == out && total > perSlot) {
+  if (in == out && total * element > slotBytes_) {
     copy.assign(static_cast<const char*>(in), static_cast<const char*>(in) + total * element);
     in = copy.data();
   }
-  for (size_t done = 0; done < total;) {
-    const size_t n = std::min(perSlot, total - done);
-    const uint32_t sequence = exchange(static_cast<const char*>(in) + done * element, n * element,
-                                       Call{.collective = Collective::kAlltoall,
-                                            .regions = 0,
-                                            .typeAndOp = typeAndOp(type, ReduceOp::kSum),
-                                            .root = 0,
-                                            .offset = done,
-                                            .count = count},
-                                       deadline);
+  throughSlots({Collective::kAlltoall, in, true, total, count, type}, [&](uint32_t sequence,
+                                                                          size_t done, size_t n) {
     const size_t first = std::max(done, mine);
     const size_t end = std::min(done + n, mine + count);
     for (int r = 0; first < end && r < size_; ++r) {
@@ -310,12 +288,10 @@ void SharedMemoryCollectives::alltoall(const void* in, void* out, size_t count, 
       std::memcpy(block + (first - mine) * element, slot(sequence, r) + (first - done) * element,
                   (end - first) * element);
     }
-    done += n;
-  }
+  });
 }
 
 void SharedMemoryCollectives::barrier() {
-  const auto deadline = startCall();
   exchange(nullptr, 0,
            Call{.collective = Collective::kBarrier,
                 .regions = 0,
@@ -323,7 +299,7 @@ void SharedMemoryCollectives::barrier() {
                 .root = 0,
                 .offset = 0,
                 .count = 0},
-           deadline);
+           startCall());
 }
 
 // Two arrivals: the first says this rank's data is final (every rank then

@@ -106,6 +106,9 @@ class SharedMemoryCollectives {
   Header& header() const;
   RankLine& line(int rank) const;
   char* slot(uint32_t sequence, int rank) const;
+  struct Pieces;
+  template <typename Read>
+  void throughSlots(const Pieces& pieces, Read read);
   uint32_t exchange(const void* piece, size_t bytes, const Call& call,
                     std::chrono::steady_clock::time_point deadline);
   void reduceSlots(uint32_t sequence, size_t at, void* result, size_t count, DataType type,
