@@ -279,9 +279,8 @@ void GlooCommunicator::doAllreduce(const void* in, void* out, size_t count, Data
 
 void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out, size_t count,
                                    DataType type, ReduceOp op) {
-  if (shared_) {
-    noteAlgorithm("shm");
-    guardedShared(name, [&] { shared_->run(in, out, count, type, op); });
+  if (ranInSharedMemory(name,
+                        [&](SharedMemoryCollectives& s) { s.run(in, out, count, type, op); })) {
     return;
   }
   if (count * sizeOf(type) < options_.gatherBelowBytes && size() > 1 &&
@@ -306,6 +305,14 @@ void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out, 
       gloo::allreduce(opts);
     });
   });
+}
+
+bool GlooCommunicator::ranInSharedMemory(
+    const char* op, const std::function<void(SharedMemoryCollectives&)>& call) {
+  if (!shared_) return false;
+  noteAlgorithm("shm");
+  guardedShared(op, [&] { call(*shared_); });
+  return true;
 }
 
 void GlooCommunicator::guardedShared(const char* op, const std::function<void()>& call) {
@@ -355,9 +362,9 @@ void GlooCommunicator::allreduceByGather(const char* name, const void* in, void*
 
 void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count, DataType type,
                                    int root) {
-  if (shared_) {
-    noteAlgorithm("shm");
-    guardedShared("broadcast", [&] { shared_->broadcast(in, out, count, type, root); });
+  if (ranInSharedMemory("broadcast", [&](SharedMemoryCollectives& s) {
+        s.broadcast(in, out, count, type, root);
+      })) {
     return;
   }
   guarded("broadcast", [&] {
@@ -375,9 +382,8 @@ void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count, Data
 }
 
 void GlooCommunicator::doAllgather(const void* in, void* out, size_t count, DataType type) {
-  if (shared_) {
-    noteAlgorithm("shm");
-    guardedShared("allgather", [&] { shared_->allgather(in, out, count, type); });
+  if (ranInSharedMemory("allgather",
+                        [&](SharedMemoryCollectives& s) { s.allgather(in, out, count, type); })) {
     return;
   }
   allgatherAs("allgather", in, out, count, type);
@@ -403,9 +409,9 @@ void GlooCommunicator::allgatherAs(const char* name, const void* in, void* out, 
 
 void GlooCommunicator::doReduceScatter(const void* in, void* out, size_t count, DataType type,
                                        ReduceOp op) {
-  if (shared_) {
-    noteAlgorithm("shm");
-    guardedShared("reduce_scatter", [&] { shared_->reduceScatter(in, out, count, type, op); });
+  if (ranInSharedMemory("reduce_scatter", [&](SharedMemoryCollectives& s) {
+        s.reduceScatter(in, out, count, type, op);
+      })) {
     return;
   }
   const size_t block = count * sizeOf(type);
@@ -415,9 +421,8 @@ void GlooCommunicator::doReduceScatter(const void* in, void* out, size_t count, 
 }
 
 void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count, DataType type) {
-  if (shared_) {
-    noteAlgorithm("shm");
-    guardedShared("alltoall", [&] { shared_->alltoall(in, out, count, type); });
+  if (ranInSharedMemory("alltoall",
+                        [&](SharedMemoryCollectives& s) { s.alltoall(in, out, count, type); })) {
     return;
   }
   const size_t total = count * static_cast<size_t>(size());
@@ -469,11 +474,7 @@ void GlooCommunicator::doSendRecv(const void* sendData, int sendPeer, void* recv
 }
 
 void GlooCommunicator::doBarrier() {
-  if (shared_) {
-    noteAlgorithm("shm");
-    guardedShared("barrier", [&] { shared_->barrier(); });
-    return;
-  }
+  if (ranInSharedMemory("barrier", [](SharedMemoryCollectives& s) { s.barrier(); })) return;
   guarded("barrier", [&] {
     gloo::BarrierOptions opts(context_);
     opts.setTag(nextTag());

@@ -116,6 +116,9 @@ class GlooCommunicator final : public Communicator {
                     const std::function<void(SharedSegment)>& adopt, std::string_view without);
   // As guarded, for an operation in shared memory (failShared).
   void guardedShared(const char* op, const std::function<void()>& call);
+  // Runs `call` on the shared-memory collectives, guarded and noted as
+  // algorithm "shm", when every rank has them; false when they do not.
+  bool ranInSharedMemory(const char* op, const std::function<void(SharedMemoryCollectives&)>& call);
   [[noreturn]] void failShared(const char* op, const SharedMemoryFailure& failure);
   // Gloo's allreduce (bcube or ring by size), or for small messages on
   // few ranks allreduceByGather; failures name `name`.
