@@ -90,12 +90,18 @@ TEST(MergeRepairTest, AnEmptyFileIsSkippedWithANote) {
               ::testing::ElementsAre(folder.file("rank1.jsonl") + ": empty, skipped"));
 }
 
+// The refusal of a folder whose rank0.jsonl has `text` as its line 4, with a
+// whole line after it (so it is not a last line cut short).
+Refusal refusalOfLineFour(const TraceFolder& folder, const std::string& text) {
+  writeRankZero(folder);
+  folder.appendText("rank0.jsonl", text + "\n");
+  folder.append("rank0.jsonl", {span("d", kMono + 9, 1)});
+  return refusalOf(folder.path());
+}
+
 TEST(MergeRefusalTest, AMalformedLineBeforeTheLastIsADataError) {
   TraceFolder folder;
-  writeRankZero(folder);
-  folder.appendText("rank0.jsonl", "{\"name\":\"c\",\"ph\":\"X\",\"ts\":12,,}\n");
-  folder.append("rank0.jsonl", {span("d", kMono + 9, 1)});
-  Refusal r = refusalOf(folder.path());
+  Refusal r = refusalOfLineFour(folder, "{\"name\":\"c\",\"ph\":\"X\",\"ts\":12,,}");
   EXPECT_EQ(r.message, folder.file("rank0.jsonl") +
                            ":4: not whole JSON (column 30): expected one JSON object per line");
   EXPECT_EQ(r.code, ExitCode::kData);
@@ -103,10 +109,7 @@ TEST(MergeRefusalTest, AMalformedLineBeforeTheLastIsADataError) {
 
 TEST(MergeRefusalTest, ANumberBeyondADoublesRangeIsADataError) {
   TraceFolder folder;
-  writeRankZero(folder);
-  folder.appendText("rank0.jsonl", "{\"name\":\"c\",\"ph\":\"X\",\"ts\":1E400,\"dur\":1}\n");
-  folder.append("rank0.jsonl", {span("d", kMono + 9, 1)});
-  Refusal r = refusalOf(folder.path());
+  Refusal r = refusalOfLineFour(folder, "{\"name\":\"c\",\"ph\":\"X\",\"ts\":1E400,\"dur\":1}");
   EXPECT_EQ(r.message, folder.file("rank0.jsonl") +
                            ":4: a number beyond a double's range: expected microseconds, counts "
                            "and ids of a trace");
