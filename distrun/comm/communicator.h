@@ -49,6 +49,10 @@ class Communicator {
   int size() const { return size_; }
   // "gloo" or "mpi".
   virtual std::string_view backend() const = 0;
+  // How the ranks reach each other, in a user's words ("tcp", "shared
+  // memory", "shared memory within each of 2 nodes, tcp between them");
+  // empty where the backend does not say (MPI chooses for itself).
+  virtual std::string transport() const { return {}; }
 
   // out[i] = OP over ranks of in[i], on every rank. In-place: in == out.
   void allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op);

@@ -89,14 +89,21 @@ TEST(CommunicatorTest, AsyncWorkOverlapsTheCaller) {
   EXPECT_EQ(errors, std::vector<std::string>(3, ""));
 }
 
-// The failures below, with allreduce through shared memory (all ranks here
-// share a host) and through TCP.
-class CommunicatorFailureTest : public ::testing::TestWithParam<bool> {
+// The failures below, with the collectives through shared memory (all
+// ranks here share a host), through TCP, and hierarchical: rank 0 on one
+// node, the others on a second (with two ranks, that is TCP again).
+enum class Transport { kTcp, kSharedMemory, kTwoNodes };
+
+class CommunicatorFailureTest : public ::testing::TestWithParam<Transport> {
  protected:
   GlooOptions options() const {
     GlooOptions o;
-    o.sharedMemory = GetParam();
+    o.sharedMemory = GetParam() != Transport::kTcp;
     return o;
+  }
+  std::function<std::string(int)> nodes() const {
+    if (GetParam() != Transport::kTwoNodes) return {};
+    return [](int r) { return r == 0 ? "first" : "second"; };
   }
 };
 
@@ -117,7 +124,7 @@ TEST_P(CommunicatorFailureTest, LostPeerIsNamedAndTheErrorSticks) {
         }
         EXPECT_THROW(comm.barrier(), CommunicationError);
       },
-      options());
+      options(), nodes());
   EXPECT_EQ(errors, std::vector<std::string>(3, ""));
 }
 
@@ -152,30 +159,30 @@ TEST_P(CommunicatorFailureTest, EachCollectiveNamesItselfWhenAPeerIsLost) {
        }},
       {"allgather",
        [](Communicator& comm) {
-         std::vector<float> in(500, 1.0f), out(1000);
+         std::vector<float> in(500, 1.0f), out(in.size() * static_cast<size_t>(comm.size()));
          comm.allgather(in.data(), out.data(), in.size(), DataType::kFloat32);
        }},
       {"alltoall",
        [](Communicator& comm) {
-         std::vector<float> in(1000, 1.0f), out(1000);
+         std::vector<float> in(500 * static_cast<size_t>(comm.size()), 1.0f), out(in.size());
          comm.alltoall(in.data(), out.data(), 500, DataType::kFloat32);
        }},
       {"barrier", [](Communicator& comm) { comm.barrier(); }},
   };
   for (const auto& [name, call] : collectives) {
     auto errors = runGlooThreads(
-        2,
+        3,
         [&, &name = name, &call = call](Communicator& comm) {
-          if (comm.rank() == 1) return;
+          if (comm.rank() == 2) return;
           try {
             for (int i = 0; i < 100; ++i) call(comm);
-            ADD_FAILURE() << name << ": rank 0 never noticed rank 1 leave";
+            ADD_FAILURE() << name << ": rank " << comm.rank() << " never noticed rank 2 leave";
           } catch (const CommunicationError& e) {
             EXPECT_THAT(e.what(), ::testing::StartsWith(name + ": lost ")) << name;
           }
         },
-        options());
-    EXPECT_EQ(errors, std::vector<std::string>(2, "")) << name;
+        options(), nodes());
+    EXPECT_EQ(errors, std::vector<std::string>(3, "")) << name;
   }
 }
 
@@ -246,9 +253,19 @@ TEST(SharedMemoryTest, ARankThatFailsElsewhereReleasesItsWaitingPeers) {
   EXPECT_TRUE(failedWhileRank0Alive);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorFailureTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& p) {
-                           return p.param ? "shared_memory" : "tcp";
+INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorFailureTest,
+                         ::testing::Values(Transport::kTcp, Transport::kSharedMemory,
+                                           Transport::kTwoNodes),
+                         [](const ::testing::TestParamInfo<Transport>& p) {
+                           switch (p.param) {
+                             case Transport::kTcp:
+                               return "tcp";
+                             case Transport::kSharedMemory:
+                               return "shared_memory";
+                             case Transport::kTwoNodes:
+                               return "two_nodes";
+                           }
+                           return "?";
                          });
 
 // Once every rank has mapped the segment, its name is gone: nothing is

@@ -76,6 +76,14 @@ std::string listenHost(const Environment& env, int worldSize) {
   return oneNode(env, worldSize) ? "127.0.0.1" : readHostFacts().hostname;
 }
 
+// The node as the launcher counts them: this host, and its node number
+// when the launcher gave one (two agents on one machine are two nodes).
+std::string nodeName(const Environment& env) {
+  const std::string host = readHostFacts().hostname;
+  const std::optional<std::string> group = env.get("GROUP_RANK");
+  return group ? host + "/" + *group : host;
+}
+
 // The token of a store that rank 0 hosts at MASTER_ADDR:MASTER_PORT:
 // DISTRUN_TOKEN, else the keyed hash of the meeting point with the user's
 // secret, which nobody else can compute (docs/security.md).
@@ -98,6 +106,7 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
   gloo.timeout = timeoutFrom(env, options);
   gloo.iface = env.get("GLOO_SOCKET_IFNAME").value_or("");
   gloo.listenHost = listenHost(env, size);
+  gloo.node = nodeName(env);
   gloo.bcubeBelowBytes = bytesFrom(env, "DISTRUN_GLOO_BCUBE_BELOW", gloo.bcubeBelowBytes);
   gloo.gatherBelowBytes = bytesFrom(env, "DISTRUN_GLOO_GATHER_BELOW", gloo.gatherBelowBytes);
   if (auto shm = env.get("DISTRUN_COMM_SHM")) {

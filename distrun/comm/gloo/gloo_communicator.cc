@@ -55,6 +55,21 @@ constexpr uint8_t kSendRecvSlotPrefix = 0x40;
 
 double seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
 
+// Each pair's connected end in `mesh`, and the listening end it advertised,
+// as Gloo prints them (connectFullMesh writes the advertised ones under the
+// mesh rank through `adapter`).
+void addPairAddresses(PeerDirectory::Peer& self, gloo::Context& mesh,
+                      const GlooStoreAdapter& adapter) {
+  for (int r = 0; r < mesh.size; ++r) {
+    if (r != mesh.rank) self.addresses.push_back(mesh.getPair(r)->address().str());
+  }
+  if (const std::vector<char>* blob = adapter.written(std::to_string(mesh.rank))) {
+    for (std::string& a : PeerDirectory::advertisedAddresses(*blob, mesh.size - 1)) {
+      self.addresses.push_back(std::move(a));
+    }
+  }
+}
+
 }  // namespace
 
 GlooCommunicator::GlooCommunicator(int rank, int size, std::unique_ptr<rdzv::StoreClient> store,
@@ -104,34 +119,52 @@ void GlooCommunicator::connectMesh() {
   }
   context_ = context;
 
-  PeerDirectory::Peer self{readHostFacts().hostname, static_cast<long>(::getpid()),
-                           PeerDirectory::localSocketAddresses()};
-  // Each pair's connected end, and the listening end it advertised, as Gloo
-  // prints them (connectFullMesh writes the advertised ones under our rank).
-  for (int r = 0; r < size(); ++r) {
-    if (r != rank()) self.addresses.push_back(context_->getPair(r)->address().str());
+  const std::string host = readHostFacts().hostname;
+  layout_ = NodeLayout::exchange(*store_, prefix_, rank(), size(),
+                                 options_.node.empty() ? host : options_.node, options_.timeout);
+  PeerDirectory::Peer self{host, static_cast<long>(::getpid()), {}};
+  if (options_.sharedMemory && layout_.spansNodesWithNeighbours() && layout_.isLeader()) {
+    connectLeaders(self);
   }
-  if (const std::vector<char>* blob = adapter.written(std::to_string(rank()))) {
-    for (std::string& a : PeerDirectory::advertisedAddresses(*blob, size() - 1)) {
-      self.addresses.push_back(std::move(a));
-    }
+  for (std::string& a : PeerDirectory::localSocketAddresses()) {
+    self.addresses.push_back(std::move(a));
   }
+  addPairAddresses(self, *context_, adapter);
   PeerDirectory::publish(*store_, prefix_, rank(), self);
   peers_.load(*store_, prefix_, rank(), size(), options_.timeout);
-  attachSharedMemory(self.host);
+  attachSharedMemory();
   // Nobody leaves construction (and may stop a store it hosts) before
   // every rank has read the directory.
   doBarrier();
 }
 
-void GlooCommunicator::attachSharedMemory(const std::string& host) {
-  if (!options_.sharedMemory || size() == 1 || !peers_.allOnHost(host)) {
+void GlooCommunicator::connectLeaders(PeerDirectory::Peer& self) {
+  const std::vector<int>& leaders = layout_.leaders();
+  auto mesh = std::make_shared<gloo::rendezvous::Context>(layout_.node(),
+                                                          static_cast<int>(leaders.size()));
+  mesh->setTimeout(options_.timeout);
+  GlooStoreAdapter adapter(*store_, prefix_ + "/gloo-leaders/", options_.timeout);
+  try {
+    mesh->connectFullMesh(adapter, device_);
+  } catch (const gloo::Exception& e) {
+    throw CommunicationError(fmt::format(
+        "communicator: rank {} could not connect to the other nodes' leaders: {}", rank(),
+        e.what()));
+  }
+  leaders_ = mesh;
+  addPairAddresses(self, *leaders_, adapter);
+}
+
+void GlooCommunicator::attachSharedMemory() {
+  if (!options_.sharedMemory || size() == 1) return;
+  if (layout_.nodes() > 1) {
+    if (layout_.spansNodesWithNeighbours()) attachNodeMemory();
     return;
   }
   const size_t slot = options_.sharedSlotBytes;
   std::unique_ptr<SharedMemoryCollectives> attached;
   const bool everyone = shareSegment(
-      prefix_ + "/shm/name", SharedMemoryCollectives::segmentBytes(size(), slot),
+      prefix_ + "/shm/name", SharedMemoryCollectives::segmentBytes(size(), slot), rank() == 0,
       [&](SharedSegment& segment) { SharedMemoryCollectives::format(segment, size(), slot); },
       [&](SharedSegment segment) {
         attached = std::make_unique<SharedMemoryCollectives>(std::move(segment), rank(), size(),
@@ -141,16 +174,49 @@ void GlooCommunicator::attachSharedMemory(const std::string& host) {
   if (everyone) shared_ = std::move(attached);
 }
 
-bool GlooCommunicator::shareSegment(const std::string& key, size_t bytes,
+// One segment per node with several ranks, made by its leader.
+void GlooCommunicator::attachNodeMemory() {
+  const size_t slot = options_.sharedSlotBytes;
+  const int ranks = static_cast<int>(layout_.neighbours().size());
+  std::unique_ptr<SharedMemoryCollectives> attached;
+  const bool everyone = shareSegment(
+      fmt::format("{}/shm/node/{}/name", prefix_, layout_.node()),
+      SharedMemoryCollectives::segmentBytes(ranks, slot), layout_.isLeader(),
+      [&](SharedSegment& segment) { SharedMemoryCollectives::format(segment, ranks, slot); },
+      [&](SharedSegment segment) {
+        attached = std::make_unique<SharedMemoryCollectives>(
+            std::move(segment), layout_.localRank(), ranks, slot, options_.timeout);
+      },
+      "shared memory within this node, the ranks use TCP", /*sharing=*/ranks > 1);
+  if (!everyone) {
+    leaders_.reset();
+    return;
+  }
+  node_ = std::move(attached);
+  acrossNodes_ = true;
+}
+
+std::string GlooCommunicator::transport() const {
+  if (shared_) return "shared memory";
+  if (acrossNodes_) {
+    return fmt::format("shared memory within each of {} nodes, tcp between them",
+                       layout_.nodes());
+  }
+  return "tcp";
+}
+
+bool GlooCommunicator::shareSegment(const std::string& key, size_t bytes, bool creator,
                                     const std::function<void(SharedSegment&)>& format,
                                     const std::function<void(SharedSegment)>& adopt,
-                                    std::string_view without) {
+                                    std::string_view without, bool sharing) {
   static std::atomic<int> created{0};
   std::string name;
   std::string problem;
   try {
     SharedSegment segment;
-    if (rank() == 0) {
+    if (!sharing) {
+      // alone on its node: nothing to map, it only takes part in the vote
+    } else if (creator) {
       const std::string wanted = fmt::format("/distrun-{}-{}", ::getpid(), created++);
       try {
         segment = SharedSegment::create(wanted, bytes);
@@ -163,16 +229,16 @@ bool GlooCommunicator::shareSegment(const std::string& key, size_t bytes,
       store_->set(key, name);
     } else {
       const std::string published = store_->get(key, options_.timeout).value_or("");
-      if (published.empty()) throw std::runtime_error("rank 0 did not create the segment");
+      if (published.empty()) throw std::runtime_error("the rank that makes it could not");
       segment = SharedSegment::open(published, bytes);
     }
-    adopt(std::move(segment));
+    if (sharing) adopt(std::move(segment));
   } catch (const std::exception& e) {
     problem = e.what();
   }
   int32_t everyone = problem.empty() ? 1 : 0;
   allreduceAs("communicator", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
-  if (rank() == 0 && !name.empty()) SharedSegment::unlink(name);  // all have it open
+  if (!name.empty()) SharedSegment::unlink(name);  // all have it open
   if (!problem.empty()) {
     std::cerr << fmt::format("distrun: warning: rank {}: no {}: {}\n", rank(), without, problem);
   }
@@ -189,7 +255,7 @@ std::shared_ptr<void> GlooCommunicator::doAllocateReducible(size_t bytes) {
   std::shared_ptr<SharedRegions> regions;
   const bool everyone = shareSegment(
       fmt::format("{}/shm/regions/{}", prefix_, id), SharedRegions::segmentBytes(size(), bytes),
-      nullptr,
+      rank() == 0, nullptr,
       [&](SharedSegment segment) {
         regions = std::make_shared<SharedRegions>(std::move(segment), size(), bytes, id);
       },
@@ -239,11 +305,13 @@ void GlooCommunicator::fail(const char* op, bool timedOut, const std::optional<s
   // Ranks waiting here in shared memory fail now; then the record (the
   // first rank that could name a lost peer writes it, the others read it).
   if (shared_) shared_->abort();
+  if (node_) node_->abort();
   std::optional<std::string> first;
   if (!timedOut) first = firstRecordedFailure(lost);
   // Close every connection so that ranks waiting on this one fail now
   // instead of at their timeout.
   context_->closeConnections();
+  if (leaders_) leaders_->closeConnections();
   if (timedOut) {
     throw TimeoutError(
         fmt::format("{}: rank {} waited {} s for its peers (DISTRUN_COMM_TIMEOUT): {}", op, rank(),
@@ -283,16 +351,27 @@ void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out, 
                         [&](SharedMemoryCollectives& s) { s.run(in, out, count, type, op); })) {
     return;
   }
-  if (count * sizeOf(type) < options_.gatherBelowBytes && size() > 1 &&
-      size() <= options_.gatherMaxRanks) {
-    allreduceByGather(name, in, out, count, type, op);
+  if (acrossNodes_) {
+    allreduceAcrossNodes(name, in, out, count, type, op);
+    return;
+  }
+  allreduceOverTcp(name, context_, in, out, count, type, op);
+}
+
+void GlooCommunicator::allreduceOverTcp(const char* name,
+                                        const std::shared_ptr<gloo::Context>& mesh,
+                                        const void* in, void* out, size_t count, DataType type,
+                                        ReduceOp op) {
+  if (count * sizeOf(type) < options_.gatherBelowBytes && mesh->size > 1 &&
+      mesh->size <= options_.gatherMaxRanks) {
+    allreduceByGather(name, mesh, in, out, count, type, op);
     return;
   }
   const bool small = count * sizeOf(type) < options_.bcubeBelowBytes;
   guarded(name, [&] {
     withElement(type, [&](auto* element) {
       using E = std::remove_pointer_t<decltype(element)>;
-      gloo::AllreduceOptions opts(context_);
+      gloo::AllreduceOptions opts(mesh);
       if (in != out) opts.setInput(mutableElements<E>(in), count);
       opts.setOutput(static_cast<E*>(out), count);
       opts.setReduceFunction(reduceKernel(type, op));
@@ -300,11 +379,71 @@ void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out, 
                               : gloo::AllreduceOptions::Algorithm::RING);
       noteAlgorithm(small ? "bcube" : "ring");
       opts.setMaxSegmentSize(options_.maxSegmentBytes);
-      opts.setTag(nextTag());
+      opts.setTag(nextTag(*mesh));
       opts.setTimeout(options_.timeout);
       gloo::allreduce(opts);
     });
   });
+}
+
+// This node's ranks reduce into every one's `out`, the leaders reduce
+// their nodes' results, and each leader gives the total to its node: every
+// rank ends with the leaders' bits.
+void GlooCommunicator::allreduceAcrossNodes(const char* name, const void* in, void* out,
+                                            size_t count, DataType type, ReduceOp op) {
+  if (node_) {
+    onThisNode(name, [&](SharedMemoryCollectives& s) { s.run(in, out, count, type, op); });
+  } else if (in != out) {
+    std::memcpy(out, in, count * sizeOf(type));
+  }
+  if (leaders_) allreduceOverTcp(name, leaders_, out, out, count, type, op);
+  onThisNode(name, [&](SharedMemoryCollectives& s) { s.broadcast(out, out, count, type, 0); });
+  noteAlgorithm("hierarchical");
+}
+
+// The root's node gets the data first, then the leaders from the root
+// node's leader, then the other nodes from their leaders.
+void GlooCommunicator::broadcastAcrossNodes(const void* in, void* out, size_t count,
+                                            DataType type, int root) {
+  const int rootNode = layout_.nodeOf(root);
+  const bool onRootNode = layout_.node() == rootNode;
+  if (onRootNode) {
+    if (node_) {
+      onThisNode("broadcast", [&](SharedMemoryCollectives& s) {
+        s.broadcast(in, out, count, type, layout_.localRankOf(root));
+      });
+    } else if (in != out) {
+      std::memcpy(out, in, count * sizeOf(type));
+    }
+  }
+  if (leaders_) broadcastOverTcp(leaders_, out, out, count, type, rootNode);
+  if (!onRootNode) {
+    onThisNode("broadcast",
+               [&](SharedMemoryCollectives& s) { s.broadcast(out, out, count, type, 0); });
+  }
+  noteAlgorithm("hierarchical");
+}
+
+void GlooCommunicator::barrierAcrossNodes() {
+  onThisNode("barrier", [](SharedMemoryCollectives& s) { s.barrier(); });
+  if (leaders_) barrierOverTcp(leaders_);
+  onThisNode("barrier", [](SharedMemoryCollectives& s) { s.barrier(); });
+  noteAlgorithm("hierarchical");
+}
+
+void GlooCommunicator::onThisNode(const char* op,
+                                  const std::function<void(SharedMemoryCollectives&)>& call) {
+  if (!node_) return;
+  IdleSpinner::Scope awake(spinner_.get());
+  try {
+    call(*node_);
+  } catch (const SharedMemoryFailure& f) {
+    const std::vector<int>& ranks = layout_.neighbours();
+    const int peer = f.peer >= 0 && static_cast<size_t>(f.peer) < ranks.size()
+                         ? ranks[static_cast<size_t>(f.peer)]
+                         : f.peer;
+    failShared(op, SharedMemoryFailure(f.kind, peer, f.what()));
+  }
 }
 
 bool GlooCommunicator::ranInSharedMemory(
@@ -347,15 +486,17 @@ void GlooCommunicator::failShared(const char* op, const SharedMemoryFailure& fai
 // Every rank receives every input in one allgather (n-1 steps in one
 // direction, where bcube exchanges 2 log2(n) times) and reduces them
 // itself in rank order, so all ranks compute the same bits.
-void GlooCommunicator::allreduceByGather(const char* name, const void* in, void* out, size_t count,
-                                         DataType type, ReduceOp op) {
+void GlooCommunicator::allreduceByGather(const char* name,
+                                         const std::shared_ptr<gloo::Context>& mesh,
+                                         const void* in, void* out, size_t count, DataType type,
+                                         ReduceOp op) {
   const size_t bytes = count * sizeOf(type);
-  gathered_.resize(bytes * static_cast<size_t>(size()));
-  allgatherAs(name, in, gathered_.data(), count, type);
+  gathered_.resize(bytes * static_cast<size_t>(mesh->size));
+  allgatherOverTcp(name, mesh, in, gathered_.data(), count, type);
   noteAlgorithm("gather");
   const ReduceKernel reduce = reduceKernel(type, op);
   reduce(out, gathered_.data(), gathered_.data() + bytes, count);
-  for (size_t r = 2; r < static_cast<size_t>(size()); ++r) {
+  for (size_t r = 2; r < static_cast<size_t>(mesh->size); ++r) {
     reduce(out, out, gathered_.data() + r * bytes, count);
   }
 }
@@ -367,14 +508,24 @@ void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count, Data
       })) {
     return;
   }
+  if (acrossNodes_) {
+    broadcastAcrossNodes(in, out, count, type, root);
+    return;
+  }
+  broadcastOverTcp(context_, in, out, count, type, root);
+}
+
+void GlooCommunicator::broadcastOverTcp(const std::shared_ptr<gloo::Context>& mesh,
+                                        const void* in, void* out, size_t count, DataType type,
+                                        int root) {
   guarded("broadcast", [&] {
     withElement(type, [&](auto* element) {
       using E = std::remove_pointer_t<decltype(element)>;
-      gloo::BroadcastOptions opts(context_);
-      if (rank() == root && in != out) opts.setInput(mutableElements<E>(in), count);
+      gloo::BroadcastOptions opts(mesh);
+      if (mesh->rank == root && in != out) opts.setInput(mutableElements<E>(in), count);
       opts.setOutput(static_cast<E*>(out), count);
       opts.setRoot(root);
-      opts.setTag(nextTag());
+      opts.setTag(nextTag(*mesh));
       opts.setTimeout(options_.timeout);
       gloo::broadcast(opts);
     });
@@ -386,21 +537,22 @@ void GlooCommunicator::doAllgather(const void* in, void* out, size_t count, Data
                         [&](SharedMemoryCollectives& s) { s.allgather(in, out, count, type); })) {
     return;
   }
-  allgatherAs("allgather", in, out, count, type);
+  allgatherOverTcp("allgather", context_, in, out, count, type);
 }
 
-void GlooCommunicator::allgatherAs(const char* name, const void* in, void* out, size_t count,
-                                   DataType type) {
-  const size_t total = count * static_cast<size_t>(size());
+void GlooCommunicator::allgatherOverTcp(const char* name,
+                                        const std::shared_ptr<gloo::Context>& mesh,
+                                        const void* in, void* out, size_t count, DataType type) {
+  const size_t total = count * static_cast<size_t>(mesh->size);
   const auto* mine =
-      static_cast<const char*>(out) + count * sizeOf(type) * static_cast<size_t>(rank());
+      static_cast<const char*>(out) + count * sizeOf(type) * static_cast<size_t>(mesh->rank);
   guarded(name, [&] {
     withElement(type, [&](auto* element) {
       using E = std::remove_pointer_t<decltype(element)>;
-      gloo::AllgatherOptions opts(context_);
+      gloo::AllgatherOptions opts(mesh);
       if (in != mine) opts.setInput(mutableElements<E>(in), count);
       opts.setOutput(static_cast<E*>(out), total);
-      opts.setTag(nextTag());
+      opts.setTag(nextTag(*mesh));
       opts.setTimeout(options_.timeout);
       gloo::allgather(opts);
     });
@@ -437,7 +589,7 @@ void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count, DataT
       gloo::AlltoallOptions opts(context_);
       opts.setInput(mutableElements<E>(in), total);
       opts.setOutput(static_cast<E*>(out), total);
-      opts.setTag(nextTag());
+      opts.setTag(nextTag(*context_));
       opts.setTimeout(options_.timeout);
       gloo::alltoall(opts);
     });
@@ -475,9 +627,17 @@ void GlooCommunicator::doSendRecv(const void* sendData, int sendPeer, void* recv
 
 void GlooCommunicator::doBarrier() {
   if (ranInSharedMemory("barrier", [](SharedMemoryCollectives& s) { s.barrier(); })) return;
+  if (acrossNodes_) {
+    barrierAcrossNodes();
+    return;
+  }
+  barrierOverTcp(context_);
+}
+
+void GlooCommunicator::barrierOverTcp(const std::shared_ptr<gloo::Context>& mesh) {
   guarded("barrier", [&] {
-    gloo::BarrierOptions opts(context_);
-    opts.setTag(nextTag());
+    gloo::BarrierOptions opts(mesh);
+    opts.setTag(nextTag(*mesh));
     opts.setTimeout(options_.timeout);
     gloo::barrier(opts);
   });

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "distrun/comm/communicator.h"
+#include "distrun/comm/gloo/node_layout.h"
 #include "distrun/comm/gloo/peer_directory.h"
 #include "distrun/comm/gloo/shm/shared_memory_collectives.h"
 #include "distrun/comm/idle_spinner.h"
@@ -49,11 +50,15 @@ struct GlooOptions {
   // a single segment per step, leaves them in turn). Measured best at 4-8
   // MiB for 16-256 MB messages here (docs/comm.md).
   size_t maxSegmentBytes = 4 << 20;
-  // When every rank is on this host, allreduce, broadcast, allgather,
+  // When every rank is on one node, allreduce, broadcast, allgather,
   // reduce_scatter, alltoall and barrier go through a shared-memory segment
   // instead of loopback TCP, in pieces of at most sharedSlotBytes
-  // (SharedMemoryCollectives); send and recv stay on TCP. DISTRUN_COMM_SHM=0
-  // turns it off. Where a rank cannot map the segment, all use TCP.
+  // (SharedMemoryCollectives); send and recv stay on TCP. When the ranks
+  // span nodes and some node has several, allreduce (and reduce_scatter,
+  // which is built on it), broadcast and barrier are hierarchical: shared
+  // memory within each node, TCP between one leader per node; allgather
+  // and alltoall stay on TCP. DISTRUN_COMM_SHM=0 turns both off. Where a
+  // rank cannot map its segment, all use TCP.
   bool sharedMemory = true;
   size_t sharedSlotBytes = 4 << 20;
   // With shared memory, allocateReducible's buffers are regions of a
@@ -63,12 +68,17 @@ struct GlooOptions {
   // While an operation waits on its peers, an idle-class thread keeps this
   // CPU from halting (IdleSpinner); DISTRUN_COMM_SPIN=0 turns it off.
   bool spinWhileWaiting = true;
+  // The node this rank is on: ranks with the same name share memory. Empty:
+  // this host's name. connect() gives the host's name and the launcher's
+  // node number (GROUP_RANK), so that two agents on one machine are two
+  // nodes, as their user said.
+  std::string node;
 };
 
 // The Gloo backend: Gloo's TCP transport and its collectives (ring and
 // bcube allreduce, broadcast, allgather, alltoall, barrier, unbound-buffer
-// send/recv), with allreduce through shared memory when all ranks share a
-// host. reduce_scatter is Gloo's allreduce keeping this rank's block
+// send/recv), with the collectives through shared memory when all ranks
+// share a node, and hierarchical when they span nodes (GlooOptions). reduce_scatter is Gloo's allreduce keeping this rank's block
 // (Gloo has no standalone reduce-scatter in its new-style API).
 // Creating one sets SIGPIPE to ignored for the process, unless the program
 // installed a handler (ignoreSigpipe, distrun/common/sigpipe.h): Gloo's
@@ -84,6 +94,7 @@ class GlooCommunicator final : public Communicator {
   ~GlooCommunicator() override;
 
   std::string_view backend() const override { return "gloo"; }
+  std::string transport() const override;
 
  protected:
   void doAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
@@ -102,31 +113,55 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void connectMesh();
-  // Maps the shared-memory collectives' segment when every rank is on
-  // `host` (this one's) and options_.sharedMemory; all ranks agree on
-  // whether they use it.
-  void attachSharedMemory(const std::string& host);
-  // Rank 0 creates a segment of `bytes`, lays it out with `format` (may
-  // be empty: zero-filled) and publishes its name under `key`; the others
-  // open it; each hands its mapping to `adopt`. Returns whether every rank
-  // got that far; rank 0 then removes the name. A rank that failed warns
-  // "no <without>: <why>".
-  bool shareSegment(const std::string& key, size_t bytes,
+  // The mesh of the nodes' leaders, on a leader when the hierarchical path
+  // may be taken; `self` gains its sockets' addresses.
+  void connectLeaders(PeerDirectory::Peer& self);
+  // Whatever this rank's share of shared memory is: one segment for all
+  // ranks on one node, or one per node for the hierarchical path; all
+  // ranks agree on which they use.
+  void attachSharedMemory();
+  void attachNodeMemory();
+  // A creator (`creator`) makes a segment of `bytes`, lays it out with
+  // `format` (may be empty: zero-filled) and publishes its name under
+  // `key`; the others open it; each hands its mapping to `adopt`. Returns
+  // whether every rank of the communicator got that far (all take part,
+  // `sharing` false for those with nothing to share); the creator then
+  // removes the name. A rank that failed warns "no <without>: <why>".
+  bool shareSegment(const std::string& key, size_t bytes, bool creator,
                     const std::function<void(SharedSegment&)>& format,
-                    const std::function<void(SharedSegment)>& adopt, std::string_view without);
+                    const std::function<void(SharedSegment)>& adopt, std::string_view without,
+                    bool sharing = true);
   // As guarded, for an operation in shared memory (failShared).
   void guardedShared(const char* op, const std::function<void()>& call);
   // Runs `call` on the shared-memory collectives, guarded and noted as
   // algorithm "shm", when every rank has them; false when they do not.
   bool ranInSharedMemory(const char* op, const std::function<void(SharedMemoryCollectives&)>& call);
+  // Runs `call` on this node's shared-memory collectives (hierarchical
+  // path), guarded, naming the peer by its rank in this communicator;
+  // nothing when this rank is alone on its node.
+  void onThisNode(const char* op, const std::function<void(SharedMemoryCollectives&)>& call);
   [[noreturn]] void failShared(const char* op, const SharedMemoryFailure& failure);
-  // Gloo's allreduce (bcube or ring by size), or for small messages on
-  // few ranks allreduceByGather; failures name `name`.
+  // The hierarchical path: within this node, then among the leaders, then
+  // within this node again (docs/comm.md).
+  void allreduceAcrossNodes(const char* name, const void* in, void* out, size_t count,
+                            DataType type, ReduceOp op);
+  void broadcastAcrossNodes(const void* in, void* out, size_t count, DataType type, int root);
+  void barrierAcrossNodes();
+  // Gloo's collectives on `mesh` (every rank's, or the leaders'). Allreduce
+  // is bcube or ring by size, or for small messages on few ranks
+  // allreduceByGather; failures name `name`.
+  void allreduceOverTcp(const char* name, const std::shared_ptr<gloo::Context>& mesh,
+                        const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  void allreduceByGather(const char* name, const std::shared_ptr<gloo::Context>& mesh,
+                         const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  void allgatherOverTcp(const char* name, const std::shared_ptr<gloo::Context>& mesh,
+                        const void* in, void* out, size_t count, DataType type);
+  void broadcastOverTcp(const std::shared_ptr<gloo::Context>& mesh, const void* in, void* out,
+                        size_t count, DataType type, int root);
+  void barrierOverTcp(const std::shared_ptr<gloo::Context>& mesh);
+  // Allreduce by whichever path this communicator has.
   void allreduceAs(const char* name, const void* in, void* out, size_t count, DataType type,
                    ReduceOp op);
-  void allreduceByGather(const char* name, const void* in, void* out, size_t count, DataType type,
-                         ReduceOp op);
-  void allgatherAs(const char* name, const void* in, void* out, size_t count, DataType type);
   // Runs a Gloo call; turns Gloo's exceptions into CommunicationError or
   // TimeoutError naming the peer (see handleFailure).
   void guarded(const char* op, const std::function<void()>& call);
@@ -141,7 +176,11 @@ class GlooCommunicator final : public Communicator {
   // Records `mine` (when this rank could name the lost peer) if no rank
   // did before; returns the earlier record otherwise.
   std::optional<std::string> firstRecordedFailure(const std::optional<std::string>& mine);
-  uint32_t nextTag() { return tag_++; }
+  // Each mesh counts its own tags: the leaders' operations are not the
+  // other ranks'.
+  uint32_t nextTag(const gloo::Context& mesh) {
+    return &mesh == leaders_.get() ? leaderTag_++ : tag_++;
+  }
 
   std::unique_ptr<rdzv::StoreServer> server_;
   std::unique_ptr<rdzv::StoreClient> store_;
@@ -152,8 +191,13 @@ class GlooCommunicator final : public Communicator {
   PeerDirectory peers_;
   std::unique_ptr<IdleSpinner> spinner_;               // when options_.spinWhileWaiting
   std::unique_ptr<SharedMemoryCollectives> shared_;    // when attachSharedMemory agreed
+  NodeLayout layout_;
+  bool acrossNodes_ = false;                       // the hierarchical path is taken
+  std::unique_ptr<SharedMemoryCollectives> node_;  // this node's ranks', when not alone
+  std::shared_ptr<gloo::Context> leaders_;         // on a leader: the leaders' mesh
   std::vector<std::weak_ptr<SharedRegions>> regions_;  // allocateReducible's, by id
   uint32_t tag_ = 0;
+  uint32_t leaderTag_ = 0;
   bool failed_ = false;
   std::vector<char> gathered_;  // allreduceByGather's inputs, reused
 };

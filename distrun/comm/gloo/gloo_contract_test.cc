@@ -1,6 +1,7 @@
 // The Communicator contract for the Gloo backend, ranks as threads. The same
 // suite runs with ranks as processes (distrun/testing/comm_process_test.cc)
 // and for the MPI backend under mpirun (distrun/testing/mpi_test.cc).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -64,6 +65,44 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooContractTest,
                                                               Allreduce::kRing)),
                          [](const ::testing::TestParamInfo<std::tuple<int, Allreduce>>& p) {
                            return "world" + std::to_string(std::get<0>(p.param)) + "_" +
+                                  nameOf(std::get<1>(p.param));
+                         });
+
+// The hierarchical path (ranks on several nodes, some sharing one): one
+// process plays the nodes, each rank's node named by a letter of the
+// layout ("aabb": ranks 0 and 1 on node a, 2 and 3 on node b). The leaders
+// reduce by gather (the contract's small counts) or, with the thresholds
+// at 0, by ring.
+class HierarchicalContractTest
+    : public ::testing::TestWithParam<std::tuple<std::string, Allreduce>> {};
+
+TEST_P(HierarchicalContractTest, EveryCollectiveTypeOpAndCount) {
+  const auto [layout, leaders] = GetParam();
+  const int world = static_cast<int>(layout.size());
+  std::vector<std::vector<std::string>> failures(static_cast<size_t>(world));
+  std::vector<std::string> transports(static_cast<size_t>(world));
+  GlooOptions options = forcing(leaders);
+  options.sharedMemory = true;
+  auto errors = testing::runGlooThreads(
+      world,
+      [&](Communicator& comm) {
+        transports[static_cast<size_t>(comm.rank())] = comm.transport();
+        failures[static_cast<size_t>(comm.rank())] = testing::checkContract(comm);
+      },
+      options, [&](int r) { return std::string(1, layout[static_cast<size_t>(r)]); });
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+    EXPECT_THAT(transports[static_cast<size_t>(r)], ::testing::HasSubstr("tcp between them"));
+    for (const std::string& f : failures[static_cast<size_t>(r)]) ADD_FAILURE() << f;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalContractTest,
+                         ::testing::Combine(::testing::Values("aab", "aabb", "abab", "abbb"),
+                                            ::testing::Values(Allreduce::kGather,
+                                                              Allreduce::kRing)),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, Allreduce>>& p) {
+                           return std::get<0>(p.param) + "_leaders_" +
                                   nameOf(std::get<1>(p.param));
                          });
 

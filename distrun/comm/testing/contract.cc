@@ -325,7 +325,8 @@ std::vector<std::string> checkContract(Communicator& comm, const ContractOptions
 }
 
 std::vector<std::string> runGlooThreads(int size, const std::function<void(Communicator&)>& body,
-                                        GlooOptions options) {
+                                        GlooOptions options,
+                                        const std::function<std::string(int)>& nodeOf) {
   static int worlds = 0;
   const std::string prefix = fmt::format("threads/{}", worlds++);
   rdzv::StoreServer server("127.0.0.1", 0, "contract");
@@ -336,7 +337,9 @@ std::vector<std::string> runGlooThreads(int size, const std::function<void(Commu
       try {
         auto client = std::make_unique<rdzv::StoreClient>("127.0.0.1", server.port(), "contract",
                                                           options.timeout);
-        GlooCommunicator comm(r, size, std::move(client), prefix, options);
+        GlooOptions mine = options;
+        if (nodeOf) mine.node = nodeOf(r);
+        GlooCommunicator comm(r, size, std::move(client), prefix, std::move(mine));
         body(comm);
       } catch (const std::exception& e) {
         errors[static_cast<size_t>(r)] = e.what();

@@ -28,9 +28,12 @@ std::vector<std::string> checkContract(Communicator& comm, const ContractOptions
 
 // Runs `body` on every rank of a Gloo world of `size` ranks made of threads
 // of this process, meeting through a private store on 127.0.0.1. Returns
-// each rank's error ("" when its body returned normally).
+// each rank's error ("" when its body returned normally). `nodeOf`, when
+// given, names each rank's node (GlooOptions::node), so that one process
+// can play several nodes.
 std::vector<std::string> runGlooThreads(int size, const std::function<void(Communicator&)>& body,
-                                        GlooOptions options = {});
+                                        GlooOptions options = {},
+                                        const std::function<std::string(int)>& nodeOf = {});
 
 // The names of this process's threads (/proc/self/task/*/comm), so a test
 // can see that a thread it expects is alive and named.

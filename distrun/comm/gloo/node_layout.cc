@@ -1,0 +1,55 @@
+#include "distrun/comm/gloo/node_layout.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "distrun/common/error.h"
+
+namespace distrun::comm {
+
+NodeLayout::NodeLayout(const std::vector<std::string>& nodeOfRank, int rank) {
+  std::map<std::string, int> numbered;
+  std::vector<int> sizes;
+  for (size_t r = 0; r < nodeOfRank.size(); ++r) {
+    const auto [at, added] = numbered.emplace(nodeOfRank[r], static_cast<int>(leaders_.size()));
+    if (added) {
+      leaders_.push_back(static_cast<int>(r));
+      sizes.push_back(0);
+    }
+    nodeOfRank_.push_back(at->second);
+    localRankOf_.push_back(sizes[static_cast<size_t>(at->second)]++);
+  }
+  node_ = nodeOf(rank);
+  localRank_ = localRankOf(rank);
+  for (size_t r = 0; r < nodeOfRank.size(); ++r) {
+    if (nodeOfRank_[r] == node_) neighbours_.push_back(static_cast<int>(r));
+  }
+}
+
+bool NodeLayout::spansNodesWithNeighbours() const {
+  if (nodes() < 2) return false;
+  for (int r : localRankOf_) {
+    if (r > 0) return true;
+  }
+  return false;
+}
+
+NodeLayout NodeLayout::exchange(rdzv::StoreClient& store, const std::string& prefix, int rank,
+                                int size, const std::string& node,
+                                std::chrono::milliseconds timeout) {
+  store.set(fmt::format("{}/node/{}", prefix, rank), node);
+  std::vector<std::string> names;
+  for (int r = 0; r < size; ++r) {
+    std::optional<std::string> name = store.get(fmt::format("{}/node/{}", prefix, r), timeout);
+    if (!name) {
+      throw TimeoutError(fmt::format("communicator: rank {} did not say which node it is on "
+                                     "within {} s",
+                                     r, std::chrono::duration<double>(timeout).count()));
+    }
+    names.push_back(std::move(*name));
+  }
+  return NodeLayout(names, rank);
+}
+
+}  // namespace distrun::comm

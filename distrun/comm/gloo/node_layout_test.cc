@@ -1,0 +1,37 @@
+#include "distrun/comm/gloo/node_layout.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace distrun::comm {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(NodeLayoutTest, NodesAreNumberedByTheirLowestRank) {
+  const std::vector<std::string> nodes = {"b", "a", "b", "a", "c"};
+  const NodeLayout third(nodes, 2);
+  EXPECT_EQ(third.nodes(), 3);
+  EXPECT_THAT(third.leaders(), ElementsAre(0, 1, 4));
+  EXPECT_THAT(third.neighbours(), ElementsAre(0, 2));
+  EXPECT_EQ(third.node(), 0);
+  EXPECT_EQ(third.localRank(), 1);
+  EXPECT_FALSE(third.isLeader());
+  EXPECT_EQ(third.leader(), 0);
+  EXPECT_EQ(third.nodeOf(3), 1);
+  EXPECT_EQ(third.localRankOf(3), 1);
+  EXPECT_EQ(third.localRankOf(4), 0);
+  const NodeLayout last(nodes, 4);
+  EXPECT_TRUE(last.isLeader());
+  EXPECT_THAT(last.neighbours(), ElementsAre(4));
+}
+
+TEST(NodeLayoutTest, TheHierarchyIsWorthItOnlyAcrossNodesWithNeighbours) {
+  EXPECT_FALSE(NodeLayout({"a", "a", "a"}, 0).spansNodesWithNeighbours());
+  EXPECT_FALSE(NodeLayout({"a", "b", "c"}, 0).spansNodesWithNeighbours());
+  EXPECT_TRUE(NodeLayout({"a", "b", "b"}, 0).spansNodesWithNeighbours());
+  EXPECT_FALSE(NodeLayout({"a"}, 0).spansNodesWithNeighbours());
+}
+
+}  // namespace
+}  // namespace distrun::comm
