@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "distrun/comm/gloo/gloo_communicator.h"
@@ -167,15 +169,55 @@ std::vector<std::string> availableBackends() {
   return names;
 }
 
+void checkBackendName(const std::string& name, const std::string& flag) {
+  const std::vector<std::string> built = availableBackends();
+  if (name == "auto" || std::find(built.begin(), built.end(), name) != built.end()) return;
+  if (name == "mpi") {
+    throw UsageError(
+        fmt::format("{} mpi: this distrun was built without MPI (docs/development.md); "
+                    "expected auto or gloo",
+                    flag));
+  }
+  throw UsageError(fmt::format("{} '{}': expected auto, {}", flag, name, join(built, ", ")));
+}
+
+bool launchedByMpi(const Environment& env) {
+  return env.has("OMPI_COMM_WORLD_SIZE") || env.has("PMI_SIZE") || env.has("PMIX_RANK");
+}
+
+namespace {
+
+// Whether the MPI launcher put ranks on more than one node: its local size
+// is below its world size, or it does not say.
+bool mpiJobSpansNodes(const Environment& env) {
+  for (const auto& [world, local] :
+       {std::pair{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+        std::pair{"PMI_SIZE", "MPI_LOCALNRANKS"}}) {
+    const std::optional<std::string> size = env.get(world);
+    if (!size) continue;
+    const std::optional<std::string> here = env.get(local);
+    return !here || *here != *size;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string resolveBackend(const Environment& env, const std::string& requested) {
+  if (requested != "auto") return requested;
+  return DISTRUN_WITH_MPI && launchedByMpi(env) && mpiJobSpansNodes(env) ? "mpi" : "gloo";
+}
+
 std::unique_ptr<Communicator> connect(const Environment& env, const ConnectOptions& options) {
   checkTrace(env);
   std::unique_ptr<Communicator> comm;
-  if (options.backend == "gloo") {
+  const std::string backend = resolveBackend(env, options.backend);
+  if (backend == "gloo") {
     comm = connectGloo(env, options);
-  } else if (options.backend == "mpi") {
+  } else if (backend == "mpi") {
     comm = connectMpi();
   } else {
-    throw UsageError(fmt::format("backend '{}' is not one of: {}", options.backend,
+    throw UsageError(fmt::format("backend '{}' is not one of: auto, {}", options.backend,
                                  join(availableBackends(), ", ")));
   }
   startTrace(env, *comm);

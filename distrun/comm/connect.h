@@ -12,7 +12,7 @@
 namespace distrun::comm {
 
 struct ConnectOptions {
-  std::string backend = "gloo";  // gloo | mpi
+  std::string backend = "auto";  // auto | gloo | mpi (resolveBackend)
   // Per-operation timeout; unset: DISTRUN_COMM_TIMEOUT seconds, else 300 s.
   std::optional<std::chrono::milliseconds> timeout;
   // Names this communicator's group in the store (see connect() for how
@@ -23,8 +23,23 @@ struct ConnectOptions {
 // The backends this build has: "gloo", and "mpi" when built with MPI.
 std::vector<std::string> availableBackends();
 
+// Refuses, before anything starts, a backend name this build cannot run:
+// UsageError "FLAG NAME: expected auto, gloo or mpi" (without mpi in a build
+// without MPI, saying so when asked for it).
+void checkBackendName(const std::string& name, const std::string& flag);
+
+// Whether an MPI launcher (mpirun, mpiexec) started this process.
+bool launchedByMpi(const Environment& env);
+
+// The backend `requested` names: "auto" is "mpi" when this build has MPI
+// and an MPI launcher started a job that spans nodes (MPI then uses the
+// fabric's own transport, where Gloo has only TCP), else "gloo" (on one
+// node its shared-memory collectives; without an MPI launcher, MPI cannot
+// start). Other names are returned as they are (connect() checks them).
+std::string resolveBackend(const Environment& env, const std::string& requested);
+
 // Joins the job this process is a rank of, from the environment a launcher
-// sets (docs/comm.md):
+// sets (docs/comm.md), with options.backend resolved (resolveBackend):
 //  - gloo: RANK and WORLD_SIZE, then DISTRUN_STORE and DISTRUN_TOKEN (set by
 //    `distrun run`), else MASTER_ADDR and MASTER_PORT, where rank 0 hosts
 //    the store (`distrun exec`, or set by hand). Listens on GLOO_SOCKET_IFNAME

@@ -63,7 +63,8 @@ void addFlags(CLI::App& app, BenchOptions& o, RawFlags& raw) {
   app.add_option("-T,--timeout", o.timeoutSeconds,
                  "seconds an operation may wait for a peer (300)");
   app.add_option("--format", o.format, "table (nccl-tests), json or csv");
-  app.add_option("--backend", o.backend, "gloo or mpi (mpi needs mpirun)");
+  app.add_option("--backend", o.backend,
+                 "auto (default: mpi across nodes under mpirun, else gloo), gloo or mpi");
   app.add_option("--nproc-per-node", o.nprocPerNode, "local ranks when run bare (default 2)");
   app.add_option("--intervals", o.piIntervals, "pi: trapezoid intervals (default 1e8)");
   refuseThreadFlag(app, "-g,--ngpus", "GPUs per thread");
@@ -104,10 +105,6 @@ void refuseExtras(const CLI::App& app) {
     throw UsageError(
         fmt::format("unexpected argument '{}': distrun bench takes one COLLECTIVE", extra.front()));
   }
-}
-
-bool launchedAsMpi(const Environment& env) {
-  return env.get("OMPI_COMM_WORLD_SIZE") || env.get("PMI_SIZE") || env.get("PMIX_RANK");
 }
 
 // Measures as one rank of the job described by `env`.
@@ -169,8 +166,8 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, cons
 // earlier eval "$(distrun env)" left, so a bare bench starts its own world.
 int dispatch(const BenchOptions& o, const std::vector<std::string>& args, const Environment& env,
              BenchContext& ctx) {
-  if (o.backend == "mpi") {
-    return launchedAsMpi(env) ? measureAsRank(o, env, ctx) : selfLaunch(o, args, env, ctx);
+  if (comm::resolveBackend(env, o.backend) == "mpi") {
+    return comm::launchedByMpi(env) ? measureAsRank(o, env, ctx) : selfLaunch(o, args, env, ctx);
   }
   if (env.get("RANK") && env.get("WORLD_SIZE")) return measureAsRank(o, env, ctx);
   // A task of a job srun, mpirun or qsub started: its rank variables as

@@ -24,6 +24,7 @@ BenchReport goldenReport() {
   BenchReport r;
   r.collective = "all_reduce";
   r.backend = "gloo";
+  r.transport = "shared memory within each of 2 nodes, tcp between them";
   r.version = "0.1.0";
   r.ranks = 4;
   r.minBytes = 1024;

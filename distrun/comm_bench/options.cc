@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "distrun/comm/connect.h"
 #include "distrun/common/error.h"
 
 namespace distrun::comm_bench {
@@ -59,6 +60,7 @@ void validate(const BenchOptions& o) {
   if (o.format != "table" && o.format != "json" && o.format != "csv") {
     throw UsageError(fmt::format("--format '{}' is not table, json or csv", o.format));
   }
+  comm::checkBackendName(o.backend, "--backend");
   if (o.nprocPerNode < 1) {
     throw UsageError(fmt::format("--nproc-per-node {} must be at least 1", o.nprocPerNode));
   }

@@ -24,7 +24,7 @@ struct BenchOptions {
   std::vector<comm::DataType> types = {comm::DataType::kFloat32};  // -d
   std::vector<comm::ReduceOp> ops = {comm::ReduceOp::kSum};        // -o
   std::string format = "table";                                    // --format table|json|csv
-  std::string backend = "gloo";                                    // --backend
+  std::string backend = "auto";                                    // --backend
   int nprocPerNode = 2;                                            // ranks when launched bare
   int timeoutSeconds = 300;                                        // -T
   long long piIntervals = 100'000'000;                             // --intervals

@@ -36,8 +36,8 @@ std::string stepText(const BenchReport& r) {
 }
 
 void writePreamble(std::ostream& out, const BenchReport& r) {
-  out << fmt::format("# distrun bench {} {}: backend {}, {} ranks\n", r.collective, r.version,
-                     r.backend, r.ranks);
+  out << fmt::format("# distrun bench {} {}: backend {}, {} ranks{}\n", r.collective, r.version,
+                     r.backend, r.ranks, r.transport.empty() ? "" : ", over " + r.transport);
   out << fmt::format(
       "#  minBytes {} maxBytes {} step: {} warmup iters: {} iters: {} "
       "validation: {} average: {}\n#\n",
@@ -94,6 +94,7 @@ void writeJson(std::ostream& out, const BenchReport& r) {
   j["version"] = r.version;
   j["collective"] = r.collective;
   j["backend"] = r.backend;
+  j["transport"] = r.transport;
   j["ranks"] = r.ranks;
   auto& config = j["config"];
   config["minimum_bytes"] = r.minBytes;

@@ -35,6 +35,7 @@ struct RankInfo {
 struct BenchReport {
   std::string collective;  // nccl-tests name, e.g. all_reduce
   std::string backend;
+  std::string transport;  // Communicator::transport(); may be empty
   std::string version;
   int ranks = 1;
   size_t minBytes = 0;

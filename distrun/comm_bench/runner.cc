@@ -81,6 +81,7 @@ BenchReport runCollectiveBench(comm::Communicator& comm, const BenchOptions& o) 
   BenchReport report;
   report.collective = std::string(nameOf(collective));
   report.backend = std::string(comm.backend());
+  report.transport = comm.transport();
   report.version = DISTRUN_VERSION;
   report.ranks = comm.size();
   report.minBytes = o.minBytes;

@@ -26,11 +26,52 @@ TEST(CommProcessTest, GlooContractUnderDistrunRun) {
   }
 }
 
+// Two agents on this machine as the two nodes of one job, two ranks each:
+// the ranks take the hierarchical path (shared memory within each node,
+// TCP between the leaders) and pass the whole contract.
+TEST(CommProcessTest, GlooContractOnTwoAgentsAsTwoNodes) {
+  const int port = pickFreeTcpPort();
+  const std::string dir = ::testing::TempDir() + "/nodes" + std::to_string(port);
+  runCommand("mkdir -p " + quote(dir));
+  std::vector<int> agents;
+  for (int n = 0; n < 2; ++n) {
+    agents.push_back(startCommand(
+        "env DISTRUN_TOKEN=t timeout 300 " + distrun() +
+            " run --nnodes 2 --nproc-per-node 2 --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
+            " " + quote(binaryPath("comm_contract_worker")) + " gloo",
+        dir + "/agent" + std::to_string(n)));
+  }
+  std::string out;
+  for (int n = 0; n < 2; ++n) {
+    const int code = waitCommand(agents[static_cast<size_t>(n)]);
+    const std::string log = runCommand("cat " + quote(dir + "/agent" + std::to_string(n))).out;
+    EXPECT_EQ(code, 0) << "agent " << n << ": " << log;
+    out += log;
+  }
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_THAT(out, HasSubstr("contract ok rank " + std::to_string(r) +
+                               " of 4 (gloo, shared memory within each of 2 nodes, tcp "
+                               "between them)"))
+        << out;
+  }
+}
+
 // Rank 3 of 4 dies mid-job (SIGKILL): every other rank fails within
 // seconds with exit 69 and names rank 3, its host and pid; none hangs.
-// Allreduce through shared memory (DISTRUN_COMM_SHM=1, the default on one
-// host) and through TCP.
-class DeadPeerTest : public ::testing::TestWithParam<const char*> {};
+// The collectives through shared memory (DISTRUN_COMM_SHM=1, the default
+// on one host), through TCP, and hierarchical (ranks 0-1 and 2-3 on two
+// nodes of this machine: rank 3 shares memory with rank 2, which leads
+// its node).
+class DeadPeerTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::string layout(int r) const {
+    if (GetParam() == "two_nodes") {
+      return " LOCAL_WORLD_SIZE=2 GROUP_RANK=" + std::to_string(r / 2) + " DISTRUN_COMM_SHM=1";
+    }
+    return std::string(" LOCAL_WORLD_SIZE=4 DISTRUN_COMM_SHM=") +
+           (GetParam() == "shared_memory" ? "1" : "0");
+  }
+};
 
 TEST_P(DeadPeerTest, IsNamedByEveryRank) {
   const int port = pickFreeTcpPort();
@@ -38,12 +79,11 @@ TEST_P(DeadPeerTest, IsNamedByEveryRank) {
   runCommand("mkdir -p " + quote(dir));
   std::vector<int> pids;
   for (int r = 0; r < 4; ++r) {
-    pids.push_back(startCommand(
-        "env RANK=" + std::to_string(r) + " WORLD_SIZE=4 LOCAL_WORLD_SIZE=4 MASTER_ADDR=127.0.0.1" +
-            " MASTER_PORT=" + std::to_string(port) + " DISTRUN_COMM_TIMEOUT=60" +
-            " DISTRUN_COMM_SHM=" + GetParam() + " timeout 60 " +
-            quote(binaryPath("comm_contract_worker")) + " gloo lose 3",
-        dir + "/rank" + std::to_string(r)));
+    pids.push_back(startCommand("env RANK=" + std::to_string(r) + " WORLD_SIZE=4" + layout(r) +
+                                    " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
+                                    " DISTRUN_COMM_TIMEOUT=60 timeout 60 " +
+                                    quote(binaryPath("comm_contract_worker")) + " gloo lose 3",
+                                dir + "/rank" + std::to_string(r)));
   }
   for (int r = 0; r < 4; ++r) {
     const int code = waitCommand(pids[static_cast<size_t>(r)]);
@@ -57,10 +97,9 @@ TEST_P(DeadPeerTest, IsNamedByEveryRank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, DeadPeerTest, ::testing::Values("1", "0"),
-                         [](const ::testing::TestParamInfo<const char*>& p) {
-                           return std::string(p.param) == "1" ? "shared_memory" : "tcp";
-                         });
+INSTANTIATE_TEST_SUITE_P(Transports, DeadPeerTest,
+                         ::testing::Values("shared_memory", "tcp", "two_nodes"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 TEST(CommProcessTest, BareBenchLaunchesTwoRanksOfItself) {
   CommandResult r =

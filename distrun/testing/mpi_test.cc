@@ -44,17 +44,20 @@ std::string mpirun(int ranks) {
 }
 
 // `mpirun -np 3 distrun bench allreduce`: every rank joins through the
-// Open MPI layout (gloo) or MPI_COMM_WORLD (mpi); nothing is wrong.
+// Open MPI layout (gloo) or MPI_COMM_WORLD (mpi); nothing is wrong. On one
+// node, --backend auto (the default) is gloo through shared memory.
 TEST(MpiTest, BenchAllreduceUnderMpirunHasNoWrongValues) {
   if (runCommand("command -v mpirun").exitCode != 0) {
     GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
   }
-  for (const char* backend : {"gloo", "mpi"}) {
+  for (const auto& [backend, used] :
+       {std::pair{"gloo", "gloo, 3 ranks, over shared memory"}, std::pair{"mpi", "mpi, 3 ranks\n"},
+        std::pair{"auto", "gloo, 3 ranks, over shared memory"}}) {
     CommandResult r =
         runCommand(mpirun(3) + quote(binaryPath("distrun")) +
                    " bench allreduce -b 1K -e 1M -f 4 -n 3 -w 1 --backend " + backend);
     ASSERT_EQ(r.exitCode, 0) << backend << ": " << r.err;
-    EXPECT_THAT(r.out, ::testing::HasSubstr(std::string("backend ") + backend + ", 3 ranks"));
+    EXPECT_THAT(r.out, ::testing::HasSubstr(std::string("backend ") + used));
     EXPECT_THAT(r.out, ::testing::HasSubstr("# Out of bounds values : 0 OK"));
     size_t rows = 0;
     for (const std::string& line : lines(r.out)) {

@@ -155,12 +155,14 @@ TEST_F(SlurmTest, TwoStepsGetDifferentPorts) {
 }
 
 // `srun -N2 -n4 distrun bench allreduce`: four tasks on two nodes join
-// one Gloo world through MASTER_ADDR/MASTER_PORT derived from the step.
+// one Gloo world through MASTER_ADDR/MASTER_PORT derived from the step, and
+// reduce within each node through shared memory, between them over TCP.
 TEST_F(SlurmTest, SrunBenchAllreduceTwoNodesFourTasks) {
   CommandResult r = slurm("timeout 120 srun -N2 -n4 " + distrun() +
                           " bench allreduce -b 1K -e 256K -f 4 -n 3 -w 1");
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_THAT(r.out, ::testing::HasSubstr("backend gloo, 4 ranks"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("backend gloo, 4 ranks, over shared memory within "
+                                          "each of 2 nodes, tcp between them"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("# Out of bounds values : 0 OK"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("#  Rank  3 Pid"));
   size_t rows = 0;

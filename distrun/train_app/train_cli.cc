@@ -125,13 +125,14 @@ int train(const TrainFlags& a, TrainCliContext& ctx) {
   const ProgressStyle progress = parseProgressStyle(a.progress);
   Workload workload = buildWorkload(a.workload, workloadOptions(a, env));
   std::optional<DerivedRankEnvironment> derived;
-  // --backend mpi needs none: MPI itself says who is who.
-  if (a.backend != "mpi" && !env.has("RANK") && !env.has("DISTRUN_STORE")) {
+  // The mpi backend needs none: MPI itself says who is who.
+  const std::string backend = comm::resolveBackend(env, a.backend);
+  if (backend != "mpi" && !env.has("RANK") && !env.has("DISTRUN_STORE")) {
     derived.emplace(env);
   }
   const Environment& rankEnv = derived ? static_cast<const Environment&>(derived->env) : env;
   std::unique_ptr<comm::Communicator> comm =
-      comm::connect(rankEnv, {.backend = a.backend, .timeout = {}, .name = "train"});
+      comm::connect(rankEnv, {.backend = backend, .timeout = {}, .name = "train"});
   TrainerOptions options{
       .epochs = a.epochs.value_or(workload.defaultEpochs),
       .batchSize = a.batchSize.value_or(workload.defaultBatchSize),

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "distrun/comm/connect.h"
 #include "distrun/common/error.h"
 
 namespace distrun::train {
@@ -50,7 +51,8 @@ void addRunFlags(CLI::App& app, TrainFlags& f) {
                "(smaller resident size, slower steps)");
   app.add_option("--progress", f.progress,
                  "auto, bar, epochs or none (default auto: bar on a terminal)");
-  app.add_option("--backend", f.backend, "gloo (default) or mpi (under mpirun)");
+  app.add_option("--backend", f.backend,
+                 "auto (default: mpi across nodes under mpirun, else gloo), gloo or mpi");
 }
 
 void checkAtLeast(const char* flag, std::optional<int64_t> value, int64_t least) {
@@ -82,6 +84,7 @@ void checkCounts(const TrainFlags& f) {
 }
 
 void checkChoices(const TrainFlags& f) {
+  comm::checkBackendName(f.backend, "--backend");
   if (f.progress != "auto" && f.progress != "bar" && f.progress != "epochs" &&
       f.progress != "none") {
     throw UsageError(

@@ -35,7 +35,7 @@ struct TrainFlags {
   int64_t limitTrain = 0;  // 0: all
   int64_t limitTest = 0;   // 0: all
   std::string progress = "auto";
-  std::string backend = "gloo";
+  std::string backend = "auto";
 };
 
 // Declares WORKLOAD and every flag of distrun-train on `app`, bound to

@@ -140,16 +140,16 @@ void GlooCommunicator::connectMesh() {
 
 void GlooCommunicator::connectLeaders(PeerDirectory::Peer& self) {
   const std::vector<int>& leaders = layout_.leaders();
-  auto mesh = std::make_shared<gloo::rendezvous::Context>(layout_.node(),
-                                                          static_cast<int>(leaders.size()));
+  auto mesh =
+      std::make_shared<gloo::rendezvous::Context>(layout_.node(), static_cast<int>(leaders.size()));
   mesh->setTimeout(options_.timeout);
   GlooStoreAdapter adapter(*store_, prefix_ + "/gloo-leaders/", options_.timeout);
   try {
     mesh->connectFullMesh(adapter, device_);
   } catch (const gloo::Exception& e) {
-    throw CommunicationError(fmt::format(
-        "communicator: rank {} could not connect to the other nodes' leaders: {}", rank(),
-        e.what()));
+    throw CommunicationError(
+        fmt::format("communicator: rank {} could not connect to the other nodes' leaders: {}",
+                    rank(), e.what()));
   }
   leaders_ = mesh;
   addPairAddresses(self, *leaders_, adapter);
@@ -164,7 +164,7 @@ void GlooCommunicator::attachSharedMemory() {
   const size_t slot = options_.sharedSlotBytes;
   std::unique_ptr<SharedMemoryCollectives> attached;
   const bool everyone = shareSegment(
-      prefix_ + "/shm/name", SharedMemoryCollectives::segmentBytes(size(), slot), rank() == 0,
+      prefix_ + "/shm/name", SharedMemoryCollectives::segmentBytes(size(), slot), 0,
       [&](SharedSegment& segment) { SharedMemoryCollectives::format(segment, size(), slot); },
       [&](SharedSegment segment) {
         attached = std::make_unique<SharedMemoryCollectives>(std::move(segment), rank(), size(),
@@ -181,7 +181,7 @@ void GlooCommunicator::attachNodeMemory() {
   std::unique_ptr<SharedMemoryCollectives> attached;
   const bool everyone = shareSegment(
       fmt::format("{}/shm/node/{}/name", prefix_, layout_.node()),
-      SharedMemoryCollectives::segmentBytes(ranks, slot), layout_.isLeader(),
+      SharedMemoryCollectives::segmentBytes(ranks, slot), layout_.leader(),
       [&](SharedSegment& segment) { SharedMemoryCollectives::format(segment, ranks, slot); },
       [&](SharedSegment segment) {
         attached = std::make_unique<SharedMemoryCollectives>(
@@ -199,13 +199,12 @@ void GlooCommunicator::attachNodeMemory() {
 std::string GlooCommunicator::transport() const {
   if (shared_) return "shared memory";
   if (acrossNodes_) {
-    return fmt::format("shared memory within each of {} nodes, tcp between them",
-                       layout_.nodes());
+    return fmt::format("shared memory within each of {} nodes, tcp between them", layout_.nodes());
   }
   return "tcp";
 }
 
-bool GlooCommunicator::shareSegment(const std::string& key, size_t bytes, bool creator,
+bool GlooCommunicator::shareSegment(const std::string& key, size_t bytes, int creator,
                                     const std::function<void(SharedSegment&)>& format,
                                     const std::function<void(SharedSegment)>& adopt,
                                     std::string_view without, bool sharing) {
@@ -216,7 +215,7 @@ bool GlooCommunicator::shareSegment(const std::string& key, size_t bytes, bool c
     SharedSegment segment;
     if (!sharing) {
       // alone on its node: nothing to map, it only takes part in the vote
-    } else if (creator) {
+    } else if (rank() == creator) {
       const std::string wanted = fmt::format("/distrun-{}-{}", ::getpid(), created++);
       try {
         segment = SharedSegment::create(wanted, bytes);
@@ -229,7 +228,9 @@ bool GlooCommunicator::shareSegment(const std::string& key, size_t bytes, bool c
       store_->set(key, name);
     } else {
       const std::string published = store_->get(key, options_.timeout).value_or("");
-      if (published.empty()) throw std::runtime_error("the rank that makes it could not");
+      if (published.empty()) {
+        throw std::runtime_error(fmt::format("rank {} did not create the segment", creator));
+      }
       segment = SharedSegment::open(published, bytes);
     }
     if (sharing) adopt(std::move(segment));
@@ -254,8 +255,8 @@ std::shared_ptr<void> GlooCommunicator::doAllocateReducible(size_t bytes) {
   const auto id = static_cast<uint32_t>(regions_.size());
   std::shared_ptr<SharedRegions> regions;
   const bool everyone = shareSegment(
-      fmt::format("{}/shm/regions/{}", prefix_, id), SharedRegions::segmentBytes(size(), bytes),
-      rank() == 0, nullptr,
+      fmt::format("{}/shm/regions/{}", prefix_, id), SharedRegions::segmentBytes(size(), bytes), 0,
+      nullptr,
       [&](SharedSegment segment) {
         regions = std::make_shared<SharedRegions>(std::move(segment), size(), bytes, id);
       },
@@ -359,9 +360,8 @@ void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out, 
 }
 
 void GlooCommunicator::allreduceOverTcp(const char* name,
-                                        const std::shared_ptr<gloo::Context>& mesh,
-                                        const void* in, void* out, size_t count, DataType type,
-                                        ReduceOp op) {
+                                        const std::shared_ptr<gloo::Context>& mesh, const void* in,
+                                        void* out, size_t count, DataType type, ReduceOp op) {
   if (count * sizeOf(type) < options_.gatherBelowBytes && mesh->size > 1 &&
       mesh->size <= options_.gatherMaxRanks) {
     allreduceByGather(name, mesh, in, out, count, type, op);
@@ -403,8 +403,8 @@ void GlooCommunicator::allreduceAcrossNodes(const char* name, const void* in, vo
 
 // The root's node gets the data first, then the leaders from the root
 // node's leader, then the other nodes from their leaders.
-void GlooCommunicator::broadcastAcrossNodes(const void* in, void* out, size_t count,
-                                            DataType type, int root) {
+void GlooCommunicator::broadcastAcrossNodes(const void* in, void* out, size_t count, DataType type,
+                                            int root) {
   const int rootNode = layout_.nodeOf(root);
   const bool onRootNode = layout_.node() == rootNode;
   if (onRootNode) {
@@ -487,9 +487,8 @@ void GlooCommunicator::failShared(const char* op, const SharedMemoryFailure& fai
 // direction, where bcube exchanges 2 log2(n) times) and reduces them
 // itself in rank order, so all ranks compute the same bits.
 void GlooCommunicator::allreduceByGather(const char* name,
-                                         const std::shared_ptr<gloo::Context>& mesh,
-                                         const void* in, void* out, size_t count, DataType type,
-                                         ReduceOp op) {
+                                         const std::shared_ptr<gloo::Context>& mesh, const void* in,
+                                         void* out, size_t count, DataType type, ReduceOp op) {
   const size_t bytes = count * sizeOf(type);
   gathered_.resize(bytes * static_cast<size_t>(mesh->size));
   allgatherOverTcp(name, mesh, in, gathered_.data(), count, type);
@@ -515,9 +514,8 @@ void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count, Data
   broadcastOverTcp(context_, in, out, count, type, root);
 }
 
-void GlooCommunicator::broadcastOverTcp(const std::shared_ptr<gloo::Context>& mesh,
-                                        const void* in, void* out, size_t count, DataType type,
-                                        int root) {
+void GlooCommunicator::broadcastOverTcp(const std::shared_ptr<gloo::Context>& mesh, const void* in,
+                                        void* out, size_t count, DataType type, int root) {
   guarded("broadcast", [&] {
     withElement(type, [&](auto* element) {
       using E = std::remove_pointer_t<decltype(element)>;
@@ -541,8 +539,8 @@ void GlooCommunicator::doAllgather(const void* in, void* out, size_t count, Data
 }
 
 void GlooCommunicator::allgatherOverTcp(const char* name,
-                                        const std::shared_ptr<gloo::Context>& mesh,
-                                        const void* in, void* out, size_t count, DataType type) {
+                                        const std::shared_ptr<gloo::Context>& mesh, const void* in,
+                                        void* out, size_t count, DataType type) {
   const size_t total = count * static_cast<size_t>(mesh->size);
   const auto* mine =
       static_cast<const char*>(out) + count * sizeOf(type) * static_cast<size_t>(mesh->rank);

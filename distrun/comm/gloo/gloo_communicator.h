@@ -78,8 +78,8 @@ struct GlooOptions {
 // The Gloo backend: Gloo's TCP transport and its collectives (ring and
 // bcube allreduce, broadcast, allgather, alltoall, barrier, unbound-buffer
 // send/recv), with the collectives through shared memory when all ranks
-// share a node, and hierarchical when they span nodes (GlooOptions). reduce_scatter is Gloo's allreduce keeping this rank's block
-// (Gloo has no standalone reduce-scatter in its new-style API).
+// share a node, and hierarchical when they span nodes (GlooOptions). reduce_scatter is Gloo's
+// allreduce keeping this rank's block (Gloo has no standalone reduce-scatter in its new-style API).
 // Creating one sets SIGPIPE to ignored for the process, unless the program
 // installed a handler (ignoreSigpipe, distrun/common/sigpipe.h): Gloo's
 // socket writes would otherwise let a dead peer kill this rank silently.
@@ -121,13 +121,13 @@ class GlooCommunicator final : public Communicator {
   // ranks agree on which they use.
   void attachSharedMemory();
   void attachNodeMemory();
-  // A creator (`creator`) makes a segment of `bytes`, lays it out with
-  // `format` (may be empty: zero-filled) and publishes its name under
-  // `key`; the others open it; each hands its mapping to `adopt`. Returns
-  // whether every rank of the communicator got that far (all take part,
-  // `sharing` false for those with nothing to share); the creator then
-  // removes the name. A rank that failed warns "no <without>: <why>".
-  bool shareSegment(const std::string& key, size_t bytes, bool creator,
+  // Rank `creator` makes a segment of `bytes`, lays it out with `format`
+  // (may be empty: zero-filled) and publishes its name under `key`; the
+  // others open it; each hands its mapping to `adopt`. Returns whether
+  // every rank of the communicator got that far (all take part, `sharing`
+  // false for those with nothing to share); the creator then removes the
+  // name. A rank that failed warns "no <without>: <why>".
+  bool shareSegment(const std::string& key, size_t bytes, int creator,
                     const std::function<void(SharedSegment&)>& format,
                     const std::function<void(SharedSegment)>& adopt, std::string_view without,
                     bool sharing = true);
@@ -189,12 +189,12 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
   PeerDirectory peers_;
-  std::unique_ptr<IdleSpinner> spinner_;               // when options_.spinWhileWaiting
-  std::unique_ptr<SharedMemoryCollectives> shared_;    // when attachSharedMemory agreed
+  std::unique_ptr<IdleSpinner> spinner_;             // when options_.spinWhileWaiting
+  std::unique_ptr<SharedMemoryCollectives> shared_;  // when attachSharedMemory agreed
   NodeLayout layout_;
-  bool acrossNodes_ = false;                       // the hierarchical path is taken
-  std::unique_ptr<SharedMemoryCollectives> node_;  // this node's ranks', when not alone
-  std::shared_ptr<gloo::Context> leaders_;         // on a leader: the leaders' mesh
+  bool acrossNodes_ = false;                           // the hierarchical path is taken
+  std::unique_ptr<SharedMemoryCollectives> node_;      // this node's ranks', when not alone
+  std::shared_ptr<gloo::Context> leaders_;             // on a leader: the leaders' mesh
   std::vector<std::weak_ptr<SharedRegions>> regions_;  // allocateReducible's, by id
   uint32_t tag_ = 0;
   uint32_t leaderTag_ = 0;

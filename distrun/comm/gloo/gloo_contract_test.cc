@@ -102,8 +102,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalContractTest,
                                             ::testing::Values(Allreduce::kGather,
                                                               Allreduce::kRing)),
                          [](const ::testing::TestParamInfo<std::tuple<std::string, Allreduce>>& p) {
-                           return std::get<0>(p.param) + "_leaders_" +
-                                  nameOf(std::get<1>(p.param));
+                           return std::get<0>(p.param) + "_leaders_" + nameOf(std::get<1>(p.param));
                          });
 
 }  // namespace

@@ -43,9 +43,10 @@ NodeLayout NodeLayout::exchange(rdzv::StoreClient& store, const std::string& pre
   for (int r = 0; r < size; ++r) {
     std::optional<std::string> name = store.get(fmt::format("{}/node/{}", prefix, r), timeout);
     if (!name) {
-      throw TimeoutError(fmt::format("communicator: rank {} did not say which node it is on "
-                                     "within {} s",
-                                     r, std::chrono::duration<double>(timeout).count()));
+      throw TimeoutError(
+          fmt::format("communicator: rank {} did not say which node it is on "
+                      "within {} s",
+                      r, std::chrono::duration<double>(timeout).count()));
     }
     names.push_back(std::move(*name));
   }

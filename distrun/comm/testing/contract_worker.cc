@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> failures = distrun::comm::testing::checkContract(*comm);
     for (const std::string& f : failures) std::cerr << f << "\n";
     std::cout << "contract " << (failures.empty() ? "ok" : "FAILED") << " rank " << comm->rank()
-              << " of " << comm->size() << " (" << comm->backend() << ")\n";
+              << " of " << comm->size() << " (" << comm->backend() << ", " << comm->transport()
+              << ")\n";
     return failures.empty() ? 0 : 1;
   } catch (const std::exception& e) {
     std::cerr << "comm_contract_worker: error: " << e.what() << "\n";
