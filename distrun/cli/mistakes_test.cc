@@ -171,6 +171,8 @@ const Mistake kTrainMistakes[] = {
     {{"train", "mnist", "linear"},
      "train: unexpected argument 'linear' after the workload mnist",
      true},
+    // Prefix: "mpi" follows where the build has it.
+    {{"train", "linear", "--backend", "nccl"}, "--backend 'nccl': expected auto, gloo", true},
 };
 INSTANTIATE_TEST_SUITE_P(Train, DistrunMistakeTest, ::testing::ValuesIn(kTrainMistakes));
 
@@ -580,6 +582,7 @@ const Mistake kBenchMistakes[] = {
      "COLLECTIVE 'all_reduc' is not one of: all_reduce, broadcast, all_gather, reduce_scatter, "
      "alltoall, sendrecv, pi"},
     {{}, "COLLECTIVE is required (see 'distrun bench --help')"},
+    {{"all_reduce", "--backend", "nccl"}, "--backend 'nccl': expected auto, gloo", true},
     // Item 8: a hand-described world that cannot be (RANK and WORLD_SIZE
     // make distrun-bench a rank of it).
     {{"pi"},
