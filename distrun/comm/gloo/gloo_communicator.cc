@@ -108,28 +108,18 @@ void GlooCommunicator::connectMesh() {
                     options_.iface.empty() ? "address" : "interface",
                     options_.iface.empty() ? options_.listenHost : options_.iface, e.what()));
   }
-  auto context = std::make_shared<gloo::rendezvous::Context>(rank(), size());
-  context->setTimeout(options_.timeout);
-  GlooStoreAdapter adapter(*store_, prefix_ + "/gloo/", options_.timeout);
-  try {
-    context->connectFullMesh(adapter, device_);
-  } catch (const gloo::Exception& e) {
-    throw CommunicationError(
-        fmt::format("communicator: rank {} could not connect to its peers: {}", rank(), e.what()));
-  }
-  context_ = context;
-
   const std::string host = readHostFacts().hostname;
+  PeerDirectory::Peer self{host, static_cast<long>(::getpid()), {}};
+  context_ = joinMesh(rank(), size(), "/gloo/", "its peers", self);
   layout_ = NodeLayout::exchange(*store_, prefix_, rank(), size(),
                                  options_.node.empty() ? host : options_.node, options_.timeout);
-  PeerDirectory::Peer self{host, static_cast<long>(::getpid()), {}};
   if (options_.sharedMemory && layout_.spansNodesWithNeighbours() && layout_.isLeader()) {
-    connectLeaders(self);
+    leaders_ = joinMesh(layout_.node(), layout_.nodes(), "/gloo-leaders/",
+                        "the other nodes' leaders", self);
   }
   for (std::string& a : PeerDirectory::localSocketAddresses()) {
     self.addresses.push_back(std::move(a));
   }
-  addPairAddresses(self, *context_, adapter);
   PeerDirectory::publish(*store_, prefix_, rank(), self);
   peers_.load(*store_, prefix_, rank(), size(), options_.timeout);
   attachSharedMemory();
@@ -138,21 +128,21 @@ void GlooCommunicator::connectMesh() {
   doBarrier();
 }
 
-void GlooCommunicator::connectLeaders(PeerDirectory::Peer& self) {
-  const std::vector<int>& leaders = layout_.leaders();
-  auto mesh =
-      std::make_shared<gloo::rendezvous::Context>(layout_.node(), static_cast<int>(leaders.size()));
+std::shared_ptr<gloo::Context> GlooCommunicator::joinMesh(int meshRank, int meshSize,
+                                                          const std::string& keys,
+                                                          std::string_view peers,
+                                                          PeerDirectory::Peer& self) {
+  auto mesh = std::make_shared<gloo::rendezvous::Context>(meshRank, meshSize);
   mesh->setTimeout(options_.timeout);
-  GlooStoreAdapter adapter(*store_, prefix_ + "/gloo-leaders/", options_.timeout);
+  GlooStoreAdapter adapter(*store_, prefix_ + keys, options_.timeout);
   try {
     mesh->connectFullMesh(adapter, device_);
   } catch (const gloo::Exception& e) {
     throw CommunicationError(
-        fmt::format("communicator: rank {} could not connect to the other nodes' leaders: {}",
-                    rank(), e.what()));
+        fmt::format("communicator: rank {} could not connect to {}: {}", rank(), peers, e.what()));
   }
-  leaders_ = mesh;
-  addPairAddresses(self, *leaders_, adapter);
+  addPairAddresses(self, *mesh, adapter);
+  return mesh;
 }
 
 void GlooCommunicator::attachSharedMemory() {

@@ -113,9 +113,13 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void connectMesh();
-  // The mesh of the nodes' leaders, on a leader when the hierarchical path
-  // may be taken; `self` gains its sockets' addresses.
-  void connectLeaders(PeerDirectory::Peer& self);
+  // A Gloo mesh over device_ of `meshSize` ranks, this one `meshRank`,
+  // meeting under prefix_ + `keys`: every rank's (the communicator's), or
+  // on a leader the nodes' leaders' when the hierarchical path may be
+  // taken. `self` gains its sockets' addresses; `peers` names the others in
+  // an error.
+  std::shared_ptr<gloo::Context> joinMesh(int meshRank, int meshSize, const std::string& keys,
+                                          std::string_view peers, PeerDirectory::Peer& self);
   // Whatever this rank's share of shared memory is: one segment for all
   // ranks on one node, or one per node for the hierarchical path; all
   // ranks agree on which they use.
