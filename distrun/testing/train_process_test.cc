@@ -61,7 +61,29 @@ TEST(TrainProcessTest, LinearOnTwoRanksWritesMetricsAndEqualReplicas) {
   }
 }
 
-// Launcher flags after the workload, `--flag=value` too: the agent takes
+// Two agents on this machine as two nodes of two ranks: DDP's allreduces
+// take the hierarchical path (shared memory within each node, TCP between
+// the leaders), and the four replicas end identical.
+TEST(TrainProcessTest, LinearOnTwoAgentsAsTwoNodesEndsWithEqualReplicas) {
+  const TempDir tmp;
+  const int port = pickFreeTcpPort();
+  std::vector<int> agents;
+  for (int n = 0; n < 2; ++n) {
+    agents.push_back(startCommand("env DISTRUN_TOKEN=t timeout 300 " + distrun() +
+                                      " train --nnodes 2 --nproc-per-node 2 --rdzv-endpoint "
+                                      "127.0.0.1:" +
+                                      std::to_string(port) + " linear --epochs 3",
+                                  tmp.path() + "/agent" + std::to_string(n)));
+  }
+  for (int n = 0; n < 2; ++n) {
+    EXPECT_EQ(waitCommand(agents[static_cast<size_t>(n)]), 0) << "agent " << n;
+  }
+  const std::string out = runCommand("cat " + quote(tmp.path() + "/agent0")).out;
+  EXPECT_THAT(out, HasSubstr("[0:0] epoch 3/3  loss ")) << out;
+  EXPECT_THAT(out, HasSubstr("parameters identical on all 4 ranks")) << out;
+}
+
+
 // them (2 ranks), distrun-train the rest. An unknown flag there is one
 // line and exit 64, before any worker starts.
 TEST(TrainProcessTest, LauncherFlagsMayFollowTheWorkload) {
