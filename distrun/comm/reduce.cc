@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "distrun/comm/float16_arrays.h"
+
 namespace distrun::comm {
 
 namespace {
@@ -40,19 +42,23 @@ void reduceNative(void* out, const void* a, const void* b, size_t n) {
   for (size_t i = 0; i < n; ++i) o[i] = Op::apply(x[i], y[i]);
 }
 
-// Half and bfloat16: widen to float, reduce, round back.
+// Half and bfloat16: widen a block of each input to float, reduce, round
+// back; a block of floats per operand stays in L1.
+constexpr size_t kWidenedBlock = 1024;
+
 template <class T, class Op>
 void reduceWidened(void* out, const void* a, const void* b, size_t n) {
   T* o = static_cast<T*>(out);
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
-  for (size_t i = 0; i < n; ++i) {
-    float r = Op::apply(toFloat(x[i]), toFloat(y[i]));
-    if constexpr (std::is_same_v<T, Half>) {
-      o[i] = toHalf(r);
-    } else {
-      o[i] = toBFloat16(r);
-    }
+  float wideX[kWidenedBlock];
+  float wideY[kWidenedBlock];
+  for (size_t at = 0; at < n; at += kWidenedBlock) {
+    const size_t m = std::min(kWidenedBlock, n - at);
+    widen(wideX, x + at, m);
+    widen(wideY, y + at, m);
+    for (size_t i = 0; i < m; ++i) wideX[i] = Op::apply(wideX[i], wideY[i]);
+    narrow(o + at, wideX, m);
   }
 }
 
@@ -86,12 +92,12 @@ template <class T>
 void divideWidened(void* data, size_t n, int divisor) {
   T* d = static_cast<T*>(data);
   const float v = static_cast<float>(divisor);
-  for (size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, Half>) {
-      d[i] = toHalf(toFloat(d[i]) / v);
-    } else {
-      d[i] = toBFloat16(toFloat(d[i]) / v);
-    }
+  float wide[kWidenedBlock];
+  for (size_t at = 0; at < n; at += kWidenedBlock) {
+    const size_t m = std::min(kWidenedBlock, n - at);
+    widen(wide, d + at, m);
+    for (size_t i = 0; i < m; ++i) wide[i] /= v;
+    narrow(d + at, wide, m);
   }
 }
 

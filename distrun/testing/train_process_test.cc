@@ -83,7 +83,6 @@ TEST(TrainProcessTest, LinearOnTwoAgentsAsTwoNodesEndsWithEqualReplicas) {
   EXPECT_THAT(out, HasSubstr("parameters identical on all 4 ranks")) << out;
 }
 
-
 // them (2 ranks), distrun-train the rest. An unknown flag there is one
 // line and exit 64, before any worker starts.
 TEST(TrainProcessTest, LauncherFlagsMayFollowTheWorkload) {
