@@ -41,7 +41,8 @@ TEST(Float16ArraysTest, FloatsNarrowToTheSameHalfEitherWay) {
     }
   }
   std::mt19937 random(7);
-  for (int i = 0; i < 200000; ++i) values.push_back(std::bit_cast<float>(static_cast<uint32_t>(random())));
+  for (int i = 0; i < 200000; ++i)
+    values.push_back(std::bit_cast<float>(static_cast<uint32_t>(random())));
   std::vector<Half> software(values.size()), viaF16c(values.size());
   detail::narrowHalfInSoftware(software.data(), values.data(), values.size());
   if (!detail::narrowHalfWithF16c(viaF16c.data(), values.data(), values.size())) {
@@ -52,8 +53,8 @@ TEST(Float16ArraysTest, FloatsNarrowToTheSameHalfEitherWay) {
       EXPECT_EQ(viaF16c[i].bits & 0x7c00u, 0x7c00u) << i;
       EXPECT_NE(viaF16c[i].bits & 0x03ffu, 0u) << i;
     } else {
-      ASSERT_EQ(viaF16c[i].bits, software[i].bits) << "float bits " << std::hex
-                                                   << std::bit_cast<uint32_t>(values[i]);
+      ASSERT_EQ(viaF16c[i].bits, software[i].bits)
+          << "float bits " << std::hex << std::bit_cast<uint32_t>(values[i]);
     }
   }
 }
@@ -62,7 +63,8 @@ TEST(Float16ArraysTest, FloatsNarrowToTheSameHalfEitherWay) {
 TEST(Float16ArraysTest, BFloat16ArraysMatchTheScalarConversions) {
   std::mt19937 random(11);
   std::vector<float> values = {0.0f, -0.0f, 1.0f, 1.00390625f, 1.01171875f, INFINITY, -INFINITY};
-  for (int i = 0; i < 200000; ++i) values.push_back(std::bit_cast<float>(static_cast<uint32_t>(random())));
+  for (int i = 0; i < 200000; ++i)
+    values.push_back(std::bit_cast<float>(static_cast<uint32_t>(random())));
   std::vector<BFloat16> narrowed(values.size()), portable(values.size());
   narrow(narrowed.data(), values.data(), values.size());
   detail::narrowBFloat16WithoutAvx2(portable.data(), values.data(), values.size());
