@@ -91,15 +91,17 @@ TEST(CommunicatorTest, AsyncWorkOverlapsTheCaller) {
 }
 
 // The failures below, with the collectives through shared memory (all
-// ranks here share a host), through TCP, and hierarchical: rank 0 on one
-// node, the others on a second (with two ranks, that is TCP again).
-enum class Transport { kTcp, kSharedMemory, kTwoNodes };
+// ranks here share a host; also with every allgather and alltoall reading
+// the peers' buffers directly), through TCP, and hierarchical: rank 0 on
+// one node, the others on a second (with two ranks, that is TCP again).
+enum class Transport { kTcp, kSharedMemory, kSharedMemoryDirect, kTwoNodes };
 
 class CommunicatorFailureTest : public ::testing::TestWithParam<Transport> {
  protected:
   GlooOptions options() const {
     GlooOptions o;
     o.sharedMemory = GetParam() != Transport::kTcp;
+    if (GetParam() == Transport::kSharedMemoryDirect) o.sharedDirectFromBytes = 0;
     return o;
   }
   std::function<std::string(int)> nodes() const {
@@ -256,13 +258,15 @@ TEST(SharedMemoryTest, ARankThatFailsElsewhereReleasesItsWaitingPeers) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorFailureTest,
                          ::testing::Values(Transport::kTcp, Transport::kSharedMemory,
-                                           Transport::kTwoNodes),
+                                           Transport::kSharedMemoryDirect, Transport::kTwoNodes),
                          [](const ::testing::TestParamInfo<Transport>& p) {
                            switch (p.param) {
                              case Transport::kTcp:
                                return "tcp";
                              case Transport::kSharedMemory:
                                return "shared_memory";
+                             case Transport::kSharedMemoryDirect:
+                               return "shared_memory_direct";
                              case Transport::kTwoNodes:
                                return "two_nodes";
                            }

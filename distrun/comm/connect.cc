@@ -114,6 +114,8 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
   if (auto shm = env.get("DISTRUN_COMM_SHM")) {
     gloo.sharedMemory = parseCount(*shm, "DISTRUN_COMM_SHM", 1) == 1;
   }
+  gloo.sharedDirectFromBytes =
+      bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_FROM", gloo.sharedDirectFromBytes);
   if (auto buffers = env.get("DISTRUN_COMM_SHM_BUFFERS")) {
     gloo.sharedBuffers = parseCount(*buffers, "DISTRUN_COMM_SHM_BUFFERS", 1) == 1;
   }

@@ -161,7 +161,19 @@ void GlooCommunicator::attachSharedMemory() {
                                                              slot, options_.timeout);
       },
       "shared-memory collectives, the ranks use TCP");
-  if (everyone) shared_ = std::move(attached);
+  if (!everyone) return;
+  shared_ = std::move(attached);
+  readPeersDirectlyIfAllCan();
+}
+
+// Every rank has attached (shareSegment agreed), so each can try to read
+// each peer's memory; all read directly only if all can. Where some cannot
+// (a container forbids it), the slots serve, and nothing is printed: the
+// path is only slower. transport() says which.
+void GlooCommunicator::readPeersDirectlyIfAllCan() {
+  int32_t everyone = shared_->whyPeersAreUnreadable().empty() ? 1 : 0;
+  allreduceAs("communicator", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
+  if (everyone == 1) shared_->readPeersDirectly(options_.sharedDirectFromBytes);
 }
 
 // One segment per node with several ranks, made by its leader.
@@ -187,6 +199,9 @@ void GlooCommunicator::attachNodeMemory() {
 }
 
 std::string GlooCommunicator::transport() const {
+  if (shared_ && shared_->readsPeersDirectly()) {
+    return "shared memory, large allgather and alltoall blocks read from the peers directly";
+  }
   if (shared_) return "shared memory";
   if (acrossNodes_) {
     return fmt::format("shared memory within each of {} nodes, tcp between them", layout_.nodes());
@@ -465,6 +480,7 @@ void GlooCommunicator::failShared(const char* op, const SharedMemoryFailure& fai
            fmt::format("lost {}: it exited or closed its communicator during a shared-memory {}",
                        peer, op));
     case SharedMemoryFailure::Kind::kMismatch:
+    case SharedMemoryFailure::Kind::kUnreadable:
       fail(op, /*timedOut=*/false, std::nullopt, failure.what());
     case SharedMemoryFailure::Kind::kAborted:
       break;

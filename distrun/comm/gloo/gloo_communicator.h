@@ -61,6 +61,11 @@ struct GlooOptions {
   // rank cannot map its segment, all use TCP.
   bool sharedMemory = true;
   size_t sharedSlotBytes = 4 << 20;
+  // In shared memory, allgather and alltoall blocks of at least this many
+  // bytes are read straight from the peers' buffers (process_vm_readv: one
+  // copy where the slots take two) when every rank can read every other's
+  // memory; DISTRUN_COMM_SHM_DIRECT_FROM overrides.
+  size_t sharedDirectFromBytes = 64 << 10;
   // With shared memory, allocateReducible's buffers are regions of a
   // segment every rank maps, reduced where they lie (SharedRegions);
   // DISTRUN_COMM_SHM_BUFFERS=0 makes them ordinary memory.
@@ -125,6 +130,7 @@ class GlooCommunicator final : public Communicator {
   // ranks agree on which they use.
   void attachSharedMemory();
   void attachNodeMemory();
+  void readPeersDirectlyIfAllCan();
   // Rank `creator` makes a segment of `bytes`, lays it out with `format`
   // (may be empty: zero-filled) and publishes its name under `key`; the
   // others open it; each hands its mapping to `adopt`. Returns whether

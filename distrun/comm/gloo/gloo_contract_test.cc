@@ -14,14 +14,17 @@ namespace {
 
 // The contract's counts are small (at most 1031 elements), so the size
 // thresholds pick the allreduce algorithm: each one is checked whole. The
-// shared-memory allreduce (all ranks here share a host) gets slots of 256
-// bytes, so that most counts go in several pieces through both slot sets.
-enum class Allreduce { kSharedMemory, kGather, kBcube, kRing };
+// shared-memory collectives (all ranks here share a host) get slots of 256
+// bytes, so that most counts go in several pieces through both slot sets;
+// with direct reads, every allgather and alltoall reads the peers' buffers.
+enum class Allreduce { kSharedMemory, kSharedMemoryDirect, kGather, kBcube, kRing };
 
 GlooOptions forcing(Allreduce algorithm) {
   GlooOptions options;
-  options.sharedMemory = algorithm == Allreduce::kSharedMemory;
+  options.sharedMemory =
+      algorithm == Allreduce::kSharedMemory || algorithm == Allreduce::kSharedMemoryDirect;
   options.sharedSlotBytes = 256;
+  options.sharedDirectFromBytes = algorithm == Allreduce::kSharedMemoryDirect ? 0 : size_t{1} << 40;
   if (algorithm != Allreduce::kGather) options.gatherBelowBytes = 0;
   if (algorithm == Allreduce::kRing) options.bcubeBelowBytes = 0;
   return options;
@@ -31,6 +34,8 @@ std::string nameOf(Allreduce algorithm) {
   switch (algorithm) {
     case Allreduce::kSharedMemory:
       return "shared_memory";
+    case Allreduce::kSharedMemoryDirect:
+      return "shared_memory_direct";
     case Allreduce::kGather:
       return "gather";
     case Allreduce::kBcube:
@@ -46,27 +51,31 @@ class GlooContractTest : public ::testing::TestWithParam<std::tuple<int, Allredu
 TEST_P(GlooContractTest, EveryCollectiveTypeOpAndCount) {
   const auto [world, algorithm] = GetParam();
   std::vector<std::vector<std::string>> failures(static_cast<size_t>(world));
+  std::vector<std::string> transports(static_cast<size_t>(world));
   auto errors = testing::runGlooThreads(
       world,
       [&](Communicator& comm) {
+        transports[static_cast<size_t>(comm.rank())] = comm.transport();
         failures[static_cast<size_t>(comm.rank())] = testing::checkContract(comm);
       },
       forcing(algorithm));
   for (int r = 0; r < world; ++r) {
     EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+    if (algorithm == Allreduce::kSharedMemoryDirect && world > 1) {
+      EXPECT_THAT(transports[static_cast<size_t>(r)], ::testing::HasSubstr("directly"));
+    }
     for (const std::string& f : failures[static_cast<size_t>(r)]) ADD_FAILURE() << f;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooContractTest,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
-                                            ::testing::Values(Allreduce::kSharedMemory,
-                                                              Allreduce::kGather, Allreduce::kBcube,
-                                                              Allreduce::kRing)),
-                         [](const ::testing::TestParamInfo<std::tuple<int, Allreduce>>& p) {
-                           return "world" + std::to_string(std::get<0>(p.param)) + "_" +
-                                  nameOf(std::get<1>(p.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    WorldSizes, GlooContractTest,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                       ::testing::Values(Allreduce::kSharedMemory, Allreduce::kSharedMemoryDirect,
+                                         Allreduce::kGather, Allreduce::kBcube, Allreduce::kRing)),
+    [](const ::testing::TestParamInfo<std::tuple<int, Allreduce>>& p) {
+      return "world" + std::to_string(std::get<0>(p.param)) + "_" + nameOf(std::get<1>(p.param));
+    });
 
 // The hierarchical path (ranks on several nodes, some sharing one): one
 // process plays the nodes, each rank's node named by a letter of the

@@ -3,7 +3,10 @@
 #include <linux/futex.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -20,7 +23,7 @@ namespace distrun::comm {
 
 namespace {
 
-constexpr uint64_t kMagic = 0x33766d6873727464;  // "dtrshmv3"
+constexpr uint64_t kMagic = 0x34766d6873727464;  // "dtrshmv4"
 constexpr size_t kLine = 64;                     // a cache line
 constexpr size_t kRankLine = 2 * kLine;          // what one rank writes
 // How long a waiting rank polls before it sleeps: a peer in lockstep
@@ -92,7 +95,9 @@ struct SharedMemoryCollectives::RankLine {
   std::atomic<uint32_t> left;    // 1 once the rank closed its communicator
   int32_t pid;
   uint64_t pidNamespace;
-  Call calls[2];  // by sequence parity, like the slots
+  Call calls[2];        // by sequence parity, like the slots
+  uint64_t buffers[2];  // a direct call's input, in the rank's process
+  uint64_t probe;       // where the rank's probe_ is
 };
 
 static_assert(sizeof(std::atomic<uint32_t>) == 4 && std::atomic<uint32_t>::is_always_lock_free,
@@ -120,7 +125,8 @@ SharedMemoryCollectives::SharedMemoryCollectives(SharedSegment segment, int rank
       rank_(rank),
       size_(size),
       slotBytes_(roundUp(slotBytes, kLine)),
-      timeout_(timeout) {
+      timeout_(timeout),
+      probe_(kMagic) {
   static_assert(sizeof(RankLine) <= kRankLine, "a rank's line fits its place");
   if (size < 2) throw std::runtime_error("shared-memory collectives need 2 or more ranks");
   const Header& h = header();
@@ -131,6 +137,7 @@ SharedMemoryCollectives::SharedMemoryCollectives(SharedSegment segment, int rank
   }
   line(rank).pid = static_cast<int32_t>(::getpid());
   line(rank).pidNamespace = pidNamespace();
+  line(rank).probe = reinterpret_cast<uint64_t>(&probe_);
 }
 
 SharedMemoryCollectives::~SharedMemoryCollectives() {
@@ -239,6 +246,7 @@ void SharedMemoryCollectives::broadcast(const void* in, void* out, size_t count,
 
 void SharedMemoryCollectives::allgather(const void* in, void* out, size_t count, DataType type) {
   const size_t element = sizeOf(type);
+  if (direct(count * element)) return allgatherDirect(in, out, count, type);
   throughSlots({Collective::kAllgather, in, true, count, count, type},
                [&](uint32_t sequence, size_t done, size_t n) {
                  for (int r = 0; r < size_; ++r) {
@@ -275,10 +283,11 @@ void SharedMemoryCollectives::alltoall(const void* in, void* out, size_t count, 
   const size_t total = count * static_cast<size_t>(size_);
   const size_t mine = count * static_cast<size_t>(rank_);
   std::vector<char> copy;
-  if (in == out && total * element > slotBytes_) {
+  if (in == out && (total * element > slotBytes_ || direct(count * element))) {
     copy.assign(static_cast<const char*>(in), static_cast<const char*>(in) + total * element);
     in = copy.data();
   }
+  if (direct(count * element)) return alltoallDirect(in, out, count, type);
   throughSlots({Collective::kAlltoall, in, true, total, count, type}, [&](uint32_t sequence,
                                                                           size_t done, size_t n) {
     const size_t first = std::max(done, mine);
@@ -446,6 +455,111 @@ void SharedMemoryCollectives::abort() {
   uint32_t none = 0;
   header().abortedBy.compare_exchange_strong(none, static_cast<uint32_t>(rank_ + 1));
   for (int r = 0; r < size_; ++r) futexWakeAll(line(r).posted);
+}
+
+uint32_t SharedMemoryCollectives::postBuffer(const void* in, const Call& call,
+                                             std::chrono::steady_clock::time_point deadline) {
+  const uint32_t sequence = ++sequence_;
+  line(rank_).buffers[sequence & 1u] = reinterpret_cast<uint64_t>(in);
+  post(sequence, call);
+  waitForAll(sequence, deadline);
+  checkCalls(sequence);
+  return sequence;
+}
+
+void SharedMemoryCollectives::finishReading(std::chrono::steady_clock::time_point deadline) {
+  const uint32_t done = ++sequence_;
+  post(done);
+  waitForAll(done, deadline);
+}
+
+void SharedMemoryCollectives::readFrom(int peer, uint64_t from, void* to, size_t bytes) const {
+  const pid_t pid = line(peer).pid;
+  for (size_t done = 0; done < bytes;) {
+    iovec local{static_cast<char*>(to) + done, bytes - done};
+    iovec remote{reinterpret_cast<void*>(from + done), bytes - done};
+    const ssize_t got = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (got > 0) {
+      done += static_cast<size_t>(got);
+      continue;
+    }
+    if (got < 0 && errno == ESRCH) {
+      throw SharedMemoryFailure(SharedMemoryFailure::Kind::kPeerExited, peer,
+                                fmt::format("rank {} exited", peer));
+    }
+    throw SharedMemoryFailure(
+        SharedMemoryFailure::Kind::kUnreadable, peer,
+        fmt::format("cannot read rank {}'s buffer directly (process_vm_readv: {})", peer,
+                    got < 0 ? std::strerror(errno) : "nothing read"));
+  }
+}
+
+// Every rank's block straight from its input into this rank's output.
+void SharedMemoryCollectives::allgatherDirect(const void* in, void* out, size_t count,
+                                              DataType type) {
+  const auto deadline = startCall();
+  const size_t bytes = count * sizeOf(type);
+  const uint32_t sequence = postBuffer(in,
+                                       Call{.collective = Collective::kAllgather,
+                                            .regions = 0,
+                                            .typeAndOp = typeAndOp(type, ReduceOp::kSum),
+                                            .root = 0,
+                                            .offset = 0,
+                                            .count = count},
+                                       deadline);
+  for (int r = 0; r < size_; ++r) {
+    char* block = static_cast<char*>(out) + static_cast<size_t>(r) * bytes;
+    if (r != rank_) {
+      readFrom(r, line(r).buffers[sequence & 1u], block, bytes);
+    } else if (block != in) {
+      std::memcpy(block, in, bytes);
+    }
+  }
+  finishReading(deadline);
+}
+
+// Block `rank` of every rank's input straight into this rank's output (in
+// is never out here: alltoall copies an in-place input aside first).
+void SharedMemoryCollectives::alltoallDirect(const void* in, void* out, size_t count,
+                                             DataType type) {
+  const auto deadline = startCall();
+  const size_t bytes = count * sizeOf(type);
+  const size_t mine = bytes * static_cast<size_t>(rank_);
+  const uint32_t sequence = postBuffer(in,
+                                       Call{.collective = Collective::kAlltoall,
+                                            .regions = 0,
+                                            .typeAndOp = typeAndOp(type, ReduceOp::kSum),
+                                            .root = 0,
+                                            .offset = 0,
+                                            .count = count},
+                                       deadline);
+  for (int r = 0; r < size_; ++r) {
+    char* block = static_cast<char*>(out) + static_cast<size_t>(r) * bytes;
+    if (r != rank_) {
+      readFrom(r, line(r).buffers[sequence & 1u] + mine, block, bytes);
+    } else {
+      std::memcpy(block, static_cast<const char*>(in) + mine, bytes);
+    }
+  }
+  finishReading(deadline);
+}
+
+std::string SharedMemoryCollectives::whyPeersAreUnreadable() const {
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const RankLine& peer = line(r);
+    if (peer.pidNamespace != line(rank_).pidNamespace) {
+      return fmt::format("rank {} is in another pid namespace", r);
+    }
+    uint64_t word = 0;
+    iovec local{&word, sizeof(word)};
+    iovec remote{reinterpret_cast<void*>(peer.probe), sizeof(word)};
+    if (::process_vm_readv(peer.pid, &local, 1, &remote, 1, 0) != sizeof(word)) {
+      return fmt::format("process_vm_readv of rank {}: {}", r, std::strerror(errno));
+    }
+    if (word != kMagic) return fmt::format("rank {}'s probe word reads wrong", r);
+  }
+  return "";
 }
 
 }  // namespace distrun::comm

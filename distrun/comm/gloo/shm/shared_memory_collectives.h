@@ -22,6 +22,8 @@ struct SharedMemoryFailure : std::runtime_error {
     kAborted,     // `peer` failed elsewhere and told the others
     kMismatch,    // `peer` called a different operation (the message
                   // says how); every rank sees it and fails
+    kUnreadable,  // `peer`'s buffer could not be read directly (the
+                  // message says why)
   };
   SharedMemoryFailure(Kind what, int who, const std::string& message)
       : std::runtime_error(message), kind(what), peer(who) {}
@@ -53,6 +55,13 @@ struct SharedMemoryFailure : std::runtime_error {
 // not, where, how many, which type and op, which root) beside its sequence
 // number, and checks its peers' against its own: ranks that call
 // differently fail (kMismatch) instead of mixing unrelated data.
+//
+// With readPeersDirectly, allgather and alltoall blocks from a size up skip
+// the slots: each rank posts where its input is, reads its peers' blocks
+// straight from their processes (process_vm_readv, the kernel's
+// cross-memory attach: one copy where the slots take two), and a second
+// arrival says every rank is done reading, before any returns and may
+// change its input.
 class SharedMemoryCollectives {
  public:
   // The segment size `size` ranks need for slots of `slotBytes`.
@@ -97,6 +106,16 @@ class SharedMemoryCollectives {
   // Tells every rank waiting here, now or later, that this one gave up.
   void abort();
 
+  // Why this rank cannot read some peer's memory directly (another pid
+  // namespace, a kernel or container that forbids process_vm_readv), or
+  // "" when it can read every peer's. Call once every rank has attached.
+  std::string whyPeersAreUnreadable() const;
+  // From now on, allgather and alltoall blocks of at least `bytes` are
+  // read from the peers' buffers directly. Every rank calls it with the
+  // same `bytes`, or none does.
+  void readPeersDirectly(size_t bytes) { directFromBytes_ = bytes; }
+  bool readsPeersDirectly() const { return directFromBytes_ != kNever; }
+
  private:
   struct Header;
   struct RankLine;
@@ -124,6 +143,19 @@ class SharedMemoryCollectives {
   void waitFor(int peer, uint32_t sequence, std::chrono::steady_clock::time_point deadline) const;
   void throwIfAborted() const;
   bool exited(int peer) const;
+  bool direct(size_t blockBytes) const { return blockBytes >= directFromBytes_; }
+  // Posts `in` as this rank's input for a direct `call`, waits for every
+  // rank's, and returns the sequence (whose buffers are then readable).
+  uint32_t postBuffer(const void* in, const Call& call,
+                      std::chrono::steady_clock::time_point deadline);
+  // Waits until every rank has read what it needed of the others' buffers.
+  void finishReading(std::chrono::steady_clock::time_point deadline);
+  // Copies `bytes` from `peer`'s address `from` (in its process) to `to`.
+  void readFrom(int peer, uint64_t from, void* to, size_t bytes) const;
+  void allgatherDirect(const void* in, void* out, size_t count, DataType type);
+  void alltoallDirect(const void* in, void* out, size_t count, DataType type);
+
+  static constexpr size_t kNever = static_cast<size_t>(-1);
 
   SharedSegment segment_;
   int rank_;
@@ -131,6 +163,8 @@ class SharedMemoryCollectives {
   size_t slotBytes_;
   std::chrono::milliseconds timeout_;
   uint32_t sequence_ = 0;
+  size_t directFromBytes_ = kNever;
+  uint64_t probe_;  // a known word peers read to see that they can
 };
 
 }  // namespace distrun::comm
