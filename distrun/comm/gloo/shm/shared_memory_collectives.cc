@@ -457,11 +457,17 @@ void SharedMemoryCollectives::abort() {
   for (int r = 0; r < size_; ++r) futexWakeAll(line(r).posted);
 }
 
-uint32_t SharedMemoryCollectives::postBuffer(const void* in, const Call& call,
+uint32_t SharedMemoryCollectives::postBuffer(Collective kind, const void* in, size_t count,
+                                             DataType type,
                                              std::chrono::steady_clock::time_point deadline) {
   const uint32_t sequence = ++sequence_;
   line(rank_).buffers[sequence & 1u] = reinterpret_cast<uint64_t>(in);
-  post(sequence, call);
+  post(sequence, Call{.collective = kind,
+                      .regions = 0,
+                      .typeAndOp = typeAndOp(type, ReduceOp::kSum),
+                      .root = 0,
+                      .offset = 0,
+                      .count = count});
   waitForAll(sequence, deadline);
   checkCalls(sequence);
   return sequence;
@@ -499,14 +505,7 @@ void SharedMemoryCollectives::allgatherDirect(const void* in, void* out, size_t 
                                               DataType type) {
   const auto deadline = startCall();
   const size_t bytes = count * sizeOf(type);
-  const uint32_t sequence = postBuffer(in,
-                                       Call{.collective = Collective::kAllgather,
-                                            .regions = 0,
-                                            .typeAndOp = typeAndOp(type, ReduceOp::kSum),
-                                            .root = 0,
-                                            .offset = 0,
-                                            .count = count},
-                                       deadline);
+  const uint32_t sequence = postBuffer(Collective::kAllgather, in, count, type, deadline);
   for (int r = 0; r < size_; ++r) {
     char* block = static_cast<char*>(out) + static_cast<size_t>(r) * bytes;
     if (r != rank_) {
@@ -525,14 +524,7 @@ void SharedMemoryCollectives::alltoallDirect(const void* in, void* out, size_t c
   const auto deadline = startCall();
   const size_t bytes = count * sizeOf(type);
   const size_t mine = bytes * static_cast<size_t>(rank_);
-  const uint32_t sequence = postBuffer(in,
-                                       Call{.collective = Collective::kAlltoall,
-                                            .regions = 0,
-                                            .typeAndOp = typeAndOp(type, ReduceOp::kSum),
-                                            .root = 0,
-                                            .offset = 0,
-                                            .count = count},
-                                       deadline);
+  const uint32_t sequence = postBuffer(Collective::kAlltoall, in, count, type, deadline);
   for (int r = 0; r < size_; ++r) {
     char* block = static_cast<char*>(out) + static_cast<size_t>(r) * bytes;
     if (r != rank_) {

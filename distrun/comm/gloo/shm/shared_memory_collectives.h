@@ -144,9 +144,10 @@ class SharedMemoryCollectives {
   void throwIfAborted() const;
   bool exited(int peer) const;
   bool direct(size_t blockBytes) const { return blockBytes >= directFromBytes_; }
-  // Posts `in` as this rank's input for a direct `call`, waits for every
-  // rank's, and returns the sequence (whose buffers are then readable).
-  uint32_t postBuffer(const void* in, const Call& call,
+  // Posts `in` as this rank's input for a direct `kind` of `count`
+  // elements per rank, waits for every rank's, and returns the sequence
+  // (whose buffers are then readable).
+  uint32_t postBuffer(Collective kind, const void* in, size_t count, DataType type,
                       std::chrono::steady_clock::time_point deadline);
   // Waits until every rank has read what it needed of the others' buffers.
   void finishReading(std::chrono::steady_clock::time_point deadline);
