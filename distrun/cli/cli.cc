@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "distrun/cli/build_info.h"
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
-#include "distrun/config.h"
 
 namespace distrun::cli {
 
@@ -75,7 +75,7 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
   std::vector<std::string> args = argsIn;
   std::vector<std::string> program;  // after --, for exec and run
   CLI::App app(kDescription, "distrun");
-  app.set_version_flag("--version", std::string("distrun ") + DISTRUN_VERSION);
+  app.set_version_flag("--version", versionText(thisBuild()));
   app.require_subcommand(1);
   std::vector<std::pair<std::string, Action>> actions = {
       {"hostnames", addHostnamesCommand(app, ctx)}, {"env", addEnvCommand(app, ctx)},

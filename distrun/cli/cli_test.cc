@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "distrun/cli/build_info.h"
 #include "distrun/common/error.h"
+#include "distrun/config.h"
 
 namespace distrun::cli {
 namespace {
@@ -143,6 +145,25 @@ TEST(EnvCommandTest, JsonFormat) {
   EXPECT_EQ(doc["env"]["GROUP_RANK"], "1");
   EXPECT_EQ(doc["kept"], nlohmann::json::array({"MASTER_PORT"}));
   EXPECT_EQ(doc["replaced"]["RANK"], "0");
+  EXPECT_EQ(doc["build"], nlohmann::json::parse(toJson(thisBuild()).dump()));
+}
+
+// `distrun --version`: the version and the commit the build came from,
+// then which backends and optional parts are in it, as CMake found them.
+TEST(CliTest, VersionNamesTheCommitAndThePartsBuiltIn) {
+  CliRun run;
+  EXPECT_EQ(run({"--version"}), ExitCode::kSuccess);
+  const std::string out = run.out.str();
+  EXPECT_THAT(out, ::testing::MatchesRegex(
+                       "distrun [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{12}|unknown), "
+                       "GNU [0-9.]+ [A-Za-z]*\\)\n(.|\n)*"));
+  EXPECT_THAT(out, HasSubstr(DISTRUN_WITH_MPI ? "backends: gloo, mpi (" : "backends: gloo; "));
+  EXPECT_THAT(out, HasSubstr("nccl: not built"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("training: LibTorch [0-9]+\\.[0-9]+"));
+  EXPECT_THAT(out, HasSubstr("containers: built in"));
+  const BuildInfo build = thisBuild();
+  EXPECT_EQ(build.backends.front(), "gloo");
+  EXPECT_EQ(build.mpiLibrary.empty(), !DISTRUN_WITH_MPI);
 }
 
 TEST(EnvCommandTest, ContradictoryEnvironmentIsAConfigError) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "distrun/cli/build_info.h"
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cli/rank_setup.h"
@@ -84,6 +85,7 @@ void printJson(const cluster::ThisTask& s, std::ostream& out) {
   }
   doc["node_dirs"] = s.environment.nodeDirs;
   doc["notes"] = s.environment.notes;
+  doc["build"] = toJson(thisBuild());
   out << doc.dump() << "\n";
 }
 

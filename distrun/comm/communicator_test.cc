@@ -545,9 +545,10 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
             ConnectOptions{.backend = "nccl", .timeout = {}, .name = "world"});
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("backend 'nccl' is not one of: gloo"));
+    EXPECT_THAT(e.what(), HasSubstr("backend 'nccl' is not one of: auto, gloo"));
   }
-  for (const char* threshold : {"DISTRUN_GLOO_BCUBE_BELOW", "DISTRUN_GLOO_GATHER_BELOW"}) {
+  for (const char* threshold :
+       {"DISTRUN_GLOO_BCUBE_BELOW", "DISTRUN_GLOO_GATHER_BELOW", "DISTRUN_COMM_SHM_DIRECT_FROM"}) {
     try {
       connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {threshold, "64K"}});
       FAIL() << threshold;

@@ -78,7 +78,9 @@ TEST(TrainProcessTest, LinearOnTwoAgentsAsTwoNodesEndsWithEqualReplicas) {
   for (int n = 0; n < 2; ++n) {
     EXPECT_EQ(waitCommand(agents[static_cast<size_t>(n)]), 0) << "agent " << n;
   }
-  const std::string out = runCommand("cat " + quote(tmp.path() + "/agent0")).out;
+  // Which agent is node 0 is the rendezvous' choice: read both.
+  const std::string out =
+      runCommand("cat " + quote(tmp.path() + "/agent0") + " " + quote(tmp.path() + "/agent1")).out;
   EXPECT_THAT(out, HasSubstr("[0:0] epoch 3/3  loss ")) << out;
   EXPECT_THAT(out, HasSubstr("parameters identical on all 4 ranks")) << out;
 }

@@ -68,6 +68,9 @@ Broadcast decideOnRankZero(comm::Communicator& comm, Decide decide) {
   if (b.status == 0) return b;
   b.text = broadcastString(comm, b.text, 0);
   if (b.status < 0) {
+    // Every rank holds the message before rank 0 ends with it and its
+    // launcher stops the others: each says why it stops.
+    comm.barrier();
     throw Error(static_cast<ExitCode>(-b.status), comm.rank() == 0 ? b.text : "rank 0: " + b.text);
   }
   return b;

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <vector>
@@ -239,6 +240,14 @@ std::unique_ptr<Communicator> connectMpi() {
   MPI_Comm_size(comm, &size);
   return std::make_unique<MpiCommunicator>(comm, rank, size,
                                            runtime.threadLevel() >= MPI_THREAD_SERIALIZED);
+}
+
+std::string mpiLibrary() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "MPI";
+  const std::string whole(text, static_cast<size_t>(std::max(length, 0)));
+  return whole.substr(0, whole.find(','));
 }
 
 }  // namespace distrun::comm

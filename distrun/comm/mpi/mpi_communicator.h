@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "distrun/comm/communicator.h"
 
@@ -15,5 +16,10 @@ namespace distrun::comm {
 // the MPI runtime, which ends the job (mpirun names the rank).
 // In a build without MPI, throws UsageError saying so.
 std::unique_ptr<Communicator> connectMpi();
+
+// The MPI library this build links, as it names itself up to its first
+// comma ("Open MPI v4.1.4"; MPI_Get_library_version, which needs no
+// MPI_Init); empty in a build without MPI.
+std::string mpiLibrary();
 
 }  // namespace distrun::comm

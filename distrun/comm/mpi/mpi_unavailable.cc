@@ -11,4 +11,6 @@ std::unique_ptr<Communicator> connectMpi() {
       "libopenmpi-dev, as scripts/install-deps does, and rebuild)");
 }
 
+std::string mpiLibrary() { return ""; }
+
 }  // namespace distrun::comm
