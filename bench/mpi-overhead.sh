@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# What distrun's MPI backend adds over a bare MPI call: `mpirun -np 2
+# distrun bench COLLECTIVE --backend mpi` against bench/peers/mpi_collective.cc
+# (the same call in a bare loop), in place, floats, 64 KB to 16 MB, ITERS
+# timed calls per size, both reporting the slowest rank's mean (-a 3).
+# They alternate ROUNDS times (odd rounds distrun first), and each size's
+# median over the rounds is compared: one run of either swings by tens of
+# percent at the same size on a shared machine, which a median of many
+# interleaved rounds does not. Ratio last: bare time / distrun time, so
+# above 1 is distrun faster (issue 31's target: >= 0.97 at every size).
+#   bench/mpi-overhead.sh [BUILD_DIR] [ROUNDS] [COLLECTIVE]
+set -euo pipefail
+build=${1:-build}
+rounds=${2:-21}
+collective=${3:-all_reduce}
+iters=${ITERS:-40}
+bin=$build/bin
+. "$(dirname "$0")/checks.sh"
+need_built "$build" distrun mpi_collective_bench
+command -v mpirun >/dev/null || { echo "mpi-overhead.sh: no mpirun: scripts/install-deps" >&2; exit 1; }
+case $collective in
+  all_reduce|broadcast) column=13 ;;
+  all_gather|reduce_scatter|alltoall) column=9 ;;
+  *) echo "mpi-overhead.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, all_gather, reduce_scatter or alltoall" >&2; exit 64 ;;
+esac
+mpirun=(mpirun --oversubscribe -np 2)
+[[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
+sizes=(65536 262144 1048576 4194304 16777216)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+distrun_mpi() {
+  "${mpirun[@]}" "$bin/distrun" bench "$collective" -b 64K -e 16M -f 4 -n "$iters" -w 5 -c 0 \
+    -a 3 --backend mpi --format csv | awk -F, -v c="$column" 'NR>1 {print $4 "," $c}' >>"$tmp/distrun"
+}
+bare_mpi() {
+  "${mpirun[@]}" "$bin/mpi_collective_bench" "$collective" "$iters" 5 "${sizes[@]}" >>"$tmp/bare"
+}
+
+for round in $(seq 1 "$rounds"); do
+  if ((round % 2)); then distrun_mpi; bare_mpi; else bare_mpi; distrun_mpi; fi
+done
+
+/usr/bin/python3 - "$tmp" "$collective" "$rounds" <<'PY'
+import os, statistics, sys
+tmp, collective, rounds = sys.argv[1], sys.argv[2], sys.argv[3]
+def load(name):
+    times = {}
+    for line in open(os.path.join(tmp, name)):
+        size, us = line.strip().split(",")[:2]
+        times.setdefault(int(size), []).append(float(us))
+    return times
+d, b = load("distrun"), load("bare")
+print(f"# {collective}, 2 ranks, floats; median time per call over {rounds} interleaved rounds, us")
+print("#     bytes  distrun-mpi   bare-mpi   bare/distrun")
+ratios = []
+for s in sorted(d):
+    md, mb = statistics.median(d[s]), statistics.median(b[s])
+    ratios.append(mb / md)
+    print(f"{s:11d}   {md:10.1f} {mb:10.1f}   {mb / md:8.2f}")
+print()
+print(f"{collective}: mpi backend against bare MPI, medians: min {min(ratios):.2f}x  "
+      f"mean {sum(ratios) / len(ratios):.2f}x  (target >= 0.97x)")
+PY
