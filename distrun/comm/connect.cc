@@ -175,10 +175,7 @@ void checkBackendName(const std::string& name, const std::string& flag) {
   const std::vector<std::string> built = availableBackends();
   if (name == "auto" || std::find(built.begin(), built.end(), name) != built.end()) return;
   if (name == "mpi") {
-    throw UsageError(
-        fmt::format("{} mpi: this distrun was built without MPI (docs/development.md); "
-                    "expected auto or gloo",
-                    flag));
+    throw UsageError(fmt::format("{} mpi: {}; expected auto or gloo", flag, kBuiltWithoutMpi));
   }
   throw UsageError(fmt::format("{} '{}': expected auto, {}", flag, name, join(built, ", ")));
 }

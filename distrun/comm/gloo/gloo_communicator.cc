@@ -171,31 +171,9 @@ void GlooCommunicator::attachSharedMemory() {
 // (a container forbids it), the slots serve, and nothing is printed: the
 // path is only slower. transport() says which.
 void GlooCommunicator::readPeersDirectlyIfAllCan() {
-  int32_t everyone = shared_->whyPeersAreUnreadable().empty() ? 1 : 0;
+  int32_t everyone = shared_->canReadEveryPeer() ? 1 : 0;
   allreduceAs("communicator", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
   if (everyone == 1) shared_->readPeersDirectly(options_.sharedDirectFromBytes);
-}
-
-// One segment per node with several ranks, made by its leader.
-void GlooCommunicator::attachNodeMemory() {
-  const size_t slot = options_.sharedSlotBytes;
-  const int ranks = static_cast<int>(layout_.neighbours().size());
-  std::unique_ptr<SharedMemoryCollectives> attached;
-  const bool everyone = shareSegment(
-      fmt::format("{}/shm/node/{}/name", prefix_, layout_.node()),
-      SharedMemoryCollectives::segmentBytes(ranks, slot), layout_.leader(),
-      [&](SharedSegment& segment) { SharedMemoryCollectives::format(segment, ranks, slot); },
-      [&](SharedSegment segment) {
-        attached = std::make_unique<SharedMemoryCollectives>(
-            std::move(segment), layout_.localRank(), ranks, slot, options_.timeout);
-      },
-      "shared memory within this node, the ranks use TCP", /*sharing=*/ranks > 1);
-  if (!everyone) {
-    leaders_.reset();
-    return;
-  }
-  node_ = std::move(attached);
-  acrossNodes_ = true;
 }
 
 std::string GlooCommunicator::transport() const {
@@ -391,66 +369,6 @@ void GlooCommunicator::allreduceOverTcp(const char* name,
   });
 }
 
-// This node's ranks reduce into every one's `out`, the leaders reduce
-// their nodes' results, and each leader gives the total to its node: every
-// rank ends with the leaders' bits.
-void GlooCommunicator::allreduceAcrossNodes(const char* name, const void* in, void* out,
-                                            size_t count, DataType type, ReduceOp op) {
-  if (node_) {
-    onThisNode(name, [&](SharedMemoryCollectives& s) { s.run(in, out, count, type, op); });
-  } else if (in != out) {
-    std::memcpy(out, in, count * sizeOf(type));
-  }
-  if (leaders_) allreduceOverTcp(name, leaders_, out, out, count, type, op);
-  onThisNode(name, [&](SharedMemoryCollectives& s) { s.broadcast(out, out, count, type, 0); });
-  noteAlgorithm("hierarchical");
-}
-
-// The root's node gets the data first, then the leaders from the root
-// node's leader, then the other nodes from their leaders.
-void GlooCommunicator::broadcastAcrossNodes(const void* in, void* out, size_t count, DataType type,
-                                            int root) {
-  const int rootNode = layout_.nodeOf(root);
-  const bool onRootNode = layout_.node() == rootNode;
-  if (onRootNode) {
-    if (node_) {
-      onThisNode("broadcast", [&](SharedMemoryCollectives& s) {
-        s.broadcast(in, out, count, type, layout_.localRankOf(root));
-      });
-    } else if (in != out) {
-      std::memcpy(out, in, count * sizeOf(type));
-    }
-  }
-  if (leaders_) broadcastOverTcp(leaders_, out, out, count, type, rootNode);
-  if (!onRootNode) {
-    onThisNode("broadcast",
-               [&](SharedMemoryCollectives& s) { s.broadcast(out, out, count, type, 0); });
-  }
-  noteAlgorithm("hierarchical");
-}
-
-void GlooCommunicator::barrierAcrossNodes() {
-  onThisNode("barrier", [](SharedMemoryCollectives& s) { s.barrier(); });
-  if (leaders_) barrierOverTcp(leaders_);
-  onThisNode("barrier", [](SharedMemoryCollectives& s) { s.barrier(); });
-  noteAlgorithm("hierarchical");
-}
-
-void GlooCommunicator::onThisNode(const char* op,
-                                  const std::function<void(SharedMemoryCollectives&)>& call) {
-  if (!node_) return;
-  IdleSpinner::Scope awake(spinner_.get());
-  try {
-    call(*node_);
-  } catch (const SharedMemoryFailure& f) {
-    const std::vector<int>& ranks = layout_.neighbours();
-    const int peer = f.peer >= 0 && static_cast<size_t>(f.peer) < ranks.size()
-                         ? ranks[static_cast<size_t>(f.peer)]
-                         : f.peer;
-    failShared(op, SharedMemoryFailure(f.kind, peer, f.what()));
-  }
-}
-
 bool GlooCommunicator::ranInSharedMemory(
     const char* op, const std::function<void(SharedMemoryCollectives&)>& call) {
   if (!shared_) return false;
@@ -459,12 +377,14 @@ bool GlooCommunicator::ranInSharedMemory(
   return true;
 }
 
-void GlooCommunicator::guardedShared(const char* op, const std::function<void()>& call) {
+void GlooCommunicator::guardedShared(const char* op, const std::function<void()>& call,
+                                     const std::vector<int>& ranks) {
   IdleSpinner::Scope awake(spinner_.get());
   try {
     call();
   } catch (const SharedMemoryFailure& f) {
-    failShared(op, f);
+    if (ranks.empty()) failShared(op, f);
+    failShared(op, SharedMemoryFailure(f.kind, ranks[static_cast<size_t>(f.peer)], f.what()));
   }
 }
 

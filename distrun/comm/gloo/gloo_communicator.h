@@ -141,8 +141,11 @@ class GlooCommunicator final : public Communicator {
                     const std::function<void(SharedSegment&)>& format,
                     const std::function<void(SharedSegment)>& adopt, std::string_view without,
                     bool sharing = true);
-  // As guarded, for an operation in shared memory (failShared).
-  void guardedShared(const char* op, const std::function<void()>& call);
+  // As guarded, for an operation in shared memory (failShared). `ranks`,
+  // when given, is this communicator's rank of each of the segment's (a
+  // node's segment numbers its ranks from 0).
+  void guardedShared(const char* op, const std::function<void()>& call,
+                     const std::vector<int>& ranks = {});
   // Runs `call` on the shared-memory collectives, guarded and noted as
   // algorithm "shm", when every rank has them; false when they do not.
   bool ranInSharedMemory(const char* op, const std::function<void(SharedMemoryCollectives&)>& call);

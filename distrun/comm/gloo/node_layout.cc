@@ -38,18 +38,19 @@ bool NodeLayout::spansNodesWithNeighbours() const {
 NodeLayout NodeLayout::exchange(rdzv::StoreClient& store, const std::string& prefix, int rank,
                                 int size, const std::string& node,
                                 std::chrono::milliseconds timeout) {
-  store.set(fmt::format("{}/node/{}", prefix, rank), node);
-  std::vector<std::string> names;
-  for (int r = 0; r < size; ++r) {
-    std::optional<std::string> name = store.get(fmt::format("{}/node/{}", prefix, r), timeout);
-    if (!name) {
-      throw TimeoutError(
-          fmt::format("communicator: rank {} did not say which node it is on "
-                      "within {} s",
-                      r, std::chrono::duration<double>(timeout).count()));
-    }
-    names.push_back(std::move(*name));
+  // One round trip: this rank's name, then every rank's once it is there.
+  rdzv::StoreBatch batch;
+  batch.set(fmt::format("{}/node/{}", prefix, rank), node);
+  for (int r = 0; r < size; ++r) batch.get(fmt::format("{}/node/{}", prefix, r));
+  const std::vector<std::optional<std::string>> replies = store.run(batch, timeout);
+  if (replies.size() < batch.size()) {
+    const int silent = replies.empty() ? rank : static_cast<int>(replies.size()) - 1;
+    throw TimeoutError(
+        fmt::format("communicator: rank {} did not say which node it is on within {} s", silent,
+                    std::chrono::duration<double>(timeout).count()));
   }
+  std::vector<std::string> names;
+  for (size_t r = 1; r < replies.size(); ++r) names.push_back(replies[r].value_or(""));
   return NodeLayout(names, rank);
 }
 

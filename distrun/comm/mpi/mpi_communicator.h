@@ -17,6 +17,11 @@ namespace distrun::comm {
 // In a build without MPI, throws UsageError saying so.
 std::unique_ptr<Communicator> connectMpi();
 
+// What a build without MPI says when asked for it.
+inline constexpr const char* kBuiltWithoutMpi =
+    "this distrun was built without MPI (install libopenmpi-dev, as scripts/install-deps does, "
+    "and rebuild)";
+
 // The MPI library this build links, as it names itself up to its first
 // comma ("Open MPI v4.1.4"; MPI_Get_library_version, which needs no
 // MPI_Init); empty in a build without MPI.

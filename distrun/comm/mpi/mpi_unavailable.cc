@@ -6,9 +6,7 @@
 namespace distrun::comm {
 
 std::unique_ptr<Communicator> connectMpi() {
-  throw UsageError(
-      "backend 'mpi': this distrun was built without MPI (install "
-      "libopenmpi-dev, as scripts/install-deps does, and rebuild)");
+  throw UsageError(std::string("backend 'mpi': ") + kBuiltWithoutMpi);
 }
 
 std::string mpiLibrary() { return ""; }

@@ -536,22 +536,18 @@ void SharedMemoryCollectives::alltoallDirect(const void* in, void* out, size_t c
   finishReading(deadline);
 }
 
-std::string SharedMemoryCollectives::whyPeersAreUnreadable() const {
+bool SharedMemoryCollectives::canReadEveryPeer() const {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     const RankLine& peer = line(r);
-    if (peer.pidNamespace != line(rank_).pidNamespace) {
-      return fmt::format("rank {} is in another pid namespace", r);
-    }
+    if (peer.pidNamespace != line(rank_).pidNamespace) return false;
     uint64_t word = 0;
     iovec local{&word, sizeof(word)};
     iovec remote{reinterpret_cast<void*>(peer.probe), sizeof(word)};
-    if (::process_vm_readv(peer.pid, &local, 1, &remote, 1, 0) != sizeof(word)) {
-      return fmt::format("process_vm_readv of rank {}: {}", r, std::strerror(errno));
-    }
-    if (word != kMagic) return fmt::format("rank {}'s probe word reads wrong", r);
+    if (::process_vm_readv(peer.pid, &local, 1, &remote, 1, 0) != sizeof(word)) return false;
+    if (word != kMagic) return false;
   }
-  return "";
+  return true;
 }
 
 }  // namespace distrun::comm

@@ -106,10 +106,10 @@ class SharedMemoryCollectives {
   // Tells every rank waiting here, now or later, that this one gave up.
   void abort();
 
-  // Why this rank cannot read some peer's memory directly (another pid
-  // namespace, a kernel or container that forbids process_vm_readv), or
-  // "" when it can read every peer's. Call once every rank has attached.
-  std::string whyPeersAreUnreadable() const;
+  // Whether this rank can read every peer's memory directly: false for a
+  // peer in another pid namespace, or where the kernel or a container
+  // forbids process_vm_readv. Call once every rank has attached.
+  bool canReadEveryPeer() const;
   // From now on, allgather and alltoall blocks of at least `bytes` are
   // read from the peers' buffers directly. Every rank calls it with the
   // same `bytes`, or none does.

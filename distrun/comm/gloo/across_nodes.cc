@@ -1,0 +1,86 @@
+// The hierarchical path of the Gloo backend, for ranks on several nodes
+// (docs/comm.md, "Across nodes"): each node's shared-memory collectives and
+// the mesh of the nodes' leaders.
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "distrun/comm/gloo/gloo_communicator.h"
+
+namespace distrun::comm {
+
+// One segment per node with several ranks, made by its leader.
+void GlooCommunicator::attachNodeMemory() {
+  const size_t slot = options_.sharedSlotBytes;
+  const int ranks = static_cast<int>(layout_.neighbours().size());
+  std::unique_ptr<SharedMemoryCollectives> attached;
+  const bool everyone = shareSegment(
+      fmt::format("{}/shm/node/{}/name", prefix_, layout_.node()),
+      SharedMemoryCollectives::segmentBytes(ranks, slot), layout_.leader(),
+      [&](SharedSegment& segment) { SharedMemoryCollectives::format(segment, ranks, slot); },
+      [&](SharedSegment segment) {
+        attached = std::make_unique<SharedMemoryCollectives>(
+            std::move(segment), layout_.localRank(), ranks, slot, options_.timeout);
+      },
+      "shared memory within this node, the ranks use TCP", /*sharing=*/ranks > 1);
+  if (!everyone) {
+    leaders_.reset();
+    return;
+  }
+  node_ = std::move(attached);
+  acrossNodes_ = true;
+}
+
+// This node's ranks reduce into every one's `out`, the leaders reduce
+// their nodes' results, and each leader gives the total to its node: every
+// rank ends with the leaders' bits.
+void GlooCommunicator::allreduceAcrossNodes(const char* name, const void* in, void* out,
+                                            size_t count, DataType type, ReduceOp op) {
+  if (node_) {
+    onThisNode(name, [&](SharedMemoryCollectives& s) { s.run(in, out, count, type, op); });
+  } else if (in != out) {
+    std::memcpy(out, in, count * sizeOf(type));
+  }
+  if (leaders_) allreduceOverTcp(name, leaders_, out, out, count, type, op);
+  onThisNode(name, [&](SharedMemoryCollectives& s) { s.broadcast(out, out, count, type, 0); });
+  noteAlgorithm("hierarchical");
+}
+
+// The root's node gets the data first, then the leaders from the root
+// node's leader, then the other nodes from their leaders.
+void GlooCommunicator::broadcastAcrossNodes(const void* in, void* out, size_t count, DataType type,
+                                            int root) {
+  const int rootNode = layout_.nodeOf(root);
+  const bool onRootNode = layout_.node() == rootNode;
+  if (onRootNode) {
+    if (node_) {
+      onThisNode("broadcast", [&](SharedMemoryCollectives& s) {
+        s.broadcast(in, out, count, type, layout_.localRankOf(root));
+      });
+    } else if (in != out) {
+      std::memcpy(out, in, count * sizeOf(type));
+    }
+  }
+  if (leaders_) broadcastOverTcp(leaders_, out, out, count, type, rootNode);
+  if (!onRootNode) {
+    onThisNode("broadcast",
+               [&](SharedMemoryCollectives& s) { s.broadcast(out, out, count, type, 0); });
+  }
+  noteAlgorithm("hierarchical");
+}
+
+void GlooCommunicator::barrierAcrossNodes() {
+  onThisNode("barrier", [](SharedMemoryCollectives& s) { s.barrier(); });
+  if (leaders_) barrierOverTcp(leaders_);
+  onThisNode("barrier", [](SharedMemoryCollectives& s) { s.barrier(); });
+  noteAlgorithm("hierarchical");
+}
+
+void GlooCommunicator::onThisNode(const char* op,
+                                  const std::function<void(SharedMemoryCollectives&)>& call) {
+  if (node_)
+    guardedShared(
+        op, [&] { call(*node_); }, layout_.neighbours());
+}
+
+}  // namespace distrun::comm
