@@ -44,7 +44,10 @@ NodeLayout NodeLayout::exchange(rdzv::StoreClient& store, const std::string& pre
   for (int r = 0; r < size; ++r) batch.get(fmt::format("{}/node/{}", prefix, r));
   const std::vector<std::optional<std::string>> replies = store.run(batch, timeout);
   if (replies.size() < batch.size()) {
-    const int silent = replies.empty() ? rank : static_cast<int>(replies.size()) - 1;
+    // The replies a timed-out batch returns need not reach the silent
+    // rank's key (the store may send them together): ask key by key.
+    int silent = 0;
+    while (silent < size && store.tryGet(fmt::format("{}/node/{}", prefix, silent))) ++silent;
     throw TimeoutError(
         fmt::format("communicator: rank {} did not say which node it is on within {} s", silent,
                     std::chrono::duration<double>(timeout).count()));

@@ -3,6 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <string>
+
+#include "distrun/common/error.h"
+#include "distrun/rdzv/store_server.h"
+
 namespace distrun::comm {
 namespace {
 
@@ -31,6 +37,21 @@ TEST(NodeLayoutTest, TheHierarchyIsWorthItOnlyAcrossNodesWithNeighbours) {
   EXPECT_FALSE(NodeLayout({"a", "b", "c"}, 0).spansNodesWithNeighbours());
   EXPECT_TRUE(NodeLayout({"a", "b", "b"}, 0).spansNodesWithNeighbours());
   EXPECT_FALSE(NodeLayout({"a"}, 0).spansNodesWithNeighbours());
+}
+
+// A rank that never says which node it is on: the others stop at the
+// timeout, naming it, instead of waiting on.
+TEST(NodeLayoutTest, ARankThatNeverSaysItsNodeIsATimeoutNamingIt) {
+  rdzv::StoreServer server("127.0.0.1", 0, "layout");
+  rdzv::StoreClient store("127.0.0.1", server.port(), "layout", std::chrono::seconds(5));
+  try {
+    NodeLayout::exchange(store, "test", 0, 2, "a", std::chrono::milliseconds(200));
+    ADD_FAILURE() << "the exchange returned without rank 1";
+  } catch (const TimeoutError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "communicator: rank 1 did not say which node it is on within 0.2 s");
+    EXPECT_EQ(e.exitCode(), ExitCode::kTimeout);
+  }
 }
 
 }  // namespace
