@@ -34,7 +34,8 @@ inline std::string unknownFlagMessage(const CLI::App& app, const std::string& ar
 // Parses `args` with `app`, then runs `body` (returning the exit status).
 // --help prints and returns 0; a parse error prints "PREFIX: error: WHAT (see
 // 'HELP --help')" and returns 64; an error thrown by `body` prints "PREFIX:
-// error: WHAT" and returns its exit code (exitCodeFor). distrun's own
+// error: WHAT" and returns its exit code (exitCodeFor), a ReportedError
+// just the code. distrun's own
 // programs all print "distrun: error:" (docs/errors.md); `help` names the
 // command the user typed ("distrun bench").
 template <class Body>
@@ -51,6 +52,8 @@ int parseAndRun(CLI::App& app, const std::vector<std::string>& args, const std::
     }
     err << prefix << ": error: " << e.what() << " (see '" << help << " --help')\n";
     return toInt(ExitCode::kUsage);
+  } catch (const ReportedError& e) {
+    return toInt(e.exitCode());
   } catch (const std::exception& e) {
     err << prefix << ": error: " << e.what() << "\n";
     return toInt(exitCodeFor(e));

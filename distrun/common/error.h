@@ -82,6 +82,15 @@ class EnforceError : public Error {
   explicit EnforceError(const std::string& m) : Error(ExitCode::kInternal, m) {}
 };
 
+// An error whose one line this process has already printed: a rank that
+// repeats rank 0's error says so before rank 0 ends (and its launcher
+// stops the others), not after. main() returns its exit code and prints
+// nothing more.
+class ReportedError : public Error {
+ public:
+  ReportedError(ExitCode code, const std::string& m) : Error(code, m) {}
+};
+
 // The exit code for any exception that reaches main(): an Error's own code,
 // kInternal for everything else.
 ExitCode exitCodeFor(const std::exception& e);

@@ -52,10 +52,12 @@ struct Broadcast {
 };
 
 // Collective: rank 0 runs `decide` and every rank gets its outcome. An
-// Error there is thrown on every rank with its exit code (elsewhere as
-// "rank 0: MESSAGE"), so that no rank waits for a peer that gave up.
+// Error there is thrown on every rank with its exit code, so that no rank
+// waits for a peer that gave up. The other ranks print "rank 0: MESSAGE"
+// to `err` before rank 0 ends (its launcher then stops them, and a rank
+// still unwinding would be stopped silent) and throw it as reported.
 template <class Decide>
-Broadcast decideOnRankZero(comm::Communicator& comm, Decide decide) {
+Broadcast decideOnRankZero(comm::Communicator& comm, std::ostream& err, Decide decide) {
   Broadcast b;
   if (comm.rank() == 0) {
     try {
@@ -68,10 +70,11 @@ Broadcast decideOnRankZero(comm::Communicator& comm, Decide decide) {
   if (b.status == 0) return b;
   b.text = broadcastString(comm, b.text, 0);
   if (b.status < 0) {
-    // Every rank holds the message before rank 0 ends with it and its
-    // launcher stops the others: each says why it stops.
+    const auto code = static_cast<ExitCode>(-b.status);
+    if (comm.rank() != 0) err << "distrun: error: rank 0: " << b.text << std::endl;
     comm.barrier();
-    throw Error(static_cast<ExitCode>(-b.status), comm.rank() == 0 ? b.text : "rank 0: " + b.text);
+    if (comm.rank() == 0) throw Error(code, b.text);
+    throw ReportedError(code, "rank 0: " + b.text);
   }
   return b;
 }
@@ -368,7 +371,7 @@ void Trainer::resume() {
   if (options_.snapshotPath.empty()) return;
   trace::Span traced("snapshot_load");
   std::string path;
-  Broadcast found = decideOnRankZero(comm_, [&] {
+  Broadcast found = decideOnRankZero(comm_, err_, [&] {
     removeInterruptedWrites(options_.snapshotPath, err_);
     std::optional<FoundSnapshot> snapshot = findLatestSnapshot(options_.snapshotPath, err_);
     if (!snapshot) return Broadcast{};
@@ -386,7 +389,7 @@ void Trainer::resume() {
 // step that it can; every rank stops with its error otherwise.
 void Trainer::checkOutputFiles() {
   if (options_.snapshotPath.empty() && options_.metricsPath.empty()) return;
-  decideOnRankZero(comm_, [this] {
+  decideOnRankZero(comm_, err_, [this] {
     if (!options_.snapshotPath.empty()) {
       checkFileWritable(options_.snapshotPath, "--snapshot", snapshotBytesNeeded());
     }

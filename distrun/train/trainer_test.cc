@@ -45,18 +45,27 @@ TEST_F(TrainerTest, AnUnwritableOutputFileStopsEveryRankBeforeTheFirstStep) {
   EXPECT_EQ(trainRanks(2, o).errors, (std::vector<std::string>{metrics, "rank 0: " + metrics}));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/linear.snap"));
 
+  // Rank 1 has printed its line before rank 0 ends (main prints rank 0's):
+  // a launcher that stops rank 1 then cannot silence it.
   std::vector<ExitCode> codes(2, ExitCode::kSuccess);
+  std::vector<std::string> printed(2);
+  std::vector<bool> reported(2, false);
   runGlooThreads(2, [&](Communicator& comm) {
     Workload w = buildWorkload("linear", {});
     std::ostringstream out, err;
     Trainer trainer(w.task(), comm, o, out, err);
+    const auto rank = static_cast<size_t>(comm.rank());
     try {
       trainer.run();
     } catch (const Error& e) {
-      codes[static_cast<size_t>(comm.rank())] = e.exitCode();
+      codes[rank] = e.exitCode();
+      reported[rank] = dynamic_cast<const ReportedError*>(&e) != nullptr;
     }
+    printed[rank] = err.str();
   });
   EXPECT_EQ(codes, (std::vector<ExitCode>{ExitCode::kIo, ExitCode::kIo}));
+  EXPECT_EQ(reported, (std::vector<bool>{false, true}));
+  EXPECT_EQ(printed, (std::vector<std::string>{"", "distrun: error: rank 0: " + metrics + "\n"}));
 }
 
 // The free space a snapshot must find: the model three times over (model,
