@@ -8,13 +8,17 @@ if(NOT DISTRUN_HELP2MAN)
   return()
 endif()
 set(man_dir ${PROJECT_BINARY_DIR}/share/man)
+set(man_programs distrun distrun-bench distrun-doctor)
+if(DISTRUN_WITH_TRAIN)
+  list(APPEND man_programs distrun-train)
+endif()
 set(man_script ${PROJECT_SOURCE_DIR}/scripts/make-man-pages)
 add_custom_command(
   OUTPUT ${man_dir}/man1/distrun.1
   COMMAND ${CMAKE_COMMAND} -E rm -rf ${man_dir}/man1
   COMMAND ${man_script} $<TARGET_FILE_DIR:distrun> ${man_dir} ${PROJECT_VERSION}
           ${CMAKE_INSTALL_FULL_DOCDIR}
-  DEPENDS distrun distrun-train distrun-bench distrun-doctor ${man_script}
+  DEPENDS ${man_programs} ${man_script}
   COMMENT "Writing the man pages from --help")
 add_custom_target(distrun_man_pages ALL DEPENDS ${man_dir}/man1/distrun.1)
 install(DIRECTORY ${man_dir}/man1 DESTINATION ${CMAKE_INSTALL_MANDIR})

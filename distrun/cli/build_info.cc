@@ -24,13 +24,17 @@ BuildInfo thisBuild() {
 std::string versionText(const BuildInfo& b) {
   std::string backends = join(b.backends, ", ");
   if (!b.mpiLibrary.empty()) backends += fmt::format(" ({})", b.mpiLibrary);
+  const std::string training =
+      b.libtorch.empty()
+          ? "not built (-DDISTRUN_TRAIN=OFF: no distrun-train, no libdistrun training library)"
+          : fmt::format("LibTorch {} (distrun train, distrun-train, libdistrun)", b.libtorch);
   return fmt::format(
       "distrun {} (commit {}, {} {})\n"
       "backends: {}; nccl: {}\n"
-      "training: LibTorch {} (distrun train, distrun-train, libdistrun)\n"
+      "training: {}\n"
       "containers: built in (distrun wrap, --container; bubblewrap and squashfuse at run time)",
       b.version, b.commit, b.compiler, b.buildType.empty() ? "build" : b.buildType, backends,
-      b.nccl ? "built" : "not built", b.libtorch);
+      b.nccl ? "built" : "not built", training);
 }
 
 nlohmann::ordered_json toJson(const BuildInfo& b) {
@@ -41,7 +45,8 @@ nlohmann::ordered_json toJson(const BuildInfo& b) {
   j["build_type"] = b.buildType;
   j["backends"] = b.backends;
   j["mpi_library"] = b.mpiLibrary;
-  j["libtorch"] = b.libtorch;
+  j["libtorch"] =
+      b.libtorch.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(b.libtorch);
   j["nccl"] = b.nccl;
   j["containers"] = true;
   return j;

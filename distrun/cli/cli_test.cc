@@ -166,6 +166,17 @@ TEST(CliTest, VersionNamesTheCommitAndThePartsBuiltIn) {
   EXPECT_EQ(build.mpiLibrary.empty(), !DISTRUN_WITH_MPI);
 }
 
+// A build with -DDISTRUN_TRAIN=OFF (the launcher alone, no LibTorch) says
+// so, and its JSON has no LibTorch version.
+TEST(CliTest, VersionOfABuildWithoutTheTrainingRuntimeSaysSo) {
+  BuildInfo build = thisBuild();
+  build.libtorch = "";
+  EXPECT_THAT(versionText(build),
+              HasSubstr("\ntraining: not built (-DDISTRUN_TRAIN=OFF: no distrun-train, no "
+                        "libdistrun training library)\n"));
+  EXPECT_TRUE(toJson(build)["libtorch"].is_null());
+}
+
 TEST(EnvCommandTest, ContradictoryEnvironmentIsAConfigError) {
   auto vars = slurmTask();
   vars["SLURM_PROCID"] = "3";

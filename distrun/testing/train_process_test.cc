@@ -249,6 +249,22 @@ TEST(TrainProcessTest, FilesThatCannotBeWrittenAreIoErrorsNamingThem) {
             "does not exist: create it, or choose another path\n");
 }
 
+// A distrun without its training runtime beside it (built with
+// -DDISTRUN_TRAIN=OFF, or the package distrun-train not installed): one
+// line naming the missing program and how to get it, exit 127, nothing
+// started.
+TEST(TrainProcessTest, NoTrainingRuntimeBesideDistrunIsNamedBeforeAnythingStarts) {
+  const TempDir tmp;
+  const std::string copy = tmp.path() + "/distrun";
+  std::filesystem::copy_file(binaryPath("distrun"), copy);
+  CommandResult r = runCommand(quote(copy) + " train --nproc-per-node 2 linear --epochs 1");
+  EXPECT_EQ(r.exitCode, 127) << r.err;
+  EXPECT_EQ(r.err, "distrun: error: train: no training runtime: " + tmp.path() +
+                       "/distrun-train is missing (install the package distrun-train, or build "
+                       "distrun with -DDISTRUN_TRAIN=ON)\n");
+  EXPECT_EQ(r.out, "");
+}
+
 // A 2-rank job whose snapshot cannot be written (the sysfs root takes no
 // new file, not even root's): `distrun train` refuses it before starting
 // anything; started by `distrun run` (the check `distrun train` makes is
