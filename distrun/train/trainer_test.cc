@@ -1,5 +1,7 @@
 #include "distrun/train/trainer.h"
 
+#include <array>
+
 #include <gtest/gtest.h>
 
 #include "distrun/train/trainer_testing.h"
@@ -49,7 +51,7 @@ TEST_F(TrainerTest, AnUnwritableOutputFileStopsEveryRankBeforeTheFirstStep) {
   // a launcher that stops rank 1 then cannot silence it.
   std::vector<ExitCode> codes(2, ExitCode::kSuccess);
   std::vector<std::string> printed(2);
-  std::vector<bool> reported(2, false);
+  std::array<bool, 2> reported{};  // not vector<bool>: its bits share words between threads
   runGlooThreads(2, [&](Communicator& comm) {
     Workload w = buildWorkload("linear", {});
     std::ostringstream out, err;
@@ -64,7 +66,7 @@ TEST_F(TrainerTest, AnUnwritableOutputFileStopsEveryRankBeforeTheFirstStep) {
     printed[rank] = err.str();
   });
   EXPECT_EQ(codes, (std::vector<ExitCode>{ExitCode::kIo, ExitCode::kIo}));
-  EXPECT_EQ(reported, (std::vector<bool>{false, true}));
+  EXPECT_EQ(reported, (std::array<bool, 2>{false, true}));
   EXPECT_EQ(printed, (std::vector<std::string>{"", "distrun: error: rank 0: " + metrics + "\n"}));
 }
 
