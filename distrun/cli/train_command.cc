@@ -34,15 +34,13 @@ void checkOutputFiles(const train::TrainFlags& flags) {
 // without the training runtime (-DDISTRUN_TRAIN=OFF), or installed from
 // the packages without distrun-train, has none, and says so before
 // anything starts (exit 127, as a shell for a missing program).
-std::string trainingProgram(const std::string& toolDir) {
-  std::string program = toolDir + "/distrun-train";
+void checkTrainingProgram(const std::string& program) {
   if (::access(program.c_str(), X_OK) != 0) {
     throw Error(ExitCode::kNotFound,
                 fmt::format("train: no training runtime: {} is missing (install the package "
                             "distrun-train, or build distrun with -DDISTRUN_TRAIN=ON)",
                             program));
   }
-  return program;
 }
 
 // distrun-train's flags (`args`: WORKLOAD and its flags) as `distrun train`
@@ -114,9 +112,9 @@ Action addTrainCommand(CLI::App& app, CliContext& ctx) {
     }
     if (std::optional<int> helped = checkTraining(training, ctx)) return *helped;
     options->environment = traceVariables(*trace);
+    options->program = {ctx.toolDir + "/distrun-train"};
     // (A test's runAgent starts nothing: it has no program to find.)
-    options->program = {ctx.runAgent ? ctx.toolDir + "/distrun-train"
-                                     : trainingProgram(ctx.toolDir)};
+    if (!ctx.runAgent) checkTrainingProgram(options->program.front());
     options->program.insert(options->program.end(), training.begin(), training.end());
     checkLauncherFlags(*options, ctx);
     return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);
