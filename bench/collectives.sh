@@ -17,8 +17,11 @@
 # gloo >= 1.0x the best peer at every size; the mpi backend >= 0.97x bare
 # MPI.
 #   bench/collectives.sh [BUILD_DIR] [ROUNDS] [COLLECTIVE|every]
-# COLLECTIVE: all_reduce (default), broadcast, all_gather, reduce_scatter or
-# alltoall; `every` runs each in turn and ends with one line per collective.
+# COLLECTIVE: all_reduce (default), broadcast, all_gather, reduce_scatter,
+# alltoall or sendrecv (a ring shift of SIZE bytes: send to the next rank
+# while receiving from the previous; MPI_Sendrecv, PyTorch's
+# batch_isend_irecv); `every` runs each in turn and ends with one line per
+# collective.
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-6}
@@ -26,7 +29,7 @@ collective=${3:-all_reduce}
 if [[ $collective == every ]]; then
   summaries=$(mktemp)
   trap 'rm -f "$summaries"' EXIT
-  for c in all_reduce broadcast all_gather reduce_scatter alltoall; do
+  for c in all_reduce broadcast all_gather reduce_scatter alltoall sendrecv; do
     BENCH_SUMMARY=$summaries "$0" "$build" "$rounds" "$c"
     echo
   done
@@ -42,8 +45,8 @@ bin=$build/bin
 need_built "$build" distrun distrun-bench copy_bandwidth
 case $collective in
   all_reduce|broadcast) column=13 ;;  # in place (a broadcast has one buffer in MPI and PyTorch)
-  all_gather|reduce_scatter|alltoall) column=9 ;;  # out of place
-  *) echo "collectives.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, all_gather, reduce_scatter, alltoall or every" >&2; exit 64 ;;
+  all_gather|reduce_scatter|alltoall|sendrecv) column=9 ;;  # out of place
+  *) echo "collectives.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, all_gather, reduce_scatter, alltoall, sendrecv or every" >&2; exit 64 ;;
 esac
 python=/usr/bin/python3
 small=(4096 16384 65536 262144 1048576)
@@ -126,7 +129,7 @@ names = ("distrun_gloo", "distrun_tcp", "torch_gloo", "distrun_mpi", "bare_mpi")
 runs = {n: best(n) for n in names}
 sizes = sorted(runs["distrun_gloo"])
 # Bus bandwidth, GB/s, as nccl-tests and distrun bench compute it, for 2 ranks.
-factor = {"all_reduce": 1.0, "broadcast": 1.0}.get(collective, 0.5)
+factor = {"all_reduce": 1.0, "broadcast": 1.0, "sendrecv": 1.0}.get(collective, 0.5)
 bw = lambda n, s: s / runs[n][s] / 1e3 * factor if s in runs[n] else None
 fmt = lambda v: f"{v:8.3f}" if v is not None else "     n/a"
 ratio = lambda a, b: a / b if a and b else None

@@ -2,10 +2,12 @@
 // to: floats, WARMUP untimed then ITERS timed calls per size; rank 0 prints
 // "bytes,time_us" with the slowest rank's mean. Sizes follow nccl-tests,
 // as `distrun bench` does: the whole array of every rank's block for
-// all_gather, reduce_scatter and alltoall. all_reduce runs in place (the
-// form DDP uses), broadcast on its one buffer, the others out of place.
+// all_gather, reduce_scatter and alltoall; sendrecv shifts SIZE bytes
+// round the ring of ranks. all_reduce runs in place (the form DDP uses),
+// broadcast on its one buffer, the others out of place.
 //   mpirun -np 2 mpi_collective_bench COLLECTIVE ITERS WARMUP SIZE...
-// COLLECTIVE: all_reduce, broadcast, all_gather, reduce_scatter or alltoall.
+// COLLECTIVE: all_reduce, broadcast, all_gather, reduce_scatter, alltoall or
+// sendrecv.
 #include <mpi.h>
 
 #include <cstdio>
@@ -45,6 +47,16 @@ std::function<void()> collectiveCall(const char* collective, long bytes, int ran
   if (std::strcmp(collective, "reduce_scatter") == 0) {
     return [&a, &b, block] {
       MPI_Reduce_scatter_block(a.data(), b.data(), block, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    };
+  }
+  if (std::strcmp(collective, "sendrecv") == 0) {  // a ring shift of the whole array
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const int next = (rank + 1) % ranks;
+    const int previous = (rank + ranks - 1) % ranks;
+    return [&a, &b, count, next, previous] {
+      MPI_Sendrecv(a.data(), count, MPI_FLOAT, next, 0, b.data(), count, MPI_FLOAT, previous, 0,
+                   MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     };
   }
   if (std::strcmp(collective, "alltoall") == 0) {

@@ -5,8 +5,9 @@ Run under a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
 SIZES...`). Rank 0 prints one CSV line per size: bytes,time_us (float32, the
 mean over BENCH_ITERS after BENCH_WARMUP, the slowest rank's mean). Sizes
 follow nccl-tests as `distrun bench` does (all_gather and alltoall: the
-whole array of every rank's block); all_reduce and broadcast run on one
-buffer, the others out of place. PyTorch's gloo has no reduce_scatter:
+whole array of every rank's block; sendrecv: the message each rank sends
+to the next while receiving from the previous); all_reduce and broadcast
+run on one buffer, the others out of place. PyTorch's gloo has no reduce_scatter:
 that collective prints nothing and says so on stderr.
 """
 import os
@@ -35,7 +36,19 @@ def collective_call(name, size, ranks):
         send = torch.ones(block * ranks, dtype=torch.float32)
         recv = torch.empty(block * ranks, dtype=torch.float32)
         return lambda: dist.all_to_all_single(recv, send)
+    if name == "sendrecv":
+        rank = dist.get_rank()
+        send = torch.ones(whole, dtype=torch.float32)
+        recv = torch.empty(whole, dtype=torch.float32)
+        return lambda: ring_shift(send, (rank + 1) % ranks, recv, (rank - 1) % ranks)
     return None
+
+
+def ring_shift(send, to, recv, source):
+    """Sends to the next rank while receiving from the previous one."""
+    for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, send, to),
+                                        dist.P2POp(dist.irecv, recv, source)]):
+        work.wait()
 
 
 def main():

@@ -170,6 +170,24 @@ TEST_P(CommunicatorFailureTest, EachCollectiveNamesItselfWhenAPeerIsLost) {
          comm.alltoall(in.data(), out.data(), 500, DataType::kFloat32);
        }},
       {"barrier", [](Communicator& comm) { comm.barrier(); }},
+      // Point to point with the rank that leaves: small messages (a sender
+      // returns once its pieces are posted, and fails when the channel to
+      // the lost rank is full) and large ones (direct where it reads).
+      {"send",
+       [](Communicator& comm) {
+         std::vector<float> x(500, 1.0f);
+         comm.send(x.data(), x.size(), DataType::kFloat32, 2, 0);
+       }},
+      {"recv",
+       [](Communicator& comm) {
+         std::vector<float> x(1 << 16);
+         comm.recv(x.data(), x.size(), DataType::kFloat32, 2, 0);
+       }},
+      {"sendrecv",
+       [](Communicator& comm) {
+         std::vector<float> x(1 << 16, 1.0f), y(x.size());
+         comm.sendRecv(x.data(), 2, y.data(), 2, x.size(), DataType::kFloat32, 0);
+       }},
   };
   for (const auto& [name, call] : collectives) {
     auto errors = runGlooThreads(
@@ -380,6 +398,38 @@ TEST(SharedMemoryTest, RanksThatCallDifferentCollectivesFail) {
                         : "rank 0 called " + broadcast + " where this rank called " + allgather));
     }
   });
+  EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+}
+
+// Messages between two ranks arrive in order; a receive whose next message
+// carries another tag (or type, or length) would wait for ever, since its
+// sender waits for it in turn: it fails at once, naming both, and the
+// sender's next call fails too instead of waiting.
+TEST(SharedMemoryTest, AReceiveOfAnotherMessageThanTheNextFailsAtOnce) {
+  GlooOptions o;
+  o.timeout = std::chrono::seconds(60);
+  auto errors = runGlooThreads(
+      2,
+      [](Communicator& comm) {
+        std::vector<int64_t> x(8, 1);
+        try {
+          if (comm.rank() == 0) {
+            comm.send(x.data(), x.size(), DataType::kInt64, 1, 1);
+            comm.send(x.data(), 4, DataType::kInt64, 1, 2);
+          } else {
+            comm.recv(x.data(), 4, DataType::kInt64, 0, 2);
+          }
+          comm.barrier();
+          ADD_FAILURE() << "rank " << comm.rank() << " returned";
+        } catch (const CommunicationError& e) {
+          if (comm.rank() == 1) {
+            EXPECT_THAT(e.what(), HasSubstr("recv: rank 0's next message to this rank is 8 x "
+                                            "int64 with tag 1, where this rank receives 4 x "
+                                            "int64 with tag 2"));
+          }
+        }
+      },
+      o);
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
 }
 

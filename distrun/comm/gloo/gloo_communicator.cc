@@ -163,7 +163,22 @@ void GlooCommunicator::attachSharedMemory() {
       "shared-memory collectives, the ranks use TCP");
   if (!everyone) return;
   shared_ = std::move(attached);
+  attachMessages();
   readPeersDirectlyIfAllCan();
+}
+
+void GlooCommunicator::attachMessages() {
+  const size_t half = SharedMemoryMessages::halfBytesFor(size(), options_.sharedSlotBytes);
+  std::unique_ptr<SharedMemoryMessages> attached;
+  const bool everyone = shareSegment(
+      prefix_ + "/shm/messages", SharedMemoryMessages::segmentBytes(size(), half), 0,
+      [&](SharedSegment& segment) { SharedMemoryMessages::format(segment, size(), half); },
+      [&](SharedSegment segment) {
+        attached = std::make_unique<SharedMemoryMessages>(std::move(segment), rank(), size(), half,
+                                                          *shared_);
+      },
+      "shared-memory send and recv, they use TCP");
+  if (everyone) messages_ = std::move(attached);
 }
 
 // Every rank has attached (shareSegment agreed), so each can try to read
@@ -173,14 +188,18 @@ void GlooCommunicator::attachSharedMemory() {
 void GlooCommunicator::readPeersDirectlyIfAllCan() {
   int32_t everyone = shared_->canReadEveryPeer() ? 1 : 0;
   allreduceAs("communicator", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
-  if (everyone == 1) shared_->readPeersDirectly(options_.sharedDirectFromBytes);
+  if (everyone != 1) return;
+  shared_->readPeersDirectly(options_.sharedDirectFromBytes);
+  if (messages_) messages_->readPeersDirectly(options_.sharedDirectFromBytes);
 }
 
 std::string GlooCommunicator::transport() const {
-  if (shared_ && shared_->readsPeersDirectly()) {
-    return "shared memory, large allgather and alltoall blocks read from the peers directly";
+  if (shared_) {
+    return fmt::format("shared memory{}{}", messages_ ? "" : " (send and recv over tcp)",
+                       shared_->readsPeersDirectly()
+                           ? ", large blocks and messages read from the peers directly"
+                           : "");
   }
-  if (shared_) return "shared memory";
   if (acrossNodes_) {
     return fmt::format("shared memory within each of {} nodes, tcp between them", layout_.nodes());
   }
@@ -289,6 +308,7 @@ void GlooCommunicator::fail(const char* op, bool timedOut, const std::optional<s
   // Ranks waiting here in shared memory fail now; then the record (the
   // first rank that could name a lost peer writes it, the others read it).
   if (shared_) shared_->abort();
+  if (messages_) messages_->wakeAll();
   if (node_) node_->abort();
   std::optional<std::string> first;
   if (!timedOut) first = firstRecordedFailure(lost);
@@ -521,6 +541,11 @@ void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count, DataT
 }
 
 void GlooCommunicator::doSend(const void* data, size_t count, DataType type, int peer, int tag) {
+  if (messages_) {
+    noteAlgorithm("shm");
+    guardedShared("send", [&] { messages_->send(data, count, type, peer, tag); });
+    return;
+  }
   guarded("send", [&] {
     auto buffer = context_->createUnboundBuffer(const_cast<void*>(data), count * sizeOf(type));
     buffer->send(peer, gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag)));
@@ -529,6 +554,11 @@ void GlooCommunicator::doSend(const void* data, size_t count, DataType type, int
 }
 
 void GlooCommunicator::doRecv(void* data, size_t count, DataType type, int peer, int tag) {
+  if (messages_) {
+    noteAlgorithm("shm");
+    guardedShared("recv", [&] { messages_->recv(data, count, type, peer, tag); });
+    return;
+  }
   guarded("recv", [&] {
     auto buffer = context_->createUnboundBuffer(data, count * sizeOf(type));
     buffer->recv(peer, gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag)));
@@ -538,6 +568,13 @@ void GlooCommunicator::doRecv(void* data, size_t count, DataType type, int peer,
 
 void GlooCommunicator::doSendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer,
                                   size_t count, DataType type, int tag) {
+  if (messages_) {
+    noteAlgorithm("shm");
+    guardedShared("sendrecv", [&] {
+      messages_->sendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag);
+    });
+    return;
+  }
   const uint64_t slot = gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag));
   guarded("sendrecv", [&] {
     auto in = context_->createUnboundBuffer(recvData, count * sizeOf(type));

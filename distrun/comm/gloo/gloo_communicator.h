@@ -13,6 +13,7 @@
 #include "distrun/comm/gloo/node_layout.h"
 #include "distrun/comm/gloo/peer_directory.h"
 #include "distrun/comm/gloo/shm/shared_memory_collectives.h"
+#include "distrun/comm/gloo/shm/shared_memory_messages.h"
 #include "distrun/comm/idle_spinner.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
@@ -53,18 +54,20 @@ struct GlooOptions {
   // When every rank is on one node, allreduce, broadcast, allgather,
   // reduce_scatter, alltoall and barrier go through a shared-memory segment
   // instead of loopback TCP, in pieces of at most sharedSlotBytes
-  // (SharedMemoryCollectives); send and recv stay on TCP. When the ranks
+  // (SharedMemoryCollectives), and send and recv through a second one
+  // (SharedMemoryMessages). When the ranks
   // span nodes and some node has several, allreduce (and reduce_scatter,
   // which is built on it), broadcast and barrier are hierarchical: shared
   // memory within each node, TCP between one leader per node; allgather
-  // and alltoall stay on TCP. DISTRUN_COMM_SHM=0 turns both off. Where a
+  // and alltoall, send and recv stay on TCP. DISTRUN_COMM_SHM=0 turns both
+  // off. Where a
   // rank cannot map its segment, all use TCP.
   bool sharedMemory = true;
   size_t sharedSlotBytes = 4 << 20;
-  // In shared memory, allgather and alltoall blocks of at least this many
-  // bytes are read straight from the peers' buffers (process_vm_readv: one
-  // copy where the slots take two) when every rank can read every other's
-  // memory; DISTRUN_COMM_SHM_DIRECT_FROM overrides.
+  // In shared memory, allgather and alltoall blocks and messages of at
+  // least this many bytes are read straight from the peers' buffers
+  // (process_vm_readv: one copy where the slots take two) when every rank
+  // can read every other's memory; DISTRUN_COMM_SHM_DIRECT_FROM overrides.
   size_t sharedDirectFromBytes = 64 << 10;
   // With shared memory, allocateReducible's buffers are regions of a
   // segment every rank maps, reduced where they lie (SharedRegions);
@@ -130,6 +133,8 @@ class GlooCommunicator final : public Communicator {
   // ranks agree on which they use.
   void attachSharedMemory();
   void attachNodeMemory();
+  // Beside shared_: a segment for send and recv (SharedMemoryMessages).
+  void attachMessages();
   void readPeersDirectlyIfAllCan();
   // Rank `creator` makes a segment of `bytes`, lays it out with `format`
   // (may be empty: zero-filled) and publishes its name under `key`; the
@@ -204,6 +209,7 @@ class GlooCommunicator final : public Communicator {
   PeerDirectory peers_;
   std::unique_ptr<IdleSpinner> spinner_;             // when options_.spinWhileWaiting
   std::unique_ptr<SharedMemoryCollectives> shared_;  // when attachSharedMemory agreed
+  std::unique_ptr<SharedMemoryMessages> messages_;   // send and recv beside shared_
   NodeLayout layout_;
   bool acrossNodes_ = false;                           // the hierarchical path is taken
   std::unique_ptr<SharedMemoryCollectives> node_;      // this node's ranks', when not alone

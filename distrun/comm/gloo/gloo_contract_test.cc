@@ -15,8 +15,9 @@ namespace {
 // The contract's counts are small (at most 1031 elements), so the size
 // thresholds pick the allreduce algorithm: each one is checked whole. The
 // shared-memory collectives (all ranks here share a host) get slots of 256
-// bytes, so that most counts go in several pieces through both slot sets;
-// with direct reads, every allgather and alltoall reads the peers' buffers.
+// bytes, so that most counts go in several pieces through both slot sets
+// (and messages through both halves of their channels); with direct reads,
+// every allgather, alltoall and message reads the peers' buffers.
 enum class Allreduce { kSharedMemory, kSharedMemoryDirect, kGather, kBcube, kRing };
 
 GlooOptions forcing(Allreduce algorithm) {
@@ -50,6 +51,7 @@ class GlooContractTest : public ::testing::TestWithParam<std::tuple<int, Allredu
 
 TEST_P(GlooContractTest, EveryCollectiveTypeOpAndCount) {
   const auto [world, algorithm] = GetParam();
+  const GlooOptions options = forcing(algorithm);
   std::vector<std::vector<std::string>> failures(static_cast<size_t>(world));
   std::vector<std::string> transports(static_cast<size_t>(world));
   auto errors = testing::runGlooThreads(
@@ -58,11 +60,16 @@ TEST_P(GlooContractTest, EveryCollectiveTypeOpAndCount) {
         transports[static_cast<size_t>(comm.rank())] = comm.transport();
         failures[static_cast<size_t>(comm.rank())] = testing::checkContract(comm);
       },
-      forcing(algorithm));
+      options);
   for (int r = 0; r < world; ++r) {
     EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+    const std::string& transport = transports[static_cast<size_t>(r)];
     if (algorithm == Allreduce::kSharedMemoryDirect && world > 1) {
-      EXPECT_THAT(transports[static_cast<size_t>(r)], ::testing::HasSubstr("directly"));
+      EXPECT_THAT(transport, ::testing::HasSubstr("directly"));
+    }
+    if (options.sharedMemory && world > 1) {  // send and recv too
+      EXPECT_THAT(transport, ::testing::StartsWith("shared memory"));
+      EXPECT_THAT(transport, ::testing::Not(::testing::HasSubstr("over tcp")));
     }
     for (const std::string& f : failures[static_cast<size_t>(r)]) ADD_FAILURE() << f;
   }

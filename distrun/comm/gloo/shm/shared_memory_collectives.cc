@@ -1,8 +1,6 @@
 #include "distrun/comm/gloo/shm/shared_memory_collectives.h"
 
-#include <linux/futex.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -16,40 +14,24 @@
 
 #include <fmt/format.h>
 
+#include "distrun/comm/gloo/shm/shared_waiting.h"
 #include "distrun/comm/reduce.h"
 #include "distrun/common/system.h"
 
 namespace distrun::comm {
 
+using shm::futexWait;
+using shm::futexWakeAll;
+using shm::kCheckEvery;
+using shm::kLine;
+using shm::kSpin;
+using shm::reached;
+using shm::roundUp;
+
 namespace {
 
 constexpr uint64_t kMagic = 0x34766d6873727464;  // "dtrshmv4"
-constexpr size_t kLine = 64;                     // a cache line
 constexpr size_t kRankLine = 2 * kLine;          // what one rank writes
-// How long a waiting rank polls before it sleeps: a peer in lockstep
-// usually arrives within this, and a wake-up costs more.
-constexpr auto kSpin = std::chrono::microseconds(30);
-// How often a sleeping rank checks that its peer is alive.
-constexpr auto kCheckEvery = std::chrono::milliseconds(50);
-
-size_t roundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-// Sequence numbers wrap; `posted` has reached `wanted` when it is at most
-// 2^31 ahead of it.
-bool reached(uint32_t posted, uint32_t wanted) {
-  return static_cast<int32_t>(posted - wanted) >= 0;
-}
-
-void futexWait(std::atomic<uint32_t>& word, uint32_t expected, std::chrono::nanoseconds timeout) {
-  const auto s = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-  timespec ts{.tv_sec = s.count(), .tv_nsec = (timeout - s).count()};
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, expected, &ts, nullptr, 0);
-}
-
-void futexWakeAll(std::atomic<uint32_t>& word) {
-  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
-            0);
-}
 
 uint32_t typeAndOp(DataType type, ReduceOp op) {
   return static_cast<uint32_t>(type) << 8 | static_cast<uint32_t>(op);
@@ -99,9 +81,6 @@ struct SharedMemoryCollectives::RankLine {
   uint64_t buffers[2];  // a direct call's input, in the rank's process
   uint64_t probe;       // where the rank's probe_ is
 };
-
-static_assert(sizeof(std::atomic<uint32_t>) == 4 && std::atomic<uint32_t>::is_always_lock_free,
-              "futexes need plain 32-bit atomics");
 
 size_t SharedMemoryCollectives::segmentBytes(int size, size_t slotBytes) {
   const auto ranks = static_cast<size_t>(size);
@@ -421,17 +400,22 @@ void SharedMemoryCollectives::waitFor(int peer, uint32_t sequence,
   for (;;) {
     const uint32_t seen = word.load(std::memory_order_acquire);
     if (reached(seen, sequence)) return;
-    throwIfAborted();
-    if (exited(peer)) {
-      throw SharedMemoryFailure(SharedMemoryFailure::Kind::kPeerExited, peer,
-                                fmt::format("rank {} exited", peer));
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      throw SharedMemoryFailure(SharedMemoryFailure::Kind::kTimedOut, peer,
-                                fmt::format("rank {} did not arrive", peer));
-    }
-    futexWait(word, seen, std::min<std::chrono::nanoseconds>(kCheckEvery, deadline - now));
+    checkPeer(peer, deadline);
+    const auto left = deadline - std::chrono::steady_clock::now();
+    futexWait(word, seen, std::clamp<std::chrono::nanoseconds>(left, {}, kCheckEvery));
+  }
+}
+
+void SharedMemoryCollectives::checkPeer(int peer,
+                                        std::chrono::steady_clock::time_point deadline) const {
+  throwIfAborted();
+  if (exited(peer)) {
+    throw SharedMemoryFailure(SharedMemoryFailure::Kind::kPeerExited, peer,
+                              fmt::format("rank {} exited", peer));
+  }
+  if (std::chrono::steady_clock::now() >= deadline) {
+    throw SharedMemoryFailure(SharedMemoryFailure::Kind::kTimedOut, peer,
+                              fmt::format("rank {} did not arrive", peer));
   }
 }
 

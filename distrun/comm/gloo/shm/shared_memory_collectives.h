@@ -116,6 +116,16 @@ class SharedMemoryCollectives {
   void readPeersDirectly(size_t bytes) { directFromBytes_ = bytes; }
   bool readsPeersDirectly() const { return directFromBytes_ != kNever; }
 
+  // For the point-to-point messages beside these collectives
+  // (SharedMemoryMessages), which share their view of the peers: throws
+  // SharedMemoryFailure when waiting on `peer` is no use (some rank gave
+  // up, `peer` exited or left, or `deadline` passed).
+  void checkPeer(int peer, std::chrono::steady_clock::time_point deadline) const;
+  // Copies `bytes` from `peer`'s address `from` (in its process) to `to`;
+  // throws SharedMemoryFailure.
+  void readFrom(int peer, uint64_t from, void* to, size_t bytes) const;
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
  private:
   struct Header;
   struct RankLine;
@@ -151,8 +161,6 @@ class SharedMemoryCollectives {
                       std::chrono::steady_clock::time_point deadline);
   // Waits until every rank has read what it needed of the others' buffers.
   void finishReading(std::chrono::steady_clock::time_point deadline);
-  // Copies `bytes` from `peer`'s address `from` (in its process) to `to`.
-  void readFrom(int peer, uint64_t from, void* to, size_t bytes) const;
   void allgatherDirect(const void* in, void* out, size_t count, DataType type);
   void alltoallDirect(const void* in, void* out, size_t count, DataType type);
 
