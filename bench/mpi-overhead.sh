@@ -6,8 +6,19 @@
 # They alternate ROUNDS times (odd rounds distrun first), and each size's
 # median over the rounds is compared: one run of either swings by tens of
 # percent at the same size on a shared machine, which a median of many
-# interleaved rounds does not. Ratio last: bare time / distrun time, so
-# above 1 is distrun faster (issue 31's target: >= 0.97 at every size).
+# interleaved rounds does not. Both run with glibc's malloc held to one
+# policy (MALLOC_MMAP_THRESHOLD_=32 MiB, no trimming: what distrun-train
+# sets for training, docs/training.md): otherwise whether Open MPI's own
+# per-call scratch buffers come from a fresh mmap (a page fault per 4 KB,
+# every call) depends on what the benchmark allocated and freed before,
+# which differs between the two programs: reduce_scatter at 256 KB took
+# 120-130 us or 52-58 us in either program by that history alone, and
+# with one policy for both they agree (docs/comm.md). MALLOC_POLICY=default
+# runs them with glibc's defaults. CONTROL=1 runs the bare loop on both
+# sides (an A/A run): its ratios are this machine's noise floor, what a
+# ratio of distrun's must clear before it means anything. Ratio last: bare
+# time / distrun time, so above 1 is distrun faster (issue 31's target:
+# >= 0.97 at every size).
 #   bench/mpi-overhead.sh [BUILD_DIR] [ROUNDS] [COLLECTIVE]
 set -euo pipefail
 build=${1:-build}
@@ -25,11 +36,19 @@ case $collective in
 esac
 mpirun=(mpirun --oversubscribe -np 2)
 [[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
+policy=${MALLOC_POLICY:-fixed}
+if [[ $policy == fixed ]]; then
+  mpirun+=(-x MALLOC_MMAP_THRESHOLD_=33554432 -x MALLOC_TRIM_THRESHOLD_=2147483647)
+fi
 sizes=(65536 262144 1048576 4194304 16777216)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 distrun_mpi() {
+  if [[ ${CONTROL:-0} == 1 ]]; then
+    "${mpirun[@]}" "$bin/mpi_collective_bench" "$collective" "$iters" 5 "${sizes[@]}" >>"$tmp/distrun"
+    return
+  fi
   "${mpirun[@]}" "$bin/distrun" bench "$collective" -b 64K -e 16M -f 4 -n "$iters" -w 5 -c 0 \
     -a 3 --backend mpi --format csv | awk -F, -v c="$column" 'NR>1 {print $4 "," $c}' >>"$tmp/distrun"
 }
@@ -51,7 +70,9 @@ def load(name):
         times.setdefault(int(size), []).append(float(us))
     return times
 d, b = load("distrun"), load("bare")
-print(f"# {collective}, 2 ranks, floats; median time per call over {rounds} interleaved rounds, us")
+print(f"# {collective}, 2 ranks, floats; median time per call over {rounds} interleaved rounds, us;"
+      f" malloc policy {os.environ.get('MALLOC_POLICY', 'fixed')}"
+      + ("; CONTROL=1: bare MPI in the distrun column too" if os.environ.get("CONTROL") == "1" else ""))
 print("#     bytes  distrun-mpi   bare-mpi   bare/distrun")
 ratios = []
 for s in sorted(d):
