@@ -20,13 +20,7 @@
 
 namespace distrun::comm {
 
-using shm::futexWait;
-using shm::futexWakeAll;
-using shm::kCheckEvery;
-using shm::kLine;
-using shm::kSpin;
-using shm::reached;
-using shm::roundUp;
+using namespace shm;  // the waiting both kinds of shared-memory operation share
 
 namespace {
 
