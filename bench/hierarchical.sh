@@ -9,12 +9,14 @@
 #   torch-gloo    PyTorch's torch.distributed over gloo, the same two agents
 #   one-node      the four ranks under one agent: all in shared memory (the
 #                 upper bound the hierarchy approaches)
-# Floats, 4 KB to 64 MB, in place; each contender runs ROUNDS times,
+# Floats, 4 KB to 64 MB, in place (but see below); each contender runs ROUNDS times,
 # interleaved in alternating order, keeping its best time per size. Four
 # ranks on this machine's cores are oversubscribed where it has fewer than
 # four: the ratios compare paths on the same load, not absolute speeds.
 # Ratios last: hierarchical against the best of flat-tcp and torch-gloo.
-#   bench/hierarchical.sh [BUILD_DIR] [ROUNDS] [all_reduce|broadcast|reduce_scatter]
+#   bench/hierarchical.sh [BUILD_DIR] [ROUNDS] [all_reduce|broadcast|reduce_scatter|all_gather]
+# (all_gather and reduce_scatter out of place, SIZE the whole array of
+# every rank's block, as nccl-tests counts it.)
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -27,8 +29,8 @@ bin=$build/bin
 need_built "$build" distrun distrun-bench
 case $collective in
   all_reduce|broadcast) column=13 ;;  # in place
-  reduce_scatter) column=9 ;;
-  *) echo "hierarchical.sh: COLLECTIVE '$collective': expected all_reduce, broadcast or reduce_scatter" >&2; exit 64 ;;
+  reduce_scatter|all_gather) column=9 ;;  # out of place
+  *) echo "hierarchical.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, reduce_scatter or all_gather" >&2; exit 64 ;;
 esac
 python=/usr/bin/python3
 small=(4096 16384 65536 262144 1048576)

@@ -18,7 +18,7 @@ add_custom_command(
   COMMAND ${CMAKE_COMMAND} -E rm -rf ${man_dir}/man1
   COMMAND ${man_script} $<TARGET_FILE_DIR:distrun> ${man_dir} ${PROJECT_VERSION}
           ${CMAKE_INSTALL_FULL_DOCDIR}
-  DEPENDS ${man_programs} ${man_script}
+  DEPENDS ${man_programs} ${man_script} ${PROJECT_SOURCE_DIR}/scripts/distrun-commands.sh
   COMMENT "Writing the man pages from --help")
 add_custom_target(distrun_man_pages ALL DEPENDS ${man_dir}/man1/distrun.1)
 install(DIRECTORY ${man_dir}/man1 DESTINATION ${CMAKE_INSTALL_MANDIR})

@@ -121,31 +121,22 @@ endfunction()
 
 # The test "<name>.build" (label LABEL) that builds TARGET of this tree with every
 # core, niced so the tests running beside it keep theirs; the fixture "<name>.tree".
-# The trees start before any other test, the ASan tree first, whose tests take
-# longest (COST: the higher, the sooner). The two GCC sanitizer trees take turns
-# (RESOURCE_LOCK: each needs both cores and several GB a compiler); the fuzz tree,
-# small, builds beside them, as the Debian packages do (CMakeLists.txt), on the
-# cores the ASan build leaves idle while it links or the Slurm tests wait: in
-# turn, they made the chain of builds the whole run's critical path (docs/development.md).
+# The builds of the trees take turns (RESOURCE_LOCK), before any other test and
+# the ASan tree first, whose tests take longest (COST: the higher, the sooner).
 function(distrun_tree_build_test name label target)
   set(cost 100000)
-  set(lock "")
   if(name STREQUAL "asan")
     set(cost 300000)
-    set(lock distrun_tree_build)
   elseif(name STREQUAL "tsan")
     set(cost 200000)
-    set(lock distrun_tree_build)
   endif()
   cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
   add_test(NAME ${name}.build
     COMMAND nice -n 10 ${CMAKE_COMMAND} --build ${PROJECT_BINARY_DIR} --target ${target}
             -j ${cores})
   set_tests_properties(${name}.build PROPERTIES
-    LABELS ${label} TIMEOUT 3600 FIXTURES_SETUP ${name}.tree COST ${cost})
-  if(lock)
-    set_tests_properties(${name}.build PROPERTIES RESOURCE_LOCK ${lock})
-  endif()
+    LABELS ${label} TIMEOUT 3600 FIXTURES_SETUP ${name}.tree
+    RESOURCE_LOCK distrun_tree_build COST ${cost})
 endfunction()
 
 # The target that builds this sanitizer tree's tests and the programs they start.

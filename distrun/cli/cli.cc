@@ -21,7 +21,7 @@ constexpr const char* kDescription =
     "cluster. See docs/ for every command.";
 
 ExitCode reportError(const std::exception& e, CliContext& ctx) {
-  ctx.err << "distrun: error: " << e.what() << "\n";
+  ctx.err << kErrorPrefix << e.what() << "\n";
   return exitCodeFor(e);
 }
 
@@ -32,7 +32,7 @@ ExitCode reportParseError(const CLI::ParseError& e, CLI::App& app, const std::st
     app.exit(e, ctx.out, ctx.err);
     return ExitCode::kSuccess;
   }
-  ctx.err << "distrun: error: " << e.what() << " (see '" << help << " --help')\n";
+  ctx.err << kErrorPrefix << e.what() << " (see '" << help << " --help')\n";
   return ExitCode::kUsage;
 }
 

@@ -189,7 +189,7 @@ int runBenchCli(const std::vector<std::string>& args, BenchContext& ctx) {
   RawFlags raw;
   addFlags(app, options, raw);
   app.allow_extras();  // refused by refuseExtras, before anything else
-  return parseAndRun(app, args, "distrun", "distrun bench", ctx.out, ctx.err, [&] {
+  return parseAndRun(app, args, "distrun bench", ctx.out, ctx.err, [&] {
     refuseExtras(app);
     resolve(options, raw);
     return dispatch(options, args, cluster::withoutLeftovers(ctx.env), ctx);

@@ -32,15 +32,14 @@ inline std::string unknownFlagMessage(const CLI::App& app, const std::string& ar
 }
 
 // Parses `args` with `app`, then runs `body` (returning the exit status).
-// --help prints and returns 0; a parse error prints "PREFIX: error: WHAT (see
-// 'HELP --help')" and returns 64; an error thrown by `body` prints "PREFIX:
-// error: WHAT" and returns its exit code (exitCodeFor), a ReportedError
-// just the code. distrun's own
-// programs all print "distrun: error:" (docs/errors.md); `help` names the
-// command the user typed ("distrun bench").
+// --help prints and returns 0; a parse error prints "distrun: error: WHAT
+// (see 'HELP --help')" (kErrorPrefix) and returns 64; an error thrown by
+// `body` prints "distrun: error: WHAT" and returns its exit code
+// (exitCodeFor), a ReportedError just the code. `help` names the command
+// the user typed ("distrun bench").
 template <class Body>
-int parseAndRun(CLI::App& app, const std::vector<std::string>& args, const std::string& prefix,
-                const std::string& help, std::ostream& out, std::ostream& err, Body&& body) {
+int parseAndRun(CLI::App& app, const std::vector<std::string>& args, const std::string& help,
+                std::ostream& out, std::ostream& err, Body&& body) {
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     app.parse(reversed);
@@ -50,21 +49,14 @@ int parseAndRun(CLI::App& app, const std::vector<std::string>& args, const std::
       app.exit(e, out, err);
       return 0;
     }
-    err << prefix << ": error: " << e.what() << " (see '" << help << " --help')\n";
+    err << kErrorPrefix << e.what() << " (see '" << help << " --help')\n";
     return toInt(ExitCode::kUsage);
   } catch (const ReportedError& e) {
     return toInt(e.exitCode());
   } catch (const std::exception& e) {
-    err << prefix << ": error: " << e.what() << "\n";
+    err << kErrorPrefix << e.what() << "\n";
     return toInt(exitCodeFor(e));
   }
-}
-
-// The same, for a program whose name is both the prefix and the command.
-template <class Body>
-int parseAndRun(CLI::App& app, const std::vector<std::string>& args, const std::string& name,
-                std::ostream& out, std::ostream& err, Body&& body) {
-  return parseAndRun(app, args, name, name, out, err, std::forward<Body>(body));
 }
 
 }  // namespace distrun

@@ -20,7 +20,7 @@ Ran run(const std::vector<std::string>& args, Body body) {
   int count = 0;
   app.add_option("--count", count);
   std::ostringstream out, err;
-  const int code = parseAndRun(app, args, "distrun", "distrun prog", out, err, body);
+  const int code = parseAndRun(app, args, "distrun prog", out, err, body);
   return {code, out.str(), err.str()};
 }
 

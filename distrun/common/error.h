@@ -7,6 +7,11 @@
 
 namespace distrun {
 
+// What every line distrun prints about an error starts with, in every one
+// of its programs (docs/errors.md); the launcher recognises a rank's
+// relayed error by it (distrun/launch/failure_cause.cc).
+inline constexpr const char* kErrorPrefix = "distrun: error: ";
+
 // The root of every error distrun throws on purpose. what() is one line
 // that names the input that was wrong and what was expected; exitCode() is
 // what the process exits with if the error reaches main(). Errors cross

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "distrun/common/error.h"
 #include "distrun/common/unique_fd.h"
 
 extern char** environ;
@@ -53,7 +54,7 @@ std::vector<char*> cStrings(const std::vector<std::string>& strings) {
 [[noreturn]] void execOrExit(char* const* argv, char* const* envp) {
   ::execvpe(argv[0], argv, envp);
   int e = errno;
-  const char* parts[] = {"distrun: error: cannot run '", argv[0], "': ", std::strerror(e), "\n"};
+  const char* parts[] = {kErrorPrefix, "cannot run '", argv[0], "': ", std::strerror(e), "\n"};
   for (const char* p : parts) {
     [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, p, std::strlen(p));
   }
@@ -255,10 +256,10 @@ int runSandboxTool(const std::vector<std::string>& args) {
   bool valid =
       args.size() >= 3 && args[1] == "--" && (args[0] == "supervise" || args[0] == "start");
   if (!valid) {
-    std::fputs(
-        "distrun: error: distrun-sandbox: expected 'supervise -- PROGRAM [ARGS]' or "
-        "'start -- PROGRAM [ARGS]': distrun runs it for workers in a container\n",
-        stderr);
+    std::fprintf(stderr,
+                 "%sdistrun-sandbox: expected 'supervise -- PROGRAM [ARGS]' or "
+                 "'start -- PROGRAM [ARGS]': distrun runs it for workers in a container\n",
+                 kErrorPrefix);
     return 64;
   }
   std::vector<std::string> program(args.begin() + 2, args.end());
@@ -266,7 +267,7 @@ int runSandboxTool(const std::vector<std::string>& args) {
     if (args[0] == "start") return startProgram(program);
     exitLike(superviseChild(program, true));
   } catch (const std::system_error& e) {
-    std::fprintf(stderr, "distrun: error: distrun-sandbox: %s\n", e.what());
+    std::fprintf(stderr, "%sdistrun-sandbox: %s\n", kErrorPrefix, e.what());
     return 71;
   }
 }

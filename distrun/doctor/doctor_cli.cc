@@ -130,7 +130,7 @@ int runDoctorCli(const std::vector<std::string>& args, DoctorContext& ctx) {
   DoctorOptions options;
   RawFlags raw;
   addFlags(app, options, raw);
-  return parseAndRun(app, args, "distrun", "distrun doctor", ctx.out, ctx.err, [&] {
+  return parseAndRun(app, args, "distrun doctor", ctx.out, ctx.err, [&] {
     resolve(options, raw);
     if (raw.list) {
       writeCheckList(ctx.out);

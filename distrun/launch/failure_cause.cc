@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "distrun/common/error.h"
 #include "distrun/common/exit_code.h"
 
 namespace distrun::launch {
@@ -27,10 +28,10 @@ namespace {
 // "distrun: error: rank 0: ..." (distrun/train/trainer.cc relays rank 0's
 // error so on every other rank).
 bool relaysAnotherRank(std::string_view line) {
-  constexpr std::string_view kPrefix = "distrun: error: rank ";
-  size_t at = line.find(kPrefix);
-  if (at == std::string_view::npos) return false;
-  size_t end = at + kPrefix.size();
+  const std::string_view prefix = kErrorPrefix;
+  const size_t at = line.find(prefix);
+  if (at == std::string_view::npos || line.substr(at + prefix.size(), 5) != "rank ") return false;
+  const size_t end = at + prefix.size() + 5;
   size_t digits = end;
   while (digits < line.size() && std::isdigit(static_cast<unsigned char>(line[digits]))) ++digits;
   return digits > end && line.substr(digits, 2) == ": ";

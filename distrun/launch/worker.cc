@@ -75,7 +75,7 @@ std::vector<char*> cStrings(const std::vector<std::string>& strings) {
   ::execvpe(argv[0], argv, envp);
   int e = errno;
   const char* reason = std::strerror(e);
-  const char* parts[] = {"distrun: error: cannot run '", argv[0], "': ", reason, "\n"};
+  const char* parts[] = {kErrorPrefix, "cannot run '", argv[0], "': ", reason, "\n"};
   for (const char* p : parts) {
     [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, p, std::strlen(p));
   }

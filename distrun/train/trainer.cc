@@ -71,7 +71,7 @@ Broadcast decideOnRankZero(comm::Communicator& comm, std::ostream& err, Decide d
   b.text = broadcastString(comm, b.text, 0);
   if (b.status < 0) {
     const auto code = static_cast<ExitCode>(-b.status);
-    if (comm.rank() != 0) err << "distrun: error: rank 0: " << b.text << std::endl;
+    if (comm.rank() != 0) err << kErrorPrefix << "rank 0: " << b.text << std::endl;
     comm.barrier();
     if (comm.rank() == 0) throw Error(code, b.text);
     throw ReportedError(code, "rank 0: " + b.text);

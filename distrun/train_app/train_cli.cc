@@ -187,8 +187,7 @@ int runTrainCli(const std::vector<std::string>& args, TrainCliContext& ctx) {
                "distrun-train");
   TrainFlags a;
   addTrainFlags(app, a);
-  return parseAndRun(app, args, "distrun", "distrun-train", ctx.out, ctx.err,
-                     [&] { return train(a, ctx); });
+  return parseAndRun(app, args, "distrun-train", ctx.out, ctx.err, [&] { return train(a, ctx); });
 }
 
 }  // namespace distrun::train

@@ -2,6 +2,7 @@
 // (docs/comm.md, "Across nodes"): each node's shared-memory collectives and
 // the mesh of the nodes' leaders.
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -66,6 +67,41 @@ void GlooCommunicator::broadcastAcrossNodes(const void* in, void* out, size_t co
     onThisNode("broadcast",
                [&](SharedMemoryCollectives& s) { s.broadcast(out, out, count, type, 0); });
   }
+  noteAlgorithm("hierarchical");
+}
+
+// This node's blocks meet in shared memory, the leaders exchange their
+// nodes' blocks (each node's in its ranks' order, so of different sizes
+// where nodes hold different numbers of ranks), each leader puts every
+// block at its rank's place, and gives the whole to its node.
+void GlooCommunicator::allgatherAcrossNodes(const void* in, void* out, size_t count,
+                                            DataType type) {
+  const size_t block = count * sizeOf(type);
+  std::vector<char>& thisNode = acrossScratch_[0];
+  thisNode.resize(block * layout_.neighbours().size());
+  if (node_) {
+    onThisNode("allgather",
+               [&](SharedMemoryCollectives& s) { s.allgather(in, thisNode.data(), count, type); });
+  } else {
+    std::memcpy(thisNode.data(), in, block);
+  }
+  if (leaders_) {
+    std::vector<char>& everyNode = acrossScratch_[1];
+    everyNode.resize(block * static_cast<size_t>(size()));
+    std::vector<size_t> counts;
+    for (int n = 0; n < layout_.nodes(); ++n) counts.push_back(count * layout_.ranksOf(n).size());
+    allgathervOverTcp("allgather", leaders_, thisNode.data(), everyNode.data(), counts, type);
+    const char* next = everyNode.data();
+    for (int n = 0; n < layout_.nodes(); ++n) {
+      for (int r : layout_.ranksOf(n)) {
+        std::memcpy(static_cast<char*>(out) + block * static_cast<size_t>(r), next, block);
+        next += block;
+      }
+    }
+  }
+  onThisNode("allgather", [&](SharedMemoryCollectives& s) {
+    s.broadcast(out, out, count * static_cast<size_t>(size()), type, 0);
+  });
   noteAlgorithm("hierarchical");
 }
 

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
 #include <gloo/barrier.h>
@@ -481,6 +482,10 @@ void GlooCommunicator::doAllgather(const void* in, void* out, size_t count, Data
                         [&](SharedMemoryCollectives& s) { s.allgather(in, out, count, type); })) {
     return;
   }
+  if (acrossNodes_) {
+    allgatherAcrossNodes(in, out, count, type);
+    return;
+  }
   allgatherOverTcp("allgather", context_, in, out, count, type);
 }
 
@@ -499,6 +504,23 @@ void GlooCommunicator::allgatherOverTcp(const char* name,
       opts.setTag(nextTag(*mesh));
       opts.setTimeout(options_.timeout);
       gloo::allgather(opts);
+    });
+  });
+}
+
+void GlooCommunicator::allgathervOverTcp(const char* name,
+                                         const std::shared_ptr<gloo::Context>& mesh, const void* in,
+                                         void* out, const std::vector<size_t>& counts,
+                                         DataType type) {
+  guarded(name, [&] {
+    withElement(type, [&](auto* element) {
+      using E = std::remove_pointer_t<decltype(element)>;
+      gloo::AllgathervOptions opts(mesh);
+      opts.setInput(mutableElements<E>(in), counts[static_cast<size_t>(mesh->rank)]);
+      opts.setOutput(static_cast<E*>(out), counts);
+      opts.setTag(nextTag(*mesh));
+      opts.setTimeout(options_.timeout);
+      gloo::allgatherv(opts);
     });
   });
 }

@@ -55,13 +55,12 @@ struct GlooOptions {
   // reduce_scatter, alltoall and barrier go through a shared-memory segment
   // instead of loopback TCP, in pieces of at most sharedSlotBytes
   // (SharedMemoryCollectives), and send and recv through a second one
-  // (SharedMemoryMessages). When the ranks
-  // span nodes and some node has several, allreduce (and reduce_scatter,
-  // which is built on it), broadcast and barrier are hierarchical: shared
-  // memory within each node, TCP between one leader per node; allgather
-  // and alltoall, send and recv stay on TCP. DISTRUN_COMM_SHM=0 turns both
-  // off. Where a
-  // rank cannot map its segment, all use TCP.
+  // (SharedMemoryMessages). When the ranks span nodes and some node has
+  // several, allreduce (and reduce_scatter, which is built on it),
+  // broadcast, allgather and barrier are hierarchical: shared memory
+  // within each node, TCP between one leader per node; alltoall, send and
+  // recv stay on TCP. DISTRUN_COMM_SHM=0 turns both off. Where a rank
+  // cannot map its segment, all use TCP.
   bool sharedMemory = true;
   size_t sharedSlotBytes = 4 << 20;
   // In shared memory, allgather and alltoall blocks and messages of at
@@ -164,6 +163,7 @@ class GlooCommunicator final : public Communicator {
   void allreduceAcrossNodes(const char* name, const void* in, void* out, size_t count,
                             DataType type, ReduceOp op);
   void broadcastAcrossNodes(const void* in, void* out, size_t count, DataType type, int root);
+  void allgatherAcrossNodes(const void* in, void* out, size_t count, DataType type);
   void barrierAcrossNodes();
   // Gloo's collectives on `mesh` (every rank's, or the leaders'). Allreduce
   // is bcube or ring by size, or for small messages on few ranks
@@ -174,6 +174,10 @@ class GlooCommunicator final : public Communicator {
                          const void* in, void* out, size_t count, DataType type, ReduceOp op);
   void allgatherOverTcp(const char* name, const std::shared_ptr<gloo::Context>& mesh,
                         const void* in, void* out, size_t count, DataType type);
+  // Mesh rank k gives counts[k] elements; out holds them all in mesh order.
+  void allgathervOverTcp(const char* name, const std::shared_ptr<gloo::Context>& mesh,
+                         const void* in, void* out, const std::vector<size_t>& counts,
+                         DataType type);
   void broadcastOverTcp(const std::shared_ptr<gloo::Context>& mesh, const void* in, void* out,
                         size_t count, DataType type, int root);
   void barrierOverTcp(const std::shared_ptr<gloo::Context>& mesh);
@@ -219,6 +223,8 @@ class GlooCommunicator final : public Communicator {
   uint32_t leaderTag_ = 0;
   bool failed_ = false;
   std::vector<char> gathered_;  // allreduceByGather's inputs, reused
+  // allgatherAcrossNodes's: this node's blocks, and on a leader every node's
+  std::vector<char> acrossScratch_[2];
 };
 
 }  // namespace distrun::comm

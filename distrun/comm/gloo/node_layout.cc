@@ -10,21 +10,19 @@ namespace distrun::comm {
 
 NodeLayout::NodeLayout(const std::vector<std::string>& nodeOfRank, int rank) {
   std::map<std::string, int> numbered;
-  std::vector<int> sizes;
   for (size_t r = 0; r < nodeOfRank.size(); ++r) {
     const auto [at, added] = numbered.emplace(nodeOfRank[r], static_cast<int>(leaders_.size()));
     if (added) {
       leaders_.push_back(static_cast<int>(r));
-      sizes.push_back(0);
+      ranksOfNode_.emplace_back();
     }
+    std::vector<int>& ranks = ranksOfNode_[static_cast<size_t>(at->second)];
     nodeOfRank_.push_back(at->second);
-    localRankOf_.push_back(sizes[static_cast<size_t>(at->second)]++);
+    localRankOf_.push_back(static_cast<int>(ranks.size()));
+    ranks.push_back(static_cast<int>(r));
   }
   node_ = nodeOf(rank);
   localRank_ = localRankOf(rank);
-  for (size_t r = 0; r < nodeOfRank.size(); ++r) {
-    if (nodeOfRank_[r] == node_) neighbours_.push_back(static_cast<int>(r));
-  }
 }
 
 bool NodeLayout::spansNodesWithNeighbours() const {

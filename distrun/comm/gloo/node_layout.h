@@ -29,19 +29,23 @@ class NodeLayout {
   bool spansNodesWithNeighbours() const;
   // This rank's node: its ranks (global, ascending), this rank's index
   // among them, and the node's number.
-  const std::vector<int>& neighbours() const { return neighbours_; }
+  const std::vector<int>& neighbours() const { return ranksOf(node_); }
   int localRank() const { return localRank_; }
   int node() const { return node_; }
   bool isLeader() const { return localRank_ == 0; }
-  int leader() const { return neighbours_.front(); }
+  int leader() const { return neighbours().front(); }
   // The node of rank r, and r's index among its node's ranks.
   int nodeOf(int r) const { return nodeOfRank_[static_cast<size_t>(r)]; }
   int localRankOf(int r) const { return localRankOf_[static_cast<size_t>(r)]; }
   // Each node's leader (global rank), by node number.
   const std::vector<int>& leaders() const { return leaders_; }
+  // The ranks of node `node` (global, ascending).
+  const std::vector<int>& ranksOf(int node) const {
+    return ranksOfNode_[static_cast<size_t>(node)];
+  }
 
  private:
-  std::vector<int> neighbours_;
+  std::vector<std::vector<int>> ranksOfNode_;
   std::vector<int> leaders_;
   std::vector<int> nodeOfRank_;
   std::vector<int> localRankOf_;

@@ -27,6 +27,8 @@ TEST(NodeLayoutTest, NodesAreNumberedByTheirLowestRank) {
   EXPECT_EQ(third.nodeOf(3), 1);
   EXPECT_EQ(third.localRankOf(3), 1);
   EXPECT_EQ(third.localRankOf(4), 0);
+  EXPECT_THAT(third.ranksOf(1), ElementsAre(1, 3));
+  EXPECT_THAT(third.ranksOf(2), ElementsAre(4));
   const NodeLayout last(nodes, 4);
   EXPECT_TRUE(last.isLeader());
   EXPECT_THAT(last.neighbours(), ElementsAre(4));
