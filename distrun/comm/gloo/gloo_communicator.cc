@@ -482,7 +482,8 @@ void GlooCommunicator::doAllgather(const void* in, void* out, size_t count, Data
                         [&](SharedMemoryCollectives& s) { s.allgather(in, out, count, type); })) {
     return;
   }
-  if (acrossNodes_) {
+  if (acrossNodes_ && count * sizeOf(type) * static_cast<size_t>(size()) <
+                          options_.hierarchicalAllgatherBelowBytes) {
     allgatherAcrossNodes(in, out, count, type);
     return;
   }

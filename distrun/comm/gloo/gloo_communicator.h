@@ -63,6 +63,13 @@ struct GlooOptions {
   // cannot map its segment, all use TCP.
   bool sharedMemory = true;
   size_t sharedSlotBytes = 4 << 20;
+  // Across nodes, allgathers whose output is below this many bytes take the
+  // hierarchical path, larger ones Gloo's ring among all ranks: on two
+  // agents of this machine the hierarchy was 1.8-16x the ring up to 4 MB,
+  // level at 8 MB and 0.7x from 16 MB, where loopback TCP copies as fast as
+  // memory and the ring keeps every rank busy (docs/comm.md);
+  // DISTRUN_GLOO_HIERARCHICAL_ALLGATHER_BELOW overrides.
+  size_t hierarchicalAllgatherBelowBytes = 8 << 20;
   // In shared memory, allgather and alltoall blocks and messages of at
   // least this many bytes are read straight from the peers' buffers
   // (process_vm_readv: one copy where the slots take two) when every rank
