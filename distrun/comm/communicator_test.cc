@@ -402,7 +402,7 @@ TEST(SharedMemoryTest, RanksThatCallDifferentCollectivesFail) {
 }
 
 // Messages between two ranks arrive in order; a receive whose next message
-// carries another tag (or type, or length) would wait for ever, since its
+// carries another tag (or length) would wait for ever, since its
 // sender waits for it in turn: it fails at once, naming both, and the
 // sender's next call fails too instead of waiting.
 TEST(SharedMemoryTest, AReceiveOfAnotherMessageThanTheNextFailsAtOnce) {
@@ -431,6 +431,63 @@ TEST(SharedMemoryTest, AReceiveOfAnotherMessageThanTheNextFailsAtOnce) {
       },
       o);
   EXPECT_EQ(errors, std::vector<std::string>(2, ""));
+}
+
+// A sender returns once its message is posted; if it then leaves (its
+// communicator goes), the message is still in the channel, and the
+// receiver gets it rather than "lost rank 0". The third message waits for
+// the receiver to take the first, so rank 0 posts it and leaves while rank
+// 1 may already wait: the window this checks (not every run hits it).
+TEST(SharedMemoryTest, MessagesPostedBeforeTheSenderLeftAreReceived) {
+  for (int round = 0; round < 10; ++round) {
+    auto errors = runGlooThreads(2, [](Communicator& comm) {
+      for (int32_t k = 0; k < 3; ++k) {
+        std::vector<int32_t> x(16, comm.rank() == 0 ? k : -1);
+        if (comm.rank() == 0) {
+          comm.send(x.data(), x.size(), DataType::kInt32, 1, 5);
+        } else {
+          comm.recv(x.data(), x.size(), DataType::kInt32, 0, 5);
+          EXPECT_EQ(x[15], k);
+        }
+      }
+    });
+    EXPECT_EQ(errors, std::vector<std::string>(2, "")) << "round " << round;
+  }
+}
+
+// Once a rank has given up, its peers' next send or recv fails as their
+// next collective does, even where a message is waiting (a direct one's
+// buffer may be gone with the rank's failed call).
+TEST(SharedMemoryTest, AfterARankGaveUpAReceiveFails) {
+  std::atomic<bool> rank0Failed{false};
+  GlooOptions o;
+  o.timeout = std::chrono::seconds(60);
+  auto errors = runGlooThreads(
+      3,
+      [&](Communicator& comm) {
+        std::vector<float> x(8, 1.0f);
+        if (comm.rank() == 2) return;  // leaves: rank 0's sends to it fail
+        if (comm.rank() == 0) {
+          comm.send(x.data(), x.size(), DataType::kFloat32, 1, 3);
+          EXPECT_THROW(
+              {
+                for (int i = 0; i < 100; ++i)
+                  comm.send(x.data(), x.size(), DataType::kFloat32, 2, 0);
+              },
+              CommunicationError);
+          rank0Failed = true;
+          return;
+        }
+        while (!rank0Failed) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        try {
+          comm.recv(x.data(), x.size(), DataType::kFloat32, 0, 3);
+          ADD_FAILURE() << "rank 1 received from a communicator that failed";
+        } catch (const CommunicationError& e) {
+          EXPECT_THAT(e.what(), ::testing::StartsWith("recv: "));
+        }
+      },
+      o);
+  EXPECT_EQ(errors, std::vector<std::string>(3, ""));
 }
 
 // A buffer the segment cannot be made for (here: larger than this

@@ -1,6 +1,7 @@
 #include "distrun/launch/failure_cause.h"
 
 #include <cctype>
+#include <string>
 
 #include "distrun/common/error.h"
 #include "distrun/common/exit_code.h"
@@ -28,10 +29,10 @@ namespace {
 // "distrun: error: rank 0: ..." (distrun/train/trainer.cc relays rank 0's
 // error so on every other rank).
 bool relaysAnotherRank(std::string_view line) {
-  const std::string_view prefix = kErrorPrefix;
-  const size_t at = line.find(prefix);
-  if (at == std::string_view::npos || line.substr(at + prefix.size(), 5) != "rank ") return false;
-  const size_t end = at + prefix.size() + 5;
+  static const std::string kRelay = std::string(kErrorPrefix) + "rank ";
+  const size_t at = line.find(kRelay);
+  if (at == std::string_view::npos) return false;
+  const size_t end = at + kRelay.size();
   size_t digits = end;
   while (digits < line.size() && std::isdigit(static_cast<unsigned char>(line[digits]))) ++digits;
   return digits > end && line.substr(digits, 2) == ": ";

@@ -29,7 +29,10 @@ class NodeLayout {
   bool spansNodesWithNeighbours() const;
   // This rank's node: its ranks (global, ascending), this rank's index
   // among them, and the node's number.
-  const std::vector<int>& neighbours() const { return ranksOf(node_); }
+  const std::vector<int>& neighbours() const {
+    static const std::vector<int> kNone;
+    return ranksOfNode_.empty() ? kNone : ranksOf(node_);
+  }
   int localRank() const { return localRank_; }
   int node() const { return node_; }
   bool isLeader() const { return localRank_ == 0; }

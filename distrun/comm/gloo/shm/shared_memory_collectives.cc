@@ -394,7 +394,17 @@ void SharedMemoryCollectives::waitFor(int peer, uint32_t sequence,
   for (;;) {
     const uint32_t seen = word.load(std::memory_order_acquire);
     if (reached(seen, sequence)) return;
-    checkPeer(peer, deadline);
+    try {
+      checkPeer(peer, deadline);
+    } catch (const SharedMemoryFailure& f) {
+      // It may have posted and then left since the load above: what it
+      // posted stays readable (it stored `left` after it).
+      if (f.kind == SharedMemoryFailure::Kind::kPeerExited &&
+          reached(word.load(std::memory_order_acquire), sequence)) {
+        return;
+      }
+      throw;
+    }
     const auto left = deadline - std::chrono::steady_clock::now();
     futexWait(word, seen, std::clamp<std::chrono::nanoseconds>(left, {}, kCheckEvery));
   }

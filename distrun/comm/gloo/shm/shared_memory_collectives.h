@@ -121,6 +121,8 @@ class SharedMemoryCollectives {
   // SharedMemoryFailure when waiting on `peer` is no use (some rank gave
   // up, `peer` exited or left, or `deadline` passed).
   void checkPeer(int peer, std::chrono::steady_clock::time_point deadline) const;
+  // Throws SharedMemoryFailure (kAborted) once some rank gave up (abort()).
+  void throwIfAborted() const;
   // Copies `bytes` from `peer`'s address `from` (in its process) to `to`;
   // throws SharedMemoryFailure.
   void readFrom(int peer, uint64_t from, void* to, size_t bytes) const;
@@ -151,7 +153,6 @@ class SharedMemoryCollectives {
   void reduceShare(const SharedRegions& regions, size_t offset, size_t count, DataType type,
                    ReduceOp op) const;
   void waitFor(int peer, uint32_t sequence, std::chrono::steady_clock::time_point deadline) const;
-  void throwIfAborted() const;
   bool exited(int peer) const;
   bool direct(size_t blockBytes) const { return blockBytes >= directFromBytes_; }
   // Posts `in` as this rank's input for a direct `kind` of `count`

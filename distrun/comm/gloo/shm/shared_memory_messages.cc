@@ -182,6 +182,7 @@ void SharedMemoryMessages::sendRecv(const void* sendData, int sendPeer, void* re
 }
 
 void SharedMemoryMessages::run(std::initializer_list<Transfer*> transfers) {
+  peers_.throwIfAborted();  // a communicator that failed stays failed
   const auto deadline = std::chrono::steady_clock::now() + peers_.timeout();
   auto spinUntil = std::chrono::steady_clock::now() + kSpin;
   for (unsigned i = 0;; ++i) {
@@ -252,6 +253,10 @@ bool SharedMemoryMessages::advanceRecv(Transfer& t) const {
     checkPiece(t, piece);
     if (piece.address != 0) {
       peers_.readFrom(t.peer, piece.address, t.data, t.bytes);
+      // A sender that gave up meanwhile (a failure elsewhere, its timeout)
+      // raised the abort before its buffer could go: what was read may be
+      // another object's bytes.
+      peers_.throwIfAborted();
     } else {
       std::memcpy(t.data + t.done, half(t.peer, rank_, sequence), piece.bytes);
     }
@@ -266,9 +271,8 @@ bool SharedMemoryMessages::advanceRecv(Transfer& t) const {
 
 void SharedMemoryMessages::checkPiece(const Transfer& t, const Piece& piece) const {
   const auto type = static_cast<DataType>(piece.type);
-  if (piece.tag == t.tag && type == t.type && piece.total == t.bytes && piece.offset == t.done) {
-    return;
-  }
+  // As over TCP, the tag and the length must match; the types need not.
+  if (piece.tag == t.tag && piece.total == t.bytes && piece.offset == t.done) return;
   throw SharedMemoryFailure(
       SharedMemoryFailure::Kind::kMismatch, t.peer,
       fmt::format("rank {}'s next message to this rank is {} x {} with tag {}, where this rank "
@@ -279,8 +283,20 @@ void SharedMemoryMessages::checkPiece(const Transfer& t, const Piece& piece) con
 
 void SharedMemoryMessages::sleep(uint32_t seen, std::initializer_list<Transfer*> transfers,
                                  std::chrono::steady_clock::time_point deadline) const {
-  for (const Transfer* t : transfers) {
-    if (!t->finished) peers_.checkPeer(t->peer, deadline);
+  for (Transfer* t : transfers) {
+    if (t->finished) continue;
+    try {
+      peers_.checkPeer(t->peer, deadline);
+    } catch (const SharedMemoryFailure& f) {
+      // A sender may post its last pieces and leave between the last
+      // advance and this check: those pieces are still in the channel (it
+      // stored `left` after them), so only a transfer they do not finish
+      // has lost its peer.
+      if (f.kind != SharedMemoryFailure::Kind::kPeerExited) throw;
+      advance(*t);
+      if (!t->finished) throw;
+      return;  // run() goes on with the others
+    }
   }
   Doorbell& bell = doorbell(rank_);
   bell.sleeping.store(1);

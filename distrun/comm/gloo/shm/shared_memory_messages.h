@@ -21,7 +21,7 @@ namespace distrun::comm {
 // process (process_vm_readv: one copy where the halves take two), and the
 // sender returns once it has. Messages between two ranks arrive in the
 // order they were sent, so a receive whose next message carries another
-// tag, type or length would wait forever (the sender waits for it, under
+// tag or length would wait forever (the sender waits for it, under
 // the Communicator contract); it fails at once instead (kMismatch), naming
 // both. A waiting rank spins briefly, then sleeps on its own doorbell word,
 // which every rank that posts to it or takes from it rings; every 50 ms it
