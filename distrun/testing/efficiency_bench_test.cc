@@ -86,10 +86,10 @@ TEST(EfficiencyBenchTest, DistrunErrorsNameTheInputAndExitWithTheirCode) {
   const std::string bench = quote(binaryPath("ddp_efficiency_bench"));
   CommandResult r = runCommand(bench + " --cycles 0");
   EXPECT_EQ(r.exitCode, 64);
-  EXPECT_THAT(r.err, HasSubstr("ddp_efficiency_bench: error: --cycles: "));
+  EXPECT_THAT(r.err, HasSubstr("distrun: error: --cycles: "));
   r = runCommand(bench + " --limit-train 10 --data " + quote(dataDir()));
   EXPECT_EQ(r.exitCode, 64);
-  EXPECT_EQ(r.err, "ddp_efficiency_bench: error: --limit-train 10: expected at least 64 samples\n");
+  EXPECT_EQ(r.err, "distrun: error: --limit-train 10: expected at least 64 samples\n");
   r = runCommand(bench + " --data /nonexistent");
   EXPECT_EQ(r.exitCode, 74) << r.err;
   EXPECT_THAT(r.err, HasSubstr("run scripts/prepare-mnist, or give the folder of a torchvision "
