@@ -149,35 +149,38 @@ void SharedMemoryMessages::wakeAll() {
   }
 }
 
-void SharedMemoryMessages::send(const void* data, size_t count, DataType type, int peer, int tag) {
+SharedMemoryMessages::Transfer SharedMemoryMessages::outgoing(const void* data, size_t count,
+                                                              DataType type, int peer,
+                                                              int tag) const {
   const size_t bytes = count * sizeOf(type);
-  Transfer out{true,
-               peer,
-               tag,
-               type,
-               static_cast<char*>(const_cast<void*>(data)),
-               bytes,
-               bytes >= directFromBytes_};
+  return Transfer{true,
+                  peer,
+                  tag,
+                  type,
+                  static_cast<char*>(const_cast<void*>(data)),
+                  bytes,
+                  bytes >= directFromBytes_};
+}
+
+SharedMemoryMessages::Transfer SharedMemoryMessages::incoming(void* data, size_t count,
+                                                              DataType type, int peer, int tag) {
+  return Transfer{false, peer, tag, type, static_cast<char*>(data), count * sizeOf(type), false};
+}
+
+void SharedMemoryMessages::send(const void* data, size_t count, DataType type, int peer, int tag) {
+  Transfer out = outgoing(data, count, type, peer, tag);
   run({&out});
 }
 
 void SharedMemoryMessages::recv(void* data, size_t count, DataType type, int peer, int tag) {
-  const size_t bytes = count * sizeOf(type);
-  Transfer in{false, peer, tag, type, static_cast<char*>(data), bytes, false};
+  Transfer in = incoming(data, count, type, peer, tag);
   run({&in});
 }
 
 void SharedMemoryMessages::sendRecv(const void* sendData, int sendPeer, void* recvData,
                                     int recvPeer, size_t count, DataType type, int tag) {
-  const size_t bytes = count * sizeOf(type);
-  Transfer out{true,
-               sendPeer,
-               tag,
-               type,
-               static_cast<char*>(const_cast<void*>(sendData)),
-               bytes,
-               bytes >= directFromBytes_};
-  Transfer in{false, recvPeer, tag, type, static_cast<char*>(recvData), bytes, false};
+  Transfer out = outgoing(sendData, count, type, sendPeer, tag);
+  Transfer in = incoming(recvData, count, type, recvPeer, tag);
   run({&out, &in});
 }
 

@@ -73,6 +73,9 @@ class SharedMemoryMessages {
   char* half(int from, int to, uint32_t sequence) const;
   void ring(int rank) const;
   static void wake(Doorbell& bell);
+  // A message to send (direct from directFromBytes_), or to receive.
+  Transfer outgoing(const void* data, size_t count, DataType type, int peer, int tag) const;
+  static Transfer incoming(void* data, size_t count, DataType type, int peer, int tag);
   // Runs the transfers together until all are done.
   void run(std::initializer_list<Transfer*> transfers);
   // Does what `t` can do now without waiting; returns whether it did
