@@ -18,6 +18,7 @@ Action addBenchCommand(CLI::App& app, CliContext& ctx) {
   return [cmd, &ctx] {
     std::vector<std::string> args = cmd->remaining();
     ContainerFlags flags = takeContainerFlags(args);
+    if (ctx.checkOnly) return 0;  // distrun-bench checks its own flags where it runs
     std::vector<std::string> argv = {ctx.toolDir + "/distrun-bench"};
     argv.insert(argv.end(), args.begin(), args.end());
     // bench has no --site of its own: the detected profile's binds apply.

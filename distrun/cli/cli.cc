@@ -25,17 +25,6 @@ ExitCode reportError(const std::exception& e, CliContext& ctx) {
   return exitCodeFor(e);
 }
 
-// `help` is the command whose --help lists the flags: "distrun run".
-ExitCode reportParseError(const CLI::ParseError& e, CLI::App& app, const std::string& help,
-                          CliContext& ctx) {
-  if (e.get_exit_code() == 0) {  // --help, --version
-    app.exit(e, ctx.out, ctx.err);
-    return ExitCode::kSuccess;
-  }
-  ctx.err << kErrorPrefix << e.what() << " (see '" << help << " --help')\n";
-  return ExitCode::kUsage;
-}
-
 // `distrun --x ...`: the flags of the commands follow them.
 UsageError unknownFlagBeforeCommand(const std::string& arg) {
   const std::string name = arg.substr(0, arg.find('='));
@@ -71,8 +60,11 @@ void checkCommandName(const std::vector<std::string>& args,
 
 }  // namespace
 
-int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
-  std::vector<std::string> args = argsIn;
+namespace {
+
+// Parses `args` and runs the chosen command's action; throws every error,
+// a parse error as UsageError naming the command's --help.
+int parseAndAct(std::vector<std::string> args, CliContext& ctx) {
   std::vector<std::string> program;  // after --, for exec and run
   CLI::App app(kDescription, "distrun");
   app.set_version_flag("--version", versionText(thisBuild()));
@@ -87,8 +79,8 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
   };
   std::vector<std::string> commands;
   for (const auto& [name, action] : actions) commands.push_back(name);
+  checkCommandName(args, commands);
   try {
-    checkCommandName(args, commands);
     program = splitProgram(args, app);
     args = sortTrainCommandLine(args);
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -98,12 +90,31 @@ int runCli(const std::vector<std::string>& argsIn, CliContext& ctx) {
     }
     return 0;
   } catch (const CLI::ParseError& e) {
-    const bool command = !args.empty() && std::find(commands.begin(), commands.end(),
-                                                    args.front()) != commands.end();
-    return toInt(reportParseError(e, app, command ? "distrun " + args.front() : "distrun", ctx));
+    if (e.get_exit_code() == 0) {  // --help, --version
+      app.exit(e, ctx.out, ctx.err);
+      return 0;
+    }
+    const bool command =
+        std::find(commands.begin(), commands.end(), args.front()) != commands.end();
+    throw UsageError(fmt::format("{} (see '{} --help')", e.what(),
+                                 command ? "distrun " + args.front() : "distrun"));
+  }
+}
+
+}  // namespace
+
+int runCli(const std::vector<std::string>& args, CliContext& ctx) {
+  try {
+    return parseAndAct(args, ctx);
   } catch (const std::exception& e) {
     return toInt(reportError(e, ctx));
   }
+}
+
+void checkCommandLine(const std::vector<std::string>& args, const CliContext& ctx) {
+  CliContext checking = ctx;
+  checking.checkOnly = true;
+  parseAndAct(args, checking);
 }
 
 std::string builtinSiteDirFor(const std::string& executable) {

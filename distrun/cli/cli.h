@@ -67,6 +67,9 @@ struct CliContext {
                     const std::vector<std::pair<std::string, std::string>>& variables,
                     bool verbose)>
       runContained = {};
+  // Parse and check the command line and start nothing: how `distrun
+  // submit` checks its job's commands before sbatch (checkCommandLine).
+  bool checkOnly = false;
 };
 
 // Runs `distrun ARGS...` (args excludes the program name) and returns the
@@ -74,6 +77,13 @@ struct CliContext {
 // error: ...`, and mapped to its ExitCode; --help prints to ctx.out and
 // returns 0. `distrun run` returns its job's status (a worker's code).
 int runCli(const std::vector<std::string>& args, CliContext& ctx);
+
+// `distrun ARGS...` parsed and checked as runCli would, with nothing
+// started (ctx.checkOnly): the flags of the command and of distrun-train,
+// and distrun-doctor's, through its --list. What depends on the job's
+// nodes (the scheduler's layout, the files the run writes) is left to the
+// job. Throws the error runCli would print.
+void checkCommandLine(const std::vector<std::string>& args, const CliContext& ctx);
 
 // The real ExecFunction: setenv each variable, then execvp.
 void execProgram(const std::vector<std::string>& argv,

@@ -39,7 +39,9 @@ Action addPlotCommand(CLI::App& app, CliContext& ctx);
 Action addBenchCommand(CLI::App& app, CliContext& ctx);
 
 // `distrun doctor ...`: execs distrun-doctor from ctx.toolDir with the
-// arguments unchanged (docs/doctor.md).
+// arguments unchanged (docs/doctor.md); with ctx.checkOnly, runs it with
+// --list instead (ctx.runTool), which checks the arguments and starts no
+// check, and throws its error.
 Action addDoctorCommand(CLI::App& app, CliContext& ctx);
 
 // `distrun trace merge DIR [-o FILE]`: a trace folder merged into one

@@ -135,7 +135,7 @@ Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::str
   return [options, cmd, &ctx, &program] {
     const std::vector<std::string> rest = programArguments(*cmd);
     options->program = program.empty() ? rest : program;
-    return runExec(*options, ctx);
+    return ctx.checkOnly ? 0 : runExec(*options, ctx);
   };
 }
 

@@ -324,6 +324,17 @@ const Mistake kSubmitMistakes[] = {
      "submit: unknown flag --dryrun: did you mean --dry-run?"},
     {{"submit", "--wait", "--status", "bar", "--", "train", "mnist"},
      "--status 'bar': expected auto, line, plain or none"},
+    // The job's own command line, checked before it waits in the queue.
+    {{"submit", "--", "train", "mnist", "--epoch", "3"},
+     "train: unknown flag --epoch: did you mean --epochs (a training flag)?"},
+    {{"submit", "--", "train", "mnist", "--epochs", "0"}, "--epochs 0: expected at least 1"},
+    {{"submit", "--", "run", "--nproc-per-nod", "2", "train.py"},
+     "run: unknown flag --nproc-per-nod: did you mean --nproc-per-node?"},
+    {{"submit", "--", "exec", "-x", "--", "prog"},
+     "exec: unknown flag -x (see 'distrun exec --help')"},
+    {{"submit", "--doctor-arg=--straggler-margin=50", "--", "train", "mnist"},
+     "submit: --doctor-arg --straggler-margin=50 is for the doctor's step, which only --doctor "
+     "adds: add --doctor"},
 };
 INSTANTIATE_TEST_SUITE_P(Submit, DistrunMistakeTest, ::testing::ValuesIn(kSubmitMistakes));
 

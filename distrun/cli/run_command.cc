@@ -193,6 +193,7 @@ Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::stri
   return [options, ignored, cmd, &ctx, &program] {
     const std::vector<std::string> rest = programArguments(*cmd);
     options->program = program.empty() ? rest : program;
+    if (ctx.checkOnly) return 0;  // the layout is the job's nodes'
     checkLauncherFlags(*options, ctx);
     return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);
   };

@@ -122,12 +122,22 @@ submit::WatchRequest watchRequest(const submit::BatchJob& job, const std::string
   return {id, path.value_or(""), path ? submit::statusFileOf(*path) : ""};
 }
 
+// The job's distrun command lines, checked here as distrun would check
+// them on the nodes, so a mistake in them is refused before the job waits
+// in the queue (the step's first word is the path of distrun).
+void checkJobCommands(const submit::BatchJob& job, const CliContext& ctx) {
+  for (const std::vector<std::string>* step : {&job.doctorStep, &job.step}) {
+    if (step->size() > 1) checkCommandLine({step->begin() + 1, step->end()}, ctx);
+  }
+}
+
 int runSubmit(SubmitOptions& o, CliContext& ctx) {
   const StatusMode status = parseStatusMode(o.status);
   o.request.distrun = ctx.toolDir + "/distrun";
   std::optional<cluster::SiteProfile> site = siteFor(o, ctx);
   const cluster::SiteProfile* profile = site ? &*site : nullptr;
   submit::BatchJob job = submit::planBatchJob(o.request, profile);
+  checkJobCommands(job, ctx);
   if (o.explain) ctx.out << submit::explainBinding(job, profile);
   std::string script = submit::batchScript(job);
   if (o.dryRun) {
@@ -161,6 +171,9 @@ void addSlurmFlags(CLI::App* cmd, submit::SubmitRequest& r) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--doctor", r.doctor,
                 "run distrun doctor on every node before the command; stop the job if it fails");
+  cmd->add_option("--doctor-arg", r.doctorArgs,
+                  "a flag for that doctor, e.g. --doctor-arg=--straggler-margin=50 (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--max-requeues", r.maxRequeues,
                   "times a job that checkpointed on the warning is requeued (default 3)")
       ->check(CLI::NonNegativeNumber);

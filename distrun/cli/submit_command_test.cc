@@ -26,6 +26,10 @@ struct Submit {
                    .runTool =
                        [this](const std::vector<std::string>& argv, const std::string& input) {
                          calls.push_back(argv.front());
+                         if (argv.front() != "sbatch") {
+                           checked = argv;
+                           return checkAnswer;
+                         }
                          script = input;
                          return sbatchAnswer;
                        },
@@ -39,6 +43,9 @@ struct Submit {
   MapEnvironment env{{{"USER", "ana"}}};
   std::ostringstream out, err;
   ToolResult sbatchAnswer{0, "4242\n", ""};
+  // distrun-doctor's answer to the check of its flags, and what it got.
+  ToolResult checkAnswer{0, "answer  ...\n", ""};
+  std::vector<std::string> checked;
   std::vector<std::string> calls;
   std::string script;
   std::optional<submit::WatchRequest> watched;
@@ -107,6 +114,36 @@ TEST(SubmitCommandTest, ExplainPrintsThePlanFromTheSitesNodeDescription) {
   generic({"--explain", "--dry-run", "--site", "generic", "--", "train", "mnist"});
   EXPECT_THAT(generic.out.str(),
               StartsWith("the site profile generic does not describe its nodes"));
+}
+
+// --doctor-arg reaches the doctor's step, and distrun-doctor checks the
+// step's flags (its --list) before sbatch runs.
+TEST(SubmitCommandTest, DoctorArgsAreCheckedByTheDoctorThenRunByTheJob) {
+  Submit submit;
+  EXPECT_EQ(submit({"--doctor", "--doctor-arg=--straggler-margin=50", "--", "train", "linear"}), 0)
+      << submit.err.str();
+  EXPECT_EQ(submit.calls, (std::vector<std::string>{"/opt/distrun/bin/distrun-doctor", "sbatch"}));
+  EXPECT_EQ(submit.checked,
+            (std::vector<std::string>{"/opt/distrun/bin/distrun-doctor", "--nproc-per-node", "1",
+                                      "--python", "none", "--straggler-margin=50", "--list"}));
+  EXPECT_THAT(submit.script, HasSubstr("distrun doctor --nproc-per-node 1 --python none "
+                                       "--straggler-margin=50 || exit $?\n"));
+}
+
+TEST(SubmitCommandTest, ADoctorFlagTheDoctorRefusesSubmitsNothing) {
+  Submit submit;
+  submit.checkAnswer = {64, "",
+                        "distrun: error: unknown flag --stragler-margin: did you mean "
+                        "--straggler-margin?\n"};
+  EXPECT_EQ(submit({"--doctor", "--doctor-arg=--stragler-margin=50", "--", "train", "linear"}), 64);
+  EXPECT_EQ(submit.err.str(),
+            "distrun: error: doctor: unknown flag --stragler-margin: did you mean "
+            "--straggler-margin?\n");
+  EXPECT_EQ(submit.calls, (std::vector<std::string>{"/opt/distrun/bin/distrun-doctor"}));
+  Submit alone;  // -- doctor as the job: the same check
+  alone.checkAnswer = {78, "", "distrun: error: site profile 'x' not found in /s\n"};
+  EXPECT_EQ(alone({"--", "doctor", "--site", "x"}), 78);
+  EXPECT_EQ(alone.err.str(), "distrun: error: doctor: site profile 'x' not found in /s\n");
 }
 
 }  // namespace

@@ -46,7 +46,8 @@ void checkTrainingProgram(const std::string& program) {
 // distrun-train's flags (`args`: WORKLOAD and its flags) as `distrun train`
 // sees them before launching: their help, printed here as `distrun train`'s
 // (no worker starts for it: returns 0), values CLI11 must convert, the
-// checks of train::checkTrainFlags, and the files the run will write.
+// checks of train::checkTrainFlags, and the files the run will write
+// (unless ctx.checkOnly: they are written where the job runs).
 // Arguments it does not know (only after `--`: sortTrainArguments refuses
 // them elsewhere) are left to distrun-train, as given.
 std::optional<int> checkTraining(const std::vector<std::string>& args, CliContext& ctx) {
@@ -68,7 +69,7 @@ std::optional<int> checkTraining(const std::vector<std::string>& args, CliContex
     return 0;
   }
   train::checkTrainFlags(flags);
-  checkOutputFiles(flags);
+  if (!ctx.checkOnly) checkOutputFiles(flags);
   return std::nullopt;
 }
 
@@ -111,6 +112,7 @@ Action addTrainCommand(CLI::App& app, CliContext& ctx) {
           "flags");
     }
     if (std::optional<int> helped = checkTraining(training, ctx)) return *helped;
+    if (ctx.checkOnly) return 0;
     options->environment = traceVariables(*trace);
     options->program = {ctx.toolDir + "/distrun-train"};
     // (A test's runAgent starts nothing: it has no program to find.)

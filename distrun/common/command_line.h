@@ -31,9 +31,20 @@ inline std::string unknownFlagMessage(const CLI::App& app, const std::string& ar
   return "unknown flag " + name + " (see '" + help + " --help')";
 }
 
+// The first of the arguments `app` did not take (app.remaining() after
+// CLI::ExtrasError) that looks like a flag ("-x", "--x=1"); empty if none.
+inline std::string firstUnknownFlag(const CLI::App& app) {
+  for (const std::string& arg : app.remaining()) {
+    if (arg.size() > 1 && arg[0] == '-') return arg;
+  }
+  return "";
+}
+
 // Parses `args` with `app`, then runs `body` (returning the exit status).
 // --help prints and returns 0; a parse error prints "distrun: error: WHAT
-// (see 'HELP --help')" (kErrorPrefix) and returns 64; an error thrown by
+// (see 'HELP --help')" (kErrorPrefix) and returns 64, WHAT naming the
+// first unknown flag and the nearest known one (unknownFlagMessage) when
+// there is one; an error thrown by
 // `body` prints "distrun: error: WHAT" and returns its exit code
 // (exitCodeFor), a ReportedError just the code. `help` names the command
 // the user typed ("distrun bench").
@@ -48,6 +59,11 @@ int parseAndRun(CLI::App& app, const std::vector<std::string>& args, const std::
     if (e.get_exit_code() == 0) {
       app.exit(e, out, err);
       return 0;
+    }
+    const std::string flag = dynamic_cast<const CLI::ExtrasError*>(&e) ? firstUnknownFlag(app) : "";
+    if (!flag.empty()) {
+      err << kErrorPrefix << unknownFlagMessage(app, flag, help) << "\n";
+      return toInt(ExitCode::kUsage);
     }
     err << kErrorPrefix << e.what() << " (see '" << help << " --help')\n";
     return toInt(ExitCode::kUsage);

@@ -37,6 +37,14 @@ TEST(ParseAndRunTest, AParseErrorIsAUsageErrorPointingAtHelp) {
   EXPECT_NE(r.err.find("(see 'distrun prog --help')\n"), std::string::npos) << r.err;
 }
 
+TEST(ParseAndRunTest, AnUnknownFlagIsNamedWithTheNearestKnownOne) {
+  const Ran near = run({"--count", "2", "--cuont=3"}, [] { return 0; });
+  EXPECT_EQ(near.code, 64);
+  EXPECT_EQ(near.err, "distrun: error: unknown flag --cuont: did you mean --count?\n");
+  const Ran far = run({"extra", "-x"}, [] { return 0; });
+  EXPECT_EQ(far.err, "distrun: error: unknown flag -x (see 'distrun prog --help')\n");
+}
+
 TEST(ParseAndRunTest, AnErrorIsItsOneLineAndItsExitCode) {
   const Ran r = run({}, []() -> int { throw IoError("--metrics m.json: the disk is full"); });
   EXPECT_EQ(r.code, 74);

@@ -47,7 +47,8 @@ std::optional<std::string> commandRanks(const std::vector<std::string>& command)
 }
 
 // `distrun doctor` for the nodes of the job, told what the command will
-// need: its ranks per node, its container and the folder of its snapshot.
+// need: its ranks per node, its container and the folder of its snapshot,
+// then the user's --doctor-arg flags (later flags win in the doctor).
 std::vector<std::string> doctorStep(const SubmitRequest& r, std::optional<int> ranks) {
   std::vector<std::string> step = {r.distrun, "doctor"};
   if (ranks) step.insert(step.end(), {"--nproc-per-node", std::to_string(*ranks)});
@@ -55,6 +56,7 @@ std::vector<std::string> doctorStep(const SubmitRequest& r, std::optional<int> r
     if (auto value = commandFlag(r.command, {flag})) step.insert(step.end(), {flag, *value});
   }
   if (r.command[0] == "train") step.insert(step.end(), {"--python", "none"});  // LibTorch
+  step.insert(step.end(), r.doctorArgs.begin(), r.doctorArgs.end());
   return step;
 }
 
@@ -176,6 +178,11 @@ BatchJob planBatchJob(const SubmitRequest& r, const cluster::SiteProfile* site) 
     agentPerNode(job, r, ranks);
   }
   if (r.doctor) job.doctorStep = doctorStep(r, ranks);
+  if (!r.doctor && !r.doctorArgs.empty()) {
+    throw UsageError(fmt::format(
+        "submit: --doctor-arg {} is for the doctor's step, which only --doctor adds: add --doctor",
+        r.doctorArgs.front()));
+  }
   return job;
 }
 

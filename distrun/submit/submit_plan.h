@@ -27,6 +27,8 @@ struct SubmitRequest {
   int maxRequeues = 3;
   // --doctor: `distrun doctor` on every node before the command's step.
   bool doctor = false;
+  // --doctor-arg: flags added to that step's `distrun doctor`, as given.
+  std::vector<std::string> doctorArgs;
   std::string distrun = "distrun";  // the path the script runs distrun by
 };
 
@@ -40,7 +42,7 @@ bool runsOneTaskPerRank(const std::string& command);
 // node, else 1), the site's defaults for what the user left out, and, when
 // the site describes its node type, the binding of exec's tasks
 // (binding_plan.h). UsageError naming the flag for a request that
-// contradicts itself or the node.
+// contradicts itself or the node (--doctor-arg without --doctor too).
 BatchJob planBatchJob(const SubmitRequest& request, const cluster::SiteProfile* site);
 
 // What `--explain` prints: the binding plan of every rank on every node as

@@ -268,12 +268,25 @@ TEST_F(SubmitDoctorTest, AFailedDoctorKeepsTheTrainingFromStarting) {
 }
 
 TEST_F(SubmitDoctorTest, APassingDoctorLetsTheTrainingRun) {
-  // Two nodes on two cores: their matrix products need not take turns.
-  CommandResult r =
-      submitAndWait("--nodes 2 --doctor -- train --nproc-per-node 1 linear --epochs 1");
+  // The nodes share this machine's cores with the other tests (see
+  // kSharedCoresMargin), which a CI run once made a straggler of.
+  CommandResult r = submitAndWait(
+      "--nodes 2 --doctor --doctor-arg=--straggler-margin=300 -- train --nproc-per-node 1 "
+      "linear --epochs 1");
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("all passed"));
   EXPECT_THAT(r.out, HasSubstr("distrun-train: linear on 2 ranks"));
+}
+
+// distrun-doctor itself checks the doctor step's flags before sbatch.
+TEST_F(SubmitDoctorTest, ADoctorFlagMistakeIsRefusedBeforeTheJobIsSubmitted) {
+  CommandResult r = submitAndWait(
+      "--nodes 2 --doctor --doctor-arg=--stragler-margin=50 -- train --nproc-per-node 1 linear");
+  EXPECT_EQ(r.exitCode, 64) << r.out << r.err;
+  EXPECT_EQ(r.err,
+            "distrun: error: doctor: unknown flag --stragler-margin: did you mean "
+            "--straggler-margin?\n");
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("Submitted batch job")));
 }
 
 }  // namespace
