@@ -4,6 +4,7 @@
 #include "distrun/cli/commands.h"
 #include "distrun/cli/container_flags.h"
 #include "distrun/cli/container_launch.h"
+#include "distrun/cli/flag_check.h"
 
 namespace distrun::cli {
 
@@ -18,9 +19,12 @@ Action addBenchCommand(CLI::App& app, CliContext& ctx) {
   return [cmd, &ctx] {
     std::vector<std::string> args = cmd->remaining();
     ContainerFlags flags = takeContainerFlags(args);
-    if (ctx.checkOnly) return 0;  // distrun-bench checks its own flags where it runs
     std::vector<std::string> argv = {ctx.toolDir + "/distrun-bench"};
     argv.insert(argv.end(), args.begin(), args.end());
+    if (ctx.checkOnly) {
+      checkFlagsBy(argv, "--dry-run", "bench", ctx);
+      return 0;
+    }
     // bench has no --site of its own: the detected profile's binds apply.
     std::optional<container::ContainerRequest> request =
         containerRequest(flags, std::nullopt, ctx.env, ctx);

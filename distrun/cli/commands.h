@@ -35,7 +35,8 @@ Action addEnterCommand(CLI::App& app, CliContext& ctx);
 // through ctx.runTool (distrun/plot/plot.h).
 Action addPlotCommand(CLI::App& app, CliContext& ctx);
 // `distrun bench ...`: execs distrun-bench from ctx.toolDir with the
-// arguments unchanged.
+// arguments unchanged; with ctx.checkOnly, runs it with --dry-run instead
+// (ctx.runTool) and throws its error.
 Action addBenchCommand(CLI::App& app, CliContext& ctx);
 
 // `distrun doctor ...`: execs distrun-doctor from ctx.toolDir with the

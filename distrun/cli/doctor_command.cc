@@ -1,37 +1,10 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "distrun/cli/commands.h"
-#include "distrun/common/error.h"
+#include "distrun/cli/flag_check.h"
 
 namespace distrun::cli {
-namespace {
-
-// The first line of `text`, without distrun's error prefix.
-std::string errorLine(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
-  const std::string prefix = kErrorPrefix;
-  return line.compare(0, prefix.size(), prefix) == 0 ? line.substr(prefix.size()) : line;
-}
-
-// distrun-doctor checks `args` itself: with --list it parses and checks
-// every flag (and opens a --container image), then lists its checks. Its
-// error is thrown here, with its exit code.
-void checkDoctorFlags(const std::vector<std::string>& argv, CliContext& ctx) {
-  std::vector<std::string> listing = argv;
-  listing.push_back("--list");
-  const ToolResult r = ctx.runTool(listing, "");
-  if (r.exitCode == 0) return;
-  const std::string why = errorLine(r.err);
-  throw Error(static_cast<ExitCode>(r.exitCode),
-              why.empty() ? fmt::format("doctor: {} --list exited with {} and said nothing",
-                                        argv.front(), r.exitCode)
-                          : "doctor: " + why);
-}
-
-}  // namespace
 
 Action addDoctorCommand(CLI::App& app, CliContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
@@ -45,7 +18,8 @@ Action addDoctorCommand(CLI::App& app, CliContext& ctx) {
     const std::vector<std::string> args = cmd->remaining();
     argv.insert(argv.end(), args.begin(), args.end());
     if (ctx.checkOnly) {
-      checkDoctorFlags(argv, ctx);
+      // --list parses and checks every flag (and opens a --container image).
+      checkFlagsBy(argv, "--list", "doctor", ctx);
       return 0;
     }
     ctx.exec(argv, {});

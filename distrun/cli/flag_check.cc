@@ -1,5 +1,6 @@
 #include "distrun/cli/flag_check.h"
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "distrun/common/command_line.h"
@@ -69,6 +70,21 @@ std::vector<std::string> splitProgram(std::vector<std::string>& args, const CLI:
     if (flag != flags.end() && flag->second) ++i;  // its value
   }
   return {};
+}
+
+void checkFlagsBy(const std::vector<std::string>& argv, const std::string& checkFlag,
+                  const std::string& command, CliContext& ctx) {
+  std::vector<std::string> checking = argv;
+  checking.push_back(checkFlag);
+  const ToolResult r = ctx.runTool(checking, "");
+  if (r.exitCode == 0) return;
+  std::string why = r.err.substr(0, r.err.find('\n'));
+  const std::string prefix = kErrorPrefix;
+  if (why.compare(0, prefix.size(), prefix) == 0) why = why.substr(prefix.size());
+  throw Error(static_cast<ExitCode>(r.exitCode),
+              why.empty() ? fmt::format("{}: {} {} exited with {} and said nothing", command,
+                                        argv.front(), checkFlag, r.exitCode)
+                          : command + ": " + why);
 }
 
 }  // namespace distrun::cli

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "distrun/cli/cli.h"
 #include "distrun/cli/train_arguments.h"
 
 namespace CLI {
@@ -46,5 +47,13 @@ std::vector<std::string> argumentsWithoutFlags(const CLI::App& cmd);
 // otherwise take what follows `--` as its own positionals. Empty for any
 // other command line (no `--` before PROGRAM).
 std::vector<std::string> splitProgram(std::vector<std::string>& args, const CLI::App& app);
+
+// How a command that execs a sibling program (distrun-doctor,
+// distrun-bench) is checked without running it (ctx.checkOnly): `argv`
+// plus `checkFlag` (the program's --list or --dry-run, which checks every
+// flag and starts nothing) through ctx.runTool. A refusal is thrown with
+// the program's exit code and its line, `command` before it ("doctor: ...").
+void checkFlagsBy(const std::vector<std::string>& argv, const std::string& checkFlag,
+                  const std::string& command, CliContext& ctx);
 
 }  // namespace distrun::cli

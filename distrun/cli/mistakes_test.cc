@@ -547,30 +547,51 @@ INSTANTIATE_TEST_SUITE_P(Plot, DistrunMistakeTest, ::testing::ValuesIn(kPlotMist
 
 // distrun-bench (what `distrun bench` execs): any rank it would start, or
 // join, first asks for the host's facts.
+// distrun-bench in `env`, writing to out and err; `started` is set once
+// it asks for the host's facts.
+struct Bench {
+  int operator()(const std::vector<std::string>& args) {
+    comm_bench::BenchContext ctx{.env = env,
+                                 .out = out,
+                                 .err = err,
+                                 .hostFacts =
+                                     [this] {
+                                       started = true;
+                                       return HostFacts{"node1", 4};
+                                     },
+                                 .executable = "/opt/distrun/bin/distrun-bench",
+                                 .builtinSiteDir = ""};
+    return comm_bench::runBenchCli(args, ctx);
+  }
+  MapEnvironment env;
+  std::ostringstream out, err;
+  bool started = false;
+};
+
 class BenchMistakeTest : public ::testing::TestWithParam<Mistake> {};
 
 TEST_P(BenchMistakeTest, IsOneLineWithItsExitCodeAndNothingStarts) {
-  MapEnvironment env;
-  for (const auto& [name, value] : GetParam().env) env.set(name, value);
-  std::ostringstream out, err;
-  bool started = false;
-  comm_bench::BenchContext ctx{.env = env,
-                               .out = out,
-                               .err = err,
-                               .hostFacts =
-                                   [&started] {
-                                     started = true;
-                                     return HostFacts{"node1", 4};
-                                   },
-                               .executable = "/opt/distrun/bin/distrun-bench",
-                               .builtinSiteDir = ""};
-  EXPECT_EQ(comm_bench::runBenchCli(GetParam().args, ctx), toInt(GetParam().code)) << err.str();
-  expectOneLine(err.str(), "distrun: error: ", GetParam());
-  EXPECT_FALSE(started);
+  Bench bench;
+  for (const auto& [name, value] : GetParam().env) bench.env.set(name, value);
+  EXPECT_EQ(bench(GetParam().args), toInt(GetParam().code)) << bench.err.str();
+  expectOneLine(bench.err.str(), "distrun: error: ", GetParam());
+  EXPECT_FALSE(bench.started);
 }
 
 constexpr const char* kProcesses =
     "ranks are processes: use --nproc-per-node (distrun run) or srun/mpirun tasks";
+
+// --dry-run checks the flags as a run would, then measures nothing.
+TEST(BenchDryRunTest, SaysWhatWouldBeMeasuredAndStartsNothing) {
+  Bench bench;
+  EXPECT_EQ(bench({"all_reduce", "-b", "4K", "-e", "64M", "--dry-run"}), 0) << bench.err.str();
+  EXPECT_EQ(bench.out.str(),
+            "distrun bench: all_reduce, 15 sizes from 4096 to 67108864 bytes, 20 iterations after "
+            "5 warm-up, backend auto: nothing measured (--dry-run)\n");
+  EXPECT_FALSE(bench.started);
+  EXPECT_EQ(bench({"all_reduce", "-b", "64M", "-e", "4K", "--dry-run"}), 64);
+  EXPECT_EQ(bench.err.str(), "distrun: error: -b 67108864 is above -e 4096\n");
+}
 
 const Mistake kBenchMistakes[] = {
     {{"-g", "1"},

@@ -146,5 +146,19 @@ TEST(SubmitCommandTest, ADoctorFlagTheDoctorRefusesSubmitsNothing) {
   EXPECT_EQ(alone.err.str(), "distrun: error: doctor: site profile 'x' not found in /s\n");
 }
 
+// `-- bench`: distrun-bench checks its flags with --dry-run before sbatch.
+TEST(SubmitCommandTest, BenchFlagsAreCheckedByDistrunBench) {
+  Submit submit;
+  EXPECT_EQ(submit({"--", "bench", "all_reduce", "-e", "64M"}), 0) << submit.err.str();
+  EXPECT_EQ(submit.checked,
+            (std::vector<std::string>{"/opt/distrun/bin/distrun-bench", "--nproc-per-node", "1",
+                                      "all_reduce", "-e", "64M", "--dry-run"}));
+  Submit refused;
+  refused.checkAnswer = {64, "", "distrun: error: -b 67108864 is above -e 4096\n"};
+  EXPECT_EQ(refused({"--", "bench", "all_reduce", "-b", "64M", "-e", "4K"}), 64);
+  EXPECT_EQ(refused.err.str(), "distrun: error: bench: -b 67108864 is above -e 4096\n");
+  EXPECT_EQ(refused.calls, (std::vector<std::string>{"/opt/distrun/bin/distrun-bench"}));
+}
+
 }  // namespace
 }  // namespace distrun::cli

@@ -25,6 +25,7 @@ struct RawFlags {
   std::string stepBytes;
   std::string datatype = "float";
   std::string op = "sum";
+  bool dryRun = false;
 };
 
 // nccl-tests' GPUs per thread (-g) and threads per process (-t): a
@@ -67,6 +68,8 @@ void addFlags(CLI::App& app, BenchOptions& o, RawFlags& raw) {
                  "auto (default: mpi across nodes under mpirun, else gloo), gloo or mpi");
   app.add_option("--nproc-per-node", o.nprocPerNode, "local ranks when run bare (default 2)");
   app.add_option("--intervals", o.piIntervals, "pi: trapezoid intervals (default 1e8)");
+  app.add_flag("--dry-run", raw.dryRun,
+               "check the flags, say what would be measured, measure nothing");
   refuseThreadFlag(app, "-g,--ngpus", "GPUs per thread");
   refuseThreadFlag(app, "-t,--nthreads", "threads per process");
 }
@@ -180,6 +183,19 @@ int dispatch(const BenchOptions& o, const std::vector<std::string>& args, const 
   return selfLaunch(o, args, env, ctx);
 }
 
+// --dry-run's one line: what the flags ask for.
+std::string plannedRun(const BenchOptions& o) {
+  if (o.collective == "pi") {
+    return fmt::format("distrun bench: pi with {} intervals: nothing run (--dry-run)\n",
+                       o.piIntervals);
+  }
+  const std::vector<size_t> sizes = sweepSizes(o);
+  return fmt::format(
+      "distrun bench: {}, {} sizes from {} to {} bytes, {} iterations after {} warm-up, backend "
+      "{}: nothing measured (--dry-run)\n",
+      o.collective, sizes.size(), sizes.front(), sizes.back(), o.iters, o.warmupIters, o.backend);
+}
+
 }  // namespace
 
 int runBenchCli(const std::vector<std::string>& args, BenchContext& ctx) {
@@ -192,6 +208,10 @@ int runBenchCli(const std::vector<std::string>& args, BenchContext& ctx) {
   return parseAndRun(app, args, "distrun bench", ctx.out, ctx.err, [&] {
     refuseExtras(app);
     resolve(options, raw);
+    if (raw.dryRun) {
+      ctx.out << plannedRun(options);
+      return 0;
+    }
     return dispatch(options, args, cluster::withoutLeftovers(ctx.env), ctx);
   });
 }
