@@ -111,6 +111,14 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 copy=$("$bin/copy_bandwidth")
+# Large allgather and alltoall blocks and large messages are read from the
+# peers with process_vm_readv: the kernel's copy between processes, whose
+# speed beside memcpy's bounds them.
+case $collective in
+  all_gather | alltoall | sendrecv)
+    echo "# one copy between processes: $("$bin/copy_bandwidth" --cross-process)"
+    ;;
+esac
 
 $python - "$tmp" "$copy" "$collective" "${BENCH_SUMMARY:-}" <<'PY'
 import glob, os, sys
