@@ -9,6 +9,7 @@
 #include "distrun/cli/build_info.h"
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
+#include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 
@@ -54,13 +55,9 @@ void checkCommandName(const std::vector<std::string>& args,
   const std::string& first = args.front();
   if (first == "-h" || first == "--help" || first == "--version") return;
   if (std::find(commands.begin(), commands.end(), first) != commands.end()) return;
-  if (first.size() > 1 && first[0] == '-') throw unknownFlagBeforeCommand(first);
+  if (looksLikeFlag(first)) throw unknownFlagBeforeCommand(first);
   throw unknownCommand(first, commands);
 }
-
-}  // namespace
-
-namespace {
 
 // Parses `args` and runs the chosen command's action; throws every error,
 // a parse error as UsageError naming the command's --help.

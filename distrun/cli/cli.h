@@ -80,7 +80,8 @@ int runCli(const std::vector<std::string>& args, CliContext& ctx);
 
 // `distrun ARGS...` parsed and checked as runCli would, with nothing
 // started (ctx.checkOnly): the flags of the command and of distrun-train,
-// and distrun-doctor's, through its --list. What depends on the job's
+// and those of distrun-doctor and distrun-bench, through their --list and
+// --dry-run (checkFlagsBy). What depends on the job's
 // nodes (the scheduler's layout, the files the run writes) is left to the
 // job. Throws the error runCli would print.
 void checkCommandLine(const std::vector<std::string>& args, const CliContext& ctx);

@@ -22,8 +22,6 @@ std::string commandPath(const CLI::App& cmd) {
 
 }  // namespace
 
-bool looksLikeFlag(const std::string& arg) { return arg.size() > 1 && arg[0] == '-'; }
-
 std::vector<std::string> longNames(const FlagSet& flags) {
   std::vector<std::string> names;
   for (const auto& [name, takesValue] : flags) {

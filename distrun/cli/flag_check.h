@@ -15,10 +15,6 @@ class App;
 
 namespace distrun::cli {
 
-// Whether `arg` is a flag rather than a value or a program: "-x", "--x=1",
-// but not "-" (standard input) or "".
-bool looksLikeFlag(const std::string& arg);
-
 // The long names of `flags` ("--nproc-per-node", not "-r"): what a
 // suggestion may name.
 std::vector<std::string> longNames(const FlagSet& flags);

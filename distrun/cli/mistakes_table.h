@@ -1,6 +1,7 @@
 #pragma once
 
-// The table of user mistakes (mistakes_test.cc, environment_mistakes_test.cc):
+// The table of user mistakes (mistakes_test.cc, environment_mistakes_test.cc,
+// bench_mistakes_test.cc):
 // every mistake on distrun's command line, or in the environment it reads,
 // is one line on stderr, its documented exit code (64 for the command line
 // unless a row says otherwise), and nothing started: no exec, no node agent,

@@ -43,7 +43,8 @@ struct Submit {
   MapEnvironment env{{{"USER", "ana"}}};
   std::ostringstream out, err;
   ToolResult sbatchAnswer{0, "4242\n", ""};
-  // distrun-doctor's answer to the check of its flags, and what it got.
+  // The answer of distrun-doctor or distrun-bench to the check of its
+  // flags (checkFlagsBy), and what it got.
   ToolResult checkAnswer{0, "answer  ...\n", ""};
   std::vector<std::string> checked;
   std::vector<std::string> calls;

@@ -8,6 +8,7 @@
 
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
+#include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/trace_merge/merge.h"

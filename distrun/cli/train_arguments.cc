@@ -9,6 +9,7 @@
 #include "distrun/cli/commands.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cli/trace_flags.h"
+#include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/train_app/train_flags.h"
@@ -21,7 +22,7 @@ constexpr const char* kWhereFlagsAreListed =
     "neither a launcher flag ('distrun train --help') nor a training flag "
     "('distrun train mnist --help')";
 
-bool isFlag(const std::string& arg) { return arg.size() > 1 && arg[0] == '-' && arg != "--"; }
+bool isFlag(const std::string& arg) { return looksLikeFlag(arg) && arg != "--"; }
 
 bool isHelp(const std::string& name) { return name == "-h" || name == "--help"; }
 

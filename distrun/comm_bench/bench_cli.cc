@@ -98,12 +98,9 @@ void resolve(BenchOptions& o, const RawFlags& raw) {
 // What the parser left (allow_extras): an unknown flag, named with the
 // nearest one, or a second COLLECTIVE.
 void refuseExtras(const CLI::App& app) {
+  const std::string flag = firstUnknownFlag(app);
+  if (!flag.empty()) throw UsageError(unknownFlagMessage(app, flag, "distrun bench"));
   const std::vector<std::string> extra = app.remaining();
-  for (const std::string& arg : extra) {
-    if (arg.size() > 1 && arg[0] == '-') {
-      throw UsageError(unknownFlagMessage(app, arg, "distrun bench"));
-    }
-  }
   if (!extra.empty()) {
     throw UsageError(
         fmt::format("unexpected argument '{}': distrun bench takes one COLLECTIVE", extra.front()));

@@ -15,6 +15,10 @@
 
 namespace distrun {
 
+// Whether `arg` is a flag rather than a value or a program: "-x", "--x=1",
+// but not "-" (standard input) or "".
+inline bool looksLikeFlag(const std::string& arg) { return arg.size() > 1 && arg[0] == '-'; }
+
 // "unknown flag --maxbyte: did you mean --maxbytes?" for an argument `app`
 // does not know (`arg` may carry "=VALUE"), the nearest being one of its
 // long names; with none close, "unknown flag -x (see 'HELP --help')".
@@ -31,11 +35,11 @@ inline std::string unknownFlagMessage(const CLI::App& app, const std::string& ar
   return "unknown flag " + name + " (see '" + help + " --help')";
 }
 
-// The first of the arguments `app` did not take (app.remaining() after
-// CLI::ExtrasError) that looks like a flag ("-x", "--x=1"); empty if none.
+// The first of the arguments `app` did not take (app.remaining()) that
+// looks like a flag; empty if none.
 inline std::string firstUnknownFlag(const CLI::App& app) {
   for (const std::string& arg : app.remaining()) {
-    if (arg.size() > 1 && arg[0] == '-') return arg;
+    if (looksLikeFlag(arg)) return arg;
   }
   return "";
 }
@@ -44,10 +48,9 @@ inline std::string firstUnknownFlag(const CLI::App& app) {
 // --help prints and returns 0; a parse error prints "distrun: error: WHAT
 // (see 'HELP --help')" (kErrorPrefix) and returns 64, WHAT naming the
 // first unknown flag and the nearest known one (unknownFlagMessage) when
-// there is one; an error thrown by
-// `body` prints "distrun: error: WHAT" and returns its exit code
-// (exitCodeFor), a ReportedError just the code. `help` names the command
-// the user typed ("distrun bench").
+// there is one; an error thrown by `body` prints "distrun: error: WHAT" and
+// returns its exit code (exitCodeFor), a ReportedError just the code.
+// `help` names the command the user typed ("distrun bench").
 template <class Body>
 int parseAndRun(CLI::App& app, const std::vector<std::string>& args, const std::string& help,
                 std::ostream& out, std::ostream& err, Body&& body) {
