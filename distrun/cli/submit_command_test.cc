@@ -141,6 +141,12 @@ TEST(SubmitCommandTest, ADoctorFlagTheDoctorRefusesSubmitsNothing) {
             "distrun: error: doctor: unknown flag --stragler-margin: did you mean "
             "--straggler-margin?\n");
   EXPECT_EQ(submit.calls, (std::vector<std::string>{"/opt/distrun/bin/distrun-doctor"}));
+  Submit silent;  // a program that cannot be run says nothing of its own
+  silent.checkAnswer = {127, "", ""};
+  EXPECT_EQ(silent({"--doctor", "--", "train", "linear"}), 127);
+  EXPECT_EQ(silent.err.str(),
+            "distrun: error: doctor: /opt/distrun/bin/distrun-doctor --list exited with 127 and "
+            "said nothing\n");
   Submit alone;  // -- doctor as the job: the same check
   alone.checkAnswer = {78, "", "distrun: error: site profile 'x' not found in /s\n"};
   EXPECT_EQ(alone({"--", "doctor", "--site", "x"}), 78);
