@@ -42,6 +42,10 @@ namespace {
 constexpr auto kExitBarrier = std::chrono::seconds(10);
 // How often the workers' progress is sampled with --hang-timeout.
 constexpr auto kSampleInterval = std::chrono::seconds(1);
+// How often the agent looks for exiting workers to hurry (hurryExit,
+// worker.h) while a round runs: a SIGKILLed worker's main thread leaves at
+// once, but nothing wakes the agent until the last one has.
+constexpr auto kExitingCheckInterval = std::chrono::milliseconds(250);
 
 // A rendezvous round joined on another thread, so that the loop keeps
 // reading the agent's signals meanwhile. The thread wakes the loop through
@@ -293,6 +297,7 @@ class Agent::Loop {
     takeRendezvous();
     takeStoreEvents();
     reapWorkers();
+    hurryExitingWorkers();
     takeDeadline();
     sampleProgress();
     status_.update(round_ ? round_->group.statuses() : std::vector<RankStatus>{});
@@ -344,6 +349,12 @@ class Agent::Loop {
       feed(supervisor_.workerExited(exit, now()));
     }
   }
+  void hurryExitingWorkers() {
+    const TimePoint t = now();
+    if (!round_ || t < nextExitingCheck_) return;
+    nextExitingCheck_ = t + kExitingCheckInterval;
+    round_->group.hurryExiting();
+  }
   void takeDeadline() {
     TimePoint t = now();
     if (!wakeAt_ || t < *wakeAt_) return;
@@ -358,7 +369,9 @@ class Agent::Loop {
   }
   int pollTimeout() const {
     std::optional<TimePoint> next = wakeAt_;
-    for (const std::optional<TimePoint>& at : {nextSample_, status_.nextDue()}) {
+    std::optional<TimePoint> exitingCheck;
+    if (round_) exitingCheck = nextExitingCheck_;
+    for (const std::optional<TimePoint>& at : {nextSample_, status_.nextDue(), exitingCheck}) {
       if (at && (!next || *at < *next)) next = at;
     }
     if (!next) return -1;
@@ -381,6 +394,7 @@ class Agent::Loop {
   std::unique_ptr<RoundIo> round_;
   std::optional<TimePoint> wakeAt_;
   std::optional<TimePoint> nextSample_;  // with --hang-timeout, while workers run
+  TimePoint nextExitingCheck_{};         // while a round runs (kExitingCheckInterval)
   std::optional<int> exitCode_;
   std::deque<Action> pending_;
   bool feeding_ = false;

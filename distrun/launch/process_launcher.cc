@@ -29,6 +29,8 @@ void SystemProcessLauncher::waitFor(pid_t pid) {
   }
 }
 
+void SystemProcessLauncher::hurryExit(pid_t pid) { distrun::launch::hurryExit(pid); }
+
 ProcessLauncher& systemProcessLauncher() {
   static SystemProcessLauncher launcher;
   return launcher;

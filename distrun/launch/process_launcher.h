@@ -30,6 +30,9 @@ class ProcessLauncher {
   virtual std::vector<Exit> reap() = 0;
   // Blocks until the child `pid` has exited, and reaps it.
   virtual void waitFor(pid_t pid) = 0;
+  // If the worker `pid` is exiting (its main thread has left, others have
+  // yet to), lets it finish on busy cores: see hurryExit in worker.h.
+  virtual void hurryExit(pid_t pid) = 0;
 };
 
 // The real processes: spawnWorker, signalWorker, waitpid.
@@ -39,6 +42,7 @@ class SystemProcessLauncher : public ProcessLauncher {
   void signal(pid_t group, int signal) override;
   std::vector<Exit> reap() override;
   void waitFor(pid_t pid) override;
+  void hurryExit(pid_t pid) override;
 };
 
 // One SystemProcessLauncher for the whole process (it holds no state).

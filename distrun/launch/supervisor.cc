@@ -147,7 +147,9 @@ Actions Supervisor::workerExited(const WorkerFailure& exit, TimePoint now) {
     // the store's order, decides the root cause.
     out = stopWorkers(now);
     append(out, publishFailure(exit));
-  }  // else: stopped on purpose, or the job failed already
+  } else if (killedFromOutside(exit) && awaitingCause()) {
+    out = publishFailure(exit);  // the cause the echo waited for, reaped late
+  }                              // else: stopped on purpose, or the job failed already
   append(out, doneIfAwaiting(now));
   return endRoundIfOver(std::move(out));
 }
@@ -204,6 +206,7 @@ Actions Supervisor::deadlinePassed(TimePoint now) {
 
 // SIGKILL for the workers still running, after a line naming them.
 Actions Supervisor::killRunning(const std::string& why) {
+  state_.killSent = true;
   if (state_.running.empty()) return {KillWorkers{}};
   return {Print{fmt::format("distrun: node {}: killing {} with SIGKILL: {}\n",
                             config_.layout.nodeRank, runningWorkers(), why)},

@@ -223,7 +223,8 @@ class Supervisor {
     bool doneMarked = false;
     std::string lost;  // why the store was lost
     std::optional<TimePoint> killAt;
-    HangWatch hang;  // --hang-timeout
+    bool killSent = false;  // this agent SIGKILLed the workers still running
+    HangWatch hang;         // --hang-timeout
     // Root causes over echoes (failure_cause.h).
     std::optional<WorkerFailure> firstEcho;   // in the store's order
     std::set<int> echoRanks;                  // ranks whose echo was read before a cause
@@ -260,6 +261,7 @@ class Supervisor {
   Actions publishFailure(WorkerFailure failure);
   bool awaitingCause() const;
   Actions echoExited(const WorkerFailure& echo, TimePoint now);
+  bool killedFromOutside(const WorkerFailure& exit) const;
   Actions echoPublished(const WorkerFailure& echo, TimePoint now);
   Actions armCauseWait(TimePoint now);
   Actions doneIfAwaiting(TimePoint now);

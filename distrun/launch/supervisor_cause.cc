@@ -3,6 +3,8 @@
 // its peer (failure_cause.h), and every node settles on the same one.
 #include "distrun/launch/supervisor.h"
 
+#include <csignal>
+
 #include <fmt/format.h>
 
 #include "distrun/common/strings.h"
@@ -35,6 +37,17 @@ bool Supervisor::awaitingCause() const {
   const RoundState& s = state_;
   return (s.echoed || s.firstEcho) && !s.rootCause && !s.causePublished && !s.complete &&
          s.signal == 0 && s.lost.empty() && !s.lostNode;
+}
+
+// A worker SIGKILLed by someone else than this agent (the OOM killer, a
+// user, the scheduler) while an echo waited for its cause. The kernel
+// hands a process's exit over only once its last thread has left, and a
+// process's SCHED_IDLE thread (comm's IdleSpinner) gets almost no CPU
+// while the node's cores are busy: the teardown of a SIGKILLed worker may
+// then outlast kCauseWait, and its exit comes after the workers were
+// stopped. Only a SIGKILL is certain not to answer the agent's SIGTERM.
+bool Supervisor::killedFromOutside(const WorkerFailure& exit) const {
+  return exit.signal == SIGKILL && !state_.killSent;
 }
 
 // A worker here lost its peer: published (every echo, for the report's

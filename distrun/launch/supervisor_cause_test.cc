@@ -16,10 +16,12 @@ namespace {
 using supervisor_testing::exitOf;
 
 using namespace std::chrono_literals;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 constexpr int kPeerLost = 69;
 constexpr int kIo = 74;
@@ -181,6 +183,39 @@ TEST(RootCauseTest, WithEchoesOnlyTheWorkersAreStoppedAfterTheWaitAndTheFirstEch
   EXPECT_THAT(job.printed(0), HasSubstr("root cause was rank 1 (local rank 1)"));
   EXPECT_THAT(job.printed(0), HasSubstr("distrun: rank 1 only lost a peer, and no rank reported "
                                         "an error of its own"));
+}
+
+// Rank 1 was SIGKILLed from outside, but its teardown (a starved
+// SCHED_IDLE thread) outlasts the cause wait: its exit, reaped after the
+// workers were stopped, is still the cause the echo waited for.
+TEST(RootCauseTest, ASigkillReapedAfterTheCauseWaitIsStillTheRootCause) {
+  Job job(1, 2);
+  job.exits(0, kPeerLost);
+  job.deliverAll();
+  job.advance(5s);
+  EXPECT_THAT(job.deadline(0), Contains("signal 15"));
+  EXPECT_THAT(job.exits(1, 0, SIGKILL), ElementsAre(StartsWith("publish failure")));
+  job.deliverAll();
+  EXPECT_EQ(job.exitCode(0), 128 + SIGKILL);
+  EXPECT_THAT(job.printed(0), HasSubstr("root cause was rank 1 (local rank 1)"));
+  EXPECT_THAT(job.printed(0), HasSubstr("distrun: rank 0 failed before it only because it lost "
+                                        "a peer: not the cause\n"));
+}
+
+// A SIGKILL the agent sent itself (--term-timeout passed) is its own doing:
+// the echo stays the root cause.
+TEST(RootCauseTest, TheAgentsOwnSigkillIsNoCause) {
+  Job job(1, 2);
+  job.exits(0, kPeerLost);
+  job.deliverAll();
+  job.advance(5s);
+  EXPECT_THAT(job.deadline(0), Contains("wake at 30000 ms"));  // --term-timeout 25
+  job.advance(25s);
+  EXPECT_THAT(job.deadline(0), Contains("kill"));
+  EXPECT_THAT(job.exits(1, 0, SIGKILL), Not(Contains(StartsWith("publish failure"))));
+  job.deliverAll();
+  EXPECT_EQ(job.exitCode(0), kPeerLost);
+  EXPECT_THAT(job.printed(0), HasSubstr("root cause was rank 0 (local rank 0)"));
 }
 
 TEST(RootCauseTest, AmongTwoCausesAfterAnEchoTheFirstPublishedWins) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "distrun/common/error.h"
@@ -108,6 +109,26 @@ WorkerProcess spawnWorker(const WorkerSpec& spec) {
 
 void signalWorker(pid_t pid, int signal) {
   if (pid > 0) ::killpg(pid, signal);
+}
+
+int hurryExit(pid_t pid) {
+  const std::optional<ProcessStatus> leader = readProcessStatus(pid);
+  if (!leader || leader->state != 'Z') return 0;
+  int hurried = 0;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = ::opendir(tasks.c_str());
+  if (dir == nullptr) return 0;  // reaped meanwhile
+  while (dirent* entry = ::readdir(dir)) {
+    char* end = nullptr;
+    const long tid = std::strtol(entry->d_name, &end, 10);
+    if (*end != '\0' || tid <= 0 || ::sched_getscheduler(static_cast<pid_t>(tid)) != SCHED_IDLE) {
+      continue;
+    }
+    const sched_param normal{};
+    if (::sched_setscheduler(static_cast<pid_t>(tid), SCHED_OTHER, &normal) == 0) ++hurried;
+  }
+  ::closedir(dir);
+  return hurried;
 }
 
 void becomeSubreaper() {

@@ -44,6 +44,16 @@ WorkerProcess spawnWorker(const WorkerSpec& spec);
 // are already gone.
 void signalWorker(pid_t pid, int signal);
 
+// If the worker `pid` is exiting, gives its threads of the SCHED_IDLE class
+// (comm's IdleSpinner) the normal class back, and returns how many. A
+// process is reaped only once its last thread has left, and on busy cores
+// a SCHED_IDLE thread gets almost no CPU: a SIGKILLed worker (the OOM
+// killer's) then held its memory and its exit for tens of seconds while
+// that thread unmapped it. "Exiting" is a main thread that has left (a
+// zombie) while others have not; the caller owns `pid` (same user), so
+// the kernel allows the change. Does nothing to a running worker.
+int hurryExit(pid_t pid);
+
 // Makes this process a child subreaper: orphaned descendants (a worker's
 // setsid'd grandchildren) are re-parented to it rather than to init, so the
 // agent can reap and kill them. Throws SystemError.

@@ -124,6 +124,12 @@ void WorkerGroup::signalAll(int signal) {
   }
 }
 
+void WorkerGroup::hurryExiting() {
+  for (Member& m : members_) {
+    if (m.running) launcher_.hurryExit(m.process.pid);
+  }
+}
+
 std::vector<WorkerProgress> WorkerGroup::progress(const ProgressProbe& probe) const {
   std::set<int> groups;
   for (const Member& m : members_) {

@@ -47,6 +47,8 @@ class WorkerGroup {
 
   // Signals every running worker's process group.
   void signalAll(int signal);
+  // Lets every running worker that is exiting finish (hurryExit, worker.h).
+  void hurryExiting();
 
   // The progress counters of every running worker (--hang-timeout): its
   // group's CPU time from `probe`, the bytes it wrote so far and the bytes

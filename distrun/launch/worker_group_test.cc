@@ -38,6 +38,7 @@ class FakeProcessLauncher : public ProcessLauncher {
     return out;
   }
   void waitFor(pid_t pid) override { waited.push_back(pid); }
+  void hurryExit(pid_t pid) override { hurried.push_back(pid); }
 
   // Writes `text` to the worker's stderr and closes it, as an exit does.
   void writeStderrAndClose(pid_t pid, const std::string& text) {
@@ -51,6 +52,7 @@ class FakeProcessLauncher : public ProcessLauncher {
   std::vector<std::pair<pid_t, int>> signals;
   std::deque<Exit> exits;
   std::vector<pid_t> waited;
+  std::vector<pid_t> hurried;
   std::map<pid_t, UniqueFd> stdoutOf;
   std::map<pid_t, UniqueFd> stderrOf;
   std::map<pid_t, UniqueFd> progressOf;
@@ -100,6 +102,8 @@ TEST(WorkerGroupTest, SignalsReachOnlyRunningWorkersAndTheRestAreKilledAtTheEnd)
     EXPECT_EQ(group.reap().at(0).exitCode, 0);
     group.signalAll(SIGUSR1);
     EXPECT_THAT(launcher.signals, ElementsAre(Pair(102, SIGUSR1)));
+    group.hurryExiting();
+    EXPECT_THAT(launcher.hurried, ElementsAre(102));
   }
   EXPECT_THAT(launcher.signals, ElementsAre(Pair(102, SIGUSR1), Pair(102, SIGKILL)));
   EXPECT_THAT(launcher.waited, ElementsAre(102));

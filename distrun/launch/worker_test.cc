@@ -1,11 +1,19 @@
 #include "distrun/launch/worker.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "distrun/common/system.h"
 
 namespace distrun::launch {
 namespace {
@@ -66,6 +74,75 @@ TEST(WorkerTest, SignalReachesTheWholeGroup) {
   EXPECT_EQ(waitFor(w.pid), 128 + SIGTERM);
   // The pipe closes: sleep is gone too.
   EXPECT_EQ(readAll(w.stdoutFd.get()), "tarted\n");
+}
+
+// A process whose thread of the SCHED_IDLE class (as comm's IdleSpinner)
+// outlives its main thread, which leaves (the exit system call, not exit_group) once `go` is
+// written: the state of a SIGKILLed worker whose spinner is starved.
+struct ChildWithAnIdleThread {
+  pid_t pid = -1;
+  pid_t idleThread = -1;  // -1: the kernel refused SCHED_IDLE
+  int go = -1;
+};
+
+void* idleThreadMain(void* tidPipe) {
+  const sched_param param{};
+  pid_t tid = ::sched_setscheduler(0, SCHED_IDLE, &param) == 0 ? ::gettid() : -1;
+  [[maybe_unused]] ssize_t n = ::write(*static_cast<int*>(tidPipe), &tid, sizeof(tid));
+  while (true) ::pause();
+}
+
+ChildWithAnIdleThread startChildWithAnIdleThread() {
+  int tid[2];
+  int go[2];
+  if (::pipe(tid) != 0 || ::pipe(go) != 0) return {};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    pthread_t thread;
+    if (::pthread_create(&thread, nullptr, idleThreadMain, &tid[1]) != 0) ::_exit(1);
+    char c;
+    [[maybe_unused]] ssize_t n = ::read(go[0], &c, 1);
+    ::syscall(SYS_exit, 0);  // this thread only, without unwinding into GoogleTest
+  }
+  ChildWithAnIdleThread child{pid, -1, go[1]};
+  if (::read(tid[0], &child.idleThread, sizeof(child.idleThread)) != sizeof(child.idleThread)) {
+    child.idleThread = -1;
+  }
+  ::close(tid[0]);
+  ::close(tid[1]);
+  ::close(go[0]);
+  return child;
+}
+
+bool becomesZombie(pid_t pid) {
+  for (int i = 0; i < 3000; ++i) {
+    const std::optional<ProcessStatus> status = readProcessStatus(pid);
+    if (status && status->state == 'Z') return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(WorkerTest, AnExitingWorkersIdleThreadsGetTheNormalClassARunningOnesKeepTheirs) {
+  ChildWithAnIdleThread child = startChildWithAnIdleThread();
+  ASSERT_GT(child.pid, 0);
+  if (child.idleThread < 0) {
+    ::kill(child.pid, SIGKILL);
+    waitFor(child.pid);
+    GTEST_SKIP() << "the kernel refuses SCHED_IDLE here";
+  }
+  EXPECT_EQ(hurryExit(child.pid), 0) << "running: left alone";
+  EXPECT_EQ(::sched_getscheduler(child.idleThread), SCHED_IDLE);
+
+  ASSERT_EQ(::write(child.go, "x", 1), 1);  // its main thread leaves
+  ASSERT_TRUE(becomesZombie(child.pid));
+  EXPECT_EQ(hurryExit(child.pid), 1);
+  EXPECT_EQ(::sched_getscheduler(child.idleThread), SCHED_OTHER);
+
+  ::kill(child.pid, SIGKILL);
+  EXPECT_EQ(waitFor(child.pid), 128 + SIGKILL);
+  ::close(child.go);
+  EXPECT_EQ(hurryExit(child.pid), 0) << "reaped: nothing to do";
 }
 
 }  // namespace
