@@ -50,8 +50,10 @@ void signalWorker(pid_t pid, int signal);
 // a SCHED_IDLE thread gets almost no CPU: a SIGKILLed worker (the OOM
 // killer's) then held its memory and its exit for tens of seconds while
 // that thread unmapped it. "Exiting" is a main thread that has left (a
-// zombie) while others have not; the caller owns `pid` (same user), so
-// the kernel allows the change. Does nothing to a running worker.
+// zombie) while others have not. The kernel allows the change to root,
+// CAP_SYS_NICE or an RLIMIT_NICE of 20 (ulimit -e 20) only: elsewhere this
+// returns 0 and the exit takes what it takes. Does nothing to a running
+// worker.
 int hurryExit(pid_t pid);
 
 // Makes this process a child subreaper: orphaned descendants (a worker's

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,6 +115,12 @@ ChildWithAnIdleThread startChildWithAnIdleThread() {
   return child;
 }
 
+// Whether the kernel lets this user move a thread out of SCHED_IDLE.
+bool mayLeaveTheIdleClass() {
+  rlimit nice{};
+  return ::geteuid() == 0 || (::getrlimit(RLIMIT_NICE, &nice) == 0 && nice.rlim_cur >= 20);
+}
+
 bool becomesZombie(pid_t pid) {
   for (int i = 0; i < 3000; ++i) {
     const std::optional<ProcessStatus> status = readProcessStatus(pid);
@@ -130,6 +137,11 @@ TEST(WorkerTest, AnExitingWorkersIdleThreadsGetTheNormalClassARunningOnesKeepThe
     ::kill(child.pid, SIGKILL);
     waitFor(child.pid);
     GTEST_SKIP() << "the kernel refuses SCHED_IDLE here";
+  }
+  if (!mayLeaveTheIdleClass()) {
+    ::kill(child.pid, SIGKILL);
+    waitFor(child.pid);
+    GTEST_SKIP() << "leaving SCHED_IDLE needs root, CAP_SYS_NICE or RLIMIT_NICE 20 (ulimit -e)";
   }
   EXPECT_EQ(hurryExit(child.pid), 0) << "running: left alone";
   EXPECT_EQ(::sched_getscheduler(child.idleThread), SCHED_IDLE);
