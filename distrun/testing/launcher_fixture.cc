@@ -25,8 +25,9 @@ void LauncherFixture::TearDown() { std::filesystem::remove_all(dir_); }
 
 std::string LauncherFixture::distrun() const { return quote(binaryPath("distrun")); }
 
-std::string LauncherFixture::worker(const std::string& body) const {
-  return "sh -c " + quote("echo $$ >> " + path("pids") + "; " + body);
+std::string LauncherFixture::worker(const std::string& body, const std::string& traps) const {
+  const std::string setTraps = traps.empty() ? "" : traps + "; ";
+  return "sh -c " + quote(setTraps + "echo $$ >> " + path("pids") + "; " + body);
 }
 
 std::string LauncherFixture::log(const std::string& name) const {

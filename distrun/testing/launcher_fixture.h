@@ -18,8 +18,10 @@ class LauncherFixture : public ::testing::Test {
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
   // The build's distrun, quoted for a shell.
   std::string distrun() const;
-  // A worker command: records its pid in `pids`, then runs `body` (sh).
-  std::string worker(const std::string& body) const;
+  // A worker command (sh): sets `traps`, records its pid in `pids`, then
+  // runs `body`. A test that signals the workers once their pids are
+  // recorded so finds their traps set.
+  std::string worker(const std::string& body, const std::string& traps = "") const;
   // The text of `name` in the folder.
   std::string log(const std::string& name) const;
   // Every pid recorded in `pidFile` has ended.
