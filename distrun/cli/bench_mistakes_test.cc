@@ -15,10 +15,8 @@
 namespace distrun::cli {
 namespace {
 
-// distrun-bench (what `distrun bench` execs): any rank it would start, or
-// join, first asks for the host's facts.
-// distrun-bench in `env`, writing to out and err; `started` is set once
-// it asks for the host's facts.
+// distrun-bench in `env`, writing to out and err; `started` is set once it
+// asks for the host's facts, as any rank it would start, or join, does first.
 struct Bench {
   int operator()(const std::vector<std::string>& args) {
     comm_bench::BenchContext ctx{.env = env,

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
@@ -21,6 +22,22 @@
 namespace distrun::launch {
 
 namespace {
+
+// The entries of a /proc folder named by a number (pids in /proc, thread
+// ids in /proc/PID/task); none when it cannot be read (a process reaped
+// meanwhile).
+std::vector<pid_t> numberedEntries(const std::string& folder) {
+  std::vector<pid_t> ids;
+  DIR* dir = ::opendir(folder.c_str());
+  if (dir == nullptr) return ids;
+  while (dirent* entry = ::readdir(dir)) {
+    char* end = nullptr;
+    const long id = std::strtol(entry->d_name, &end, 10);
+    if (*end == '\0' && id > 0) ids.push_back(static_cast<pid_t>(id));
+  }
+  ::closedir(dir);
+  return ids;
+}
 
 struct Pipe {
   UniqueFd read;
@@ -115,19 +132,13 @@ int hurryExit(pid_t pid) {
   const std::optional<ProcessStatus> leader = readProcessStatus(pid);
   if (!leader || leader->state != 'Z') return 0;
   int hurried = 0;
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  DIR* dir = ::opendir(tasks.c_str());
-  if (dir == nullptr) return 0;  // reaped meanwhile
-  while (dirent* entry = ::readdir(dir)) {
-    char* end = nullptr;
-    const long tid = std::strtol(entry->d_name, &end, 10);
-    if (*end != '\0' || tid <= 0 || ::sched_getscheduler(static_cast<pid_t>(tid)) != SCHED_IDLE) {
-      continue;
+  const sched_param normal{};
+  for (pid_t tid : numberedEntries("/proc/" + std::to_string(pid) + "/task")) {
+    if (::sched_getscheduler(tid) == SCHED_IDLE &&
+        ::sched_setscheduler(tid, SCHED_OTHER, &normal) == 0) {
+      ++hurried;
     }
-    const sched_param normal{};
-    if (::sched_setscheduler(static_cast<pid_t>(tid), SCHED_OTHER, &normal) == 0) ++hurried;
   }
-  ::closedir(dir);
   return hurried;
 }
 
@@ -141,18 +152,12 @@ namespace {
 
 // The pids whose parent is this process, from /proc.
 std::vector<pid_t> childrenOfSelf() {
-  pid_t self = ::getpid();
+  const pid_t self = ::getpid();
   std::vector<pid_t> children;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return children;
-  while (dirent* entry = ::readdir(proc)) {
-    char* end = nullptr;
-    long pid = std::strtol(entry->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0) continue;
+  for (pid_t pid : numberedEntries("/proc")) {
     const std::optional<ProcessStatus> status = readProcessStatus(pid);
-    if (status && status->parentPid == self) children.push_back(static_cast<pid_t>(pid));
+    if (status && status->parentPid == self) children.push_back(pid);
   }
-  ::closedir(proc);
   return children;
 }
 

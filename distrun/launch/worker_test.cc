@@ -78,8 +78,9 @@ TEST(WorkerTest, SignalReachesTheWholeGroup) {
 }
 
 // A process whose thread of the SCHED_IDLE class (as comm's IdleSpinner)
-// outlives its main thread, which leaves (the exit system call, not exit_group) once `go` is
-// written: the state of a SIGKILLed worker whose spinner is starved.
+// outlives its main thread, which leaves (the exit system call, not
+// exit_group) once `go` is written: the state of a SIGKILLed worker whose
+// spinner is starved.
 struct ChildWithAnIdleThread {
   pid_t pid = -1;
   pid_t idleThread = -1;  // -1: the kernel refused SCHED_IDLE
@@ -121,6 +122,15 @@ bool mayLeaveTheIdleClass() {
   return ::geteuid() == 0 || (::getrlimit(RLIMIT_NICE, &nice) == 0 && nice.rlim_cur >= 20);
 }
 
+// Why the test cannot run here; nullptr when it can.
+const char* whyItCannotRun(const ChildWithAnIdleThread& child) {
+  if (child.idleThread < 0) return "the kernel refuses SCHED_IDLE here";
+  if (!mayLeaveTheIdleClass()) {
+    return "leaving SCHED_IDLE needs root, CAP_SYS_NICE or RLIMIT_NICE 20 (ulimit -e)";
+  }
+  return nullptr;
+}
+
 bool becomesZombie(pid_t pid) {
   for (int i = 0; i < 3000; ++i) {
     const std::optional<ProcessStatus> status = readProcessStatus(pid);
@@ -133,15 +143,10 @@ bool becomesZombie(pid_t pid) {
 TEST(WorkerTest, AnExitingWorkersIdleThreadsGetTheNormalClassARunningOnesKeepTheirs) {
   ChildWithAnIdleThread child = startChildWithAnIdleThread();
   ASSERT_GT(child.pid, 0);
-  if (child.idleThread < 0) {
+  if (const char* skip = whyItCannotRun(child)) {
     ::kill(child.pid, SIGKILL);
     waitFor(child.pid);
-    GTEST_SKIP() << "the kernel refuses SCHED_IDLE here";
-  }
-  if (!mayLeaveTheIdleClass()) {
-    ::kill(child.pid, SIGKILL);
-    waitFor(child.pid);
-    GTEST_SKIP() << "leaving SCHED_IDLE needs root, CAP_SYS_NICE or RLIMIT_NICE 20 (ulimit -e)";
+    GTEST_SKIP() << skip;
   }
   EXPECT_EQ(hurryExit(child.pid), 0) << "running: left alone";
   EXPECT_EQ(::sched_getscheduler(child.idleThread), SCHED_IDLE);
