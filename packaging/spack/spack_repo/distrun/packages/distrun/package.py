@@ -1,7 +1,8 @@
 # Spack recipe for distrun (docs/install.md). With this folder's repository
 # added (`spack repo add packaging/spack/spack_repo/distrun`): `spack install distrun`, or
 # `spack install distrun~train` for the launcher without LibTorch.
-# scripts/check-recipes checks it (Spack itself is not run: see there).
+# bench/spack-check.sh installs and tests it with the real Spack, offline;
+# scripts/check-recipes checks it against the project in CI.
 
 from spack_repo.builtin.build_systems.cmake import CMakePackage
 
