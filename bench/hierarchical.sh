@@ -14,9 +14,9 @@
 # ranks on this machine's cores are oversubscribed where it has fewer than
 # four: the ratios compare paths on the same load, not absolute speeds.
 # Ratios last: hierarchical against the best of flat-tcp and torch-gloo.
-#   bench/hierarchical.sh [BUILD_DIR] [ROUNDS] [all_reduce|broadcast|reduce_scatter|all_gather]
-# (all_gather and reduce_scatter out of place, SIZE the whole array of
-# every rank's block, as nccl-tests counts it.)
+#   bench/hierarchical.sh [BUILD_DIR] [ROUNDS] [all_reduce|broadcast|reduce_scatter|all_gather|alltoall]
+# (all_gather, reduce_scatter and alltoall out of place, SIZE the whole
+# array of every rank's blocks, as nccl-tests counts it.)
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -29,8 +29,8 @@ bin=$build/bin
 need_built "$build" distrun distrun-bench
 case $collective in
   all_reduce|broadcast) column=13 ;;  # in place
-  reduce_scatter|all_gather) column=9 ;;  # out of place
-  *) echo "hierarchical.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, reduce_scatter or all_gather" >&2; exit 64 ;;
+  reduce_scatter|all_gather|alltoall) column=9 ;;  # out of place
+  *) echo "hierarchical.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, reduce_scatter, all_gather or alltoall" >&2; exit 64 ;;
 esac
 python=/usr/bin/python3
 small=(4096 16384 65536 262144 1048576)

@@ -330,7 +330,7 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
   }
   for (const char* threshold :
        {"DISTRUN_GLOO_BCUBE_BELOW", "DISTRUN_GLOO_GATHER_BELOW", "DISTRUN_COMM_SHM_DIRECT_FROM",
-        "DISTRUN_GLOO_HIERARCHICAL_ALLGATHER_BELOW"}) {
+        "DISTRUN_GLOO_HIERARCHICAL_ALLGATHER_BELOW", "DISTRUN_GLOO_HIERARCHICAL_ALLTOALL_BELOW"}) {
     try {
       connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {threshold, "64K"}});
       FAIL() << threshold;

@@ -113,6 +113,8 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
   gloo.gatherBelowBytes = bytesFrom(env, "DISTRUN_GLOO_GATHER_BELOW", gloo.gatherBelowBytes);
   gloo.hierarchicalAllgatherBelowBytes = bytesFrom(env, "DISTRUN_GLOO_HIERARCHICAL_ALLGATHER_BELOW",
                                                    gloo.hierarchicalAllgatherBelowBytes);
+  gloo.hierarchicalAlltoallBelowBytes = bytesFrom(env, "DISTRUN_GLOO_HIERARCHICAL_ALLTOALL_BELOW",
+                                                  gloo.hierarchicalAlltoallBelowBytes);
   if (auto shm = env.get("DISTRUN_COMM_SHM")) {
     gloo.sharedMemory = parseCount(*shm, "DISTRUN_COMM_SHM", 1) == 1;
   }

@@ -105,6 +105,78 @@ void GlooCommunicator::allgatherAcrossNodes(const void* in, void* out, size_t co
   noteAlgorithm("hierarchical");
 }
 
+// Each node's ranks gather their whole inputs through the segment; the
+// leaders exchange what each node's ranks send the other node's (Gloo's
+// alltoallv: node A gives node B, for each of A's ranks in turn, its blocks
+// for B's ranks); each leader puts every block its node receives at its
+// place, rank by rank, and gives the whole to its node, whose ranks each
+// keep their part. Each block crosses the network once, in one message per
+// pair of nodes where the mesh of all ranks sends one per pair of ranks.
+void GlooCommunicator::alltoallAcrossNodes(const void* in, void* out, size_t count, DataType type) {
+  const size_t block = count * sizeOf(type);
+  const size_t ranks = static_cast<size_t>(size());
+  const std::vector<int>& here = layout_.neighbours();
+  // Block (local rank l -> rank d) at [l * ranks + d]; (rank s -> local rank
+  // l) likewise in `forNode`.
+  std::vector<char>& fromNode = acrossScratch_[0];
+  std::vector<char>& forNode = acrossScratch_[1];
+  fromNode.resize(block * ranks * here.size());
+  forNode.resize(block * ranks * here.size());
+  if (node_) {
+    onThisNode("alltoall", [&](SharedMemoryCollectives& s) {
+      s.allgather(in, fromNode.data(), count * ranks, type);
+    });
+  } else {
+    std::memcpy(fromNode.data(), in, block * ranks);
+  }
+  if (leaders_) exchangeAlltoallBlocks(fromNode, forNode, count, type);
+  onThisNode("alltoall", [&](SharedMemoryCollectives& s) {
+    s.broadcast(forNode.data(), forNode.data(), count * ranks * here.size(), type, 0);
+  });
+  std::memcpy(out, forNode.data() + block * ranks * static_cast<size_t>(layout_.localRank()),
+              block * ranks);
+  noteAlgorithm("hierarchical");
+}
+
+// The leaders' part of alltoallAcrossNodes: `fromNode`'s blocks, ordered by
+// the node they go to, over TCP; the blocks received, from `forNode`'s
+// places.
+void GlooCommunicator::exchangeAlltoallBlocks(const std::vector<char>& fromNode,
+                                              std::vector<char>& forNode, size_t count,
+                                              DataType type) {
+  const size_t block = count * sizeOf(type);
+  const size_t ranks = static_cast<size_t>(size());
+  const size_t local = layout_.neighbours().size();
+  std::vector<char>& sending = acrossScratch_[2];
+  std::vector<char>& receiving = acrossScratch_[3];
+  sending.resize(block * ranks * local);
+  receiving.resize(block * ranks * local);
+  std::vector<size_t> sendCounts;
+  std::vector<size_t> recvCounts;
+  char* next = sending.data();
+  for (int n = 0; n < layout_.nodes(); ++n) {
+    for (size_t l = 0; l < local; ++l) {
+      for (int d : layout_.ranksOf(n)) {
+        std::memcpy(next, fromNode.data() + block * (l * ranks + static_cast<size_t>(d)), block);
+        next += block;
+      }
+    }
+    sendCounts.push_back(count * local * layout_.ranksOf(n).size());
+    recvCounts.push_back(sendCounts.back());
+  }
+  alltoallvOverTcp("alltoall", leaders_, sending.data(), receiving.data(), sendCounts, recvCounts,
+                   type);
+  const char* received = receiving.data();
+  for (int n = 0; n < layout_.nodes(); ++n) {
+    for (int s : layout_.ranksOf(n)) {
+      for (size_t l = 0; l < local; ++l) {
+        std::memcpy(forNode.data() + block * (l * ranks + static_cast<size_t>(s)), received, block);
+        received += block;
+      }
+    }
+  }
+}
+
 void GlooCommunicator::barrierAcrossNodes() {
   onThisNode("barrier", [](SharedMemoryCollectives& s) { s.barrier(); });
   if (leaders_) barrierOverTcp(leaders_);

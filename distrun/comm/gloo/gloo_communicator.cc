@@ -13,6 +13,7 @@
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -430,6 +431,25 @@ void GlooCommunicator::allgathervOverTcp(const char* name,
   });
 }
 
+void GlooCommunicator::alltoallvOverTcp(const char* name,
+                                        const std::shared_ptr<gloo::Context>& mesh, const void* in,
+                                        void* out, const std::vector<size_t>& sendCounts,
+                                        const std::vector<size_t>& recvCounts, DataType type) {
+  const std::vector<int64_t> sends(sendCounts.begin(), sendCounts.end());
+  const std::vector<int64_t> recvs(recvCounts.begin(), recvCounts.end());
+  guarded(name, [&] {
+    withElement(type, [&](auto* element) {
+      using E = std::remove_pointer_t<decltype(element)>;
+      gloo::AlltoallvOptions opts(mesh);
+      opts.setInput(mutableElements<E>(in), sends);
+      opts.setOutput(static_cast<E*>(out), recvs);
+      opts.setTag(nextTag(*mesh));
+      opts.setTimeout(options_.timeout);
+      gloo::alltoallv(opts);
+    });
+  });
+}
+
 void GlooCommunicator::doReduceScatter(const void* in, void* out, size_t count, DataType type,
                                        ReduceOp op) {
   if (ranInSharedMemory("reduce_scatter", [&](SharedMemoryCollectives& s) {
@@ -449,6 +469,10 @@ void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count, DataT
     return;
   }
   const size_t total = count * static_cast<size_t>(size());
+  if (acrossNodes_ && total * sizeOf(type) < options_.hierarchicalAlltoallBelowBytes) {
+    alltoallAcrossNodes(in, out, count, type);
+    return;
+  }
   std::vector<char> copy;
   if (in == out) {  // Gloo's alltoall is out-of-place only
     copy.assign(static_cast<const char*>(in), static_cast<const char*>(in) + total * sizeOf(type));

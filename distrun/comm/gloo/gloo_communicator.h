@@ -57,8 +57,8 @@ struct GlooOptions {
   // (SharedMemoryCollectives), and send and recv through a second one
   // (SharedMemoryMessages). When the ranks span nodes and some node has
   // several, allreduce (and reduce_scatter, which is built on it),
-  // broadcast, allgather and barrier are hierarchical: shared memory
-  // within each node, TCP between one leader per node; alltoall, send and
+  // broadcast, allgather, alltoall and barrier are hierarchical: shared
+  // memory within each node, TCP between one leader per node; send and
   // recv stay on TCP. DISTRUN_COMM_SHM=0 turns both off. Where a rank
   // cannot map its segment, all use TCP.
   bool sharedMemory = true;
@@ -70,6 +70,9 @@ struct GlooOptions {
   // memory and the ring keeps every rank busy (docs/comm.md);
   // DISTRUN_GLOO_HIERARCHICAL_ALLGATHER_BELOW overrides.
   size_t hierarchicalAllgatherBelowBytes = 8 << 20;
+  // The same for alltoall, by the size of one rank's whole input:
+  // DISTRUN_GLOO_HIERARCHICAL_ALLTOALL_BELOW overrides (docs/comm.md).
+  size_t hierarchicalAlltoallBelowBytes = 1 << 20;
   // In shared memory, allgather and alltoall blocks and messages of at
   // least this many bytes are read straight from the peers' buffers
   // (process_vm_readv: one copy where the slots take two) when every rank
@@ -171,6 +174,9 @@ class GlooCommunicator final : public Communicator {
                             DataType type, ReduceOp op);
   void broadcastAcrossNodes(const void* in, void* out, size_t count, DataType type, int root);
   void allgatherAcrossNodes(const void* in, void* out, size_t count, DataType type);
+  void alltoallAcrossNodes(const void* in, void* out, size_t count, DataType type);
+  void exchangeAlltoallBlocks(const std::vector<char>& fromNode, std::vector<char>& forNode,
+                              size_t count, DataType type);
   void barrierAcrossNodes();
   // Gloo's collectives on `mesh` (every rank's, or the leaders'). Allreduce
   // is bcube or ring by size, or for small messages on few ranks
@@ -185,6 +191,11 @@ class GlooCommunicator final : public Communicator {
   void allgathervOverTcp(const char* name, const std::shared_ptr<gloo::Context>& mesh,
                          const void* in, void* out, const std::vector<size_t>& counts,
                          DataType type);
+  // Mesh rank k gets sendCounts[k] elements of `in` (in mesh order) and
+  // gives recvCounts[k] of `out`.
+  void alltoallvOverTcp(const char* name, const std::shared_ptr<gloo::Context>& mesh,
+                        const void* in, void* out, const std::vector<size_t>& sendCounts,
+                        const std::vector<size_t>& recvCounts, DataType type);
   void broadcastOverTcp(const std::shared_ptr<gloo::Context>& mesh, const void* in, void* out,
                         size_t count, DataType type, int root);
   void barrierOverTcp(const std::shared_ptr<gloo::Context>& mesh);
@@ -230,8 +241,10 @@ class GlooCommunicator final : public Communicator {
   uint32_t leaderTag_ = 0;
   bool failed_ = false;
   std::vector<char> gathered_;  // allreduceByGather's inputs, reused
-  // allgatherAcrossNodes's: this node's blocks, and on a leader every node's
-  std::vector<char> acrossScratch_[2];
+  // Reused by the hierarchical path: allgatherAcrossNodes's this node's
+  // blocks and, on a leader, every node's; alltoallAcrossNodes's blocks
+  // from this node and for it, and a leader's blocks sent and received.
+  std::vector<char> acrossScratch_[4];
 };
 
 }  // namespace distrun::comm

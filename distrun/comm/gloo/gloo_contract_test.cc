@@ -28,9 +28,13 @@ GlooOptions forcing(Allreduce algorithm) {
   options.sharedDirectFromBytes = algorithm == Allreduce::kSharedMemoryDirect ? 0 : size_t{1} << 40;
   if (algorithm != Allreduce::kGather) options.gatherBelowBytes = 0;
   if (algorithm == Allreduce::kRing) options.bcubeBelowBytes = 0;
-  // Across nodes: allgather hierarchical, or with the ring Gloo's ring
-  // among all ranks (as above the size where the hierarchy stops paying).
-  if (algorithm == Allreduce::kRing) options.hierarchicalAllgatherBelowBytes = 0;
+  // Across nodes: allgather and alltoall hierarchical, or with the ring
+  // Gloo's among all ranks (as above the size where the hierarchy stops
+  // paying).
+  if (algorithm == Allreduce::kRing) {
+    options.hierarchicalAllgatherBelowBytes = 0;
+    options.hierarchicalAlltoallBelowBytes = 0;
+  }
   return options;
 }
 
