@@ -14,9 +14,11 @@
 # ranks on this machine's cores are oversubscribed where it has fewer than
 # four: the ratios compare paths on the same load, not absolute speeds.
 # Ratios last: hierarchical against the best of flat-tcp and torch-gloo.
-#   bench/hierarchical.sh [BUILD_DIR] [ROUNDS] [all_reduce|broadcast|reduce_scatter|all_gather|alltoall]
+#   bench/hierarchical.sh [BUILD_DIR] [ROUNDS] [all_reduce|broadcast|reduce_scatter|all_gather|alltoall|sendrecv]
 # (all_gather, reduce_scatter and alltoall out of place, SIZE the whole
-# array of every rank's blocks, as nccl-tests counts it.)
+# array of every rank's blocks, as nccl-tests counts it; sendrecv a ring
+# shift of SIZE bytes, each rank sending to the next: ranks 0 and 2 send
+# within their node, 1 and 3 to the other node.)
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -29,8 +31,8 @@ bin=$build/bin
 need_built "$build" distrun distrun-bench
 case $collective in
   all_reduce|broadcast) column=13 ;;  # in place
-  reduce_scatter|all_gather|alltoall) column=9 ;;  # out of place
-  *) echo "hierarchical.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, reduce_scatter, all_gather or alltoall" >&2; exit 64 ;;
+  reduce_scatter|all_gather|alltoall|sendrecv) column=9 ;;  # out of place
+  *) echo "hierarchical.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, reduce_scatter, all_gather, alltoall or sendrecv" >&2; exit 64 ;;
 esac
 python=/usr/bin/python3
 small=(4096 16384 65536 262144 1048576)

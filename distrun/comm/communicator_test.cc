@@ -179,6 +179,15 @@ TEST_P(CommunicatorFailureTest, EachCollectiveNamesItselfWhenAPeerIsLost) {
          std::vector<float> x(1 << 16, 1.0f), y(x.size());
          comm.sendRecv(x.data(), 2, y.data(), 2, x.size(), DataType::kFloat32, 0);
        }},
+      // A ring shift: on two nodes, rank 1 sends within its node (to rank
+      // 2) while it receives from the other (rank 0).
+      {"sendrecv",
+       [](Communicator& comm) {
+         const int n = comm.size();
+         std::vector<float> x(500, 1.0f), y(x.size());
+         comm.sendRecv(x.data(), (comm.rank() + 1) % n, y.data(), (comm.rank() + n - 1) % n,
+                       x.size(), DataType::kFloat32, 1);
+       }},
   };
   for (const auto& [name, call] : collectives) {
     auto errors = runGlooThreads(

@@ -63,7 +63,8 @@ TEST(CommProcessTest, GlooContractOnTwoAgentsAsTwoNodes) {
   for (int r = 0; r < 4; ++r) {
     EXPECT_THAT(out, HasSubstr("contract ok rank " + std::to_string(r) +
                                " of 4 (gloo, shared memory within each of 2 nodes, tcp "
-                               "between them)"))
+                               "between them, large blocks and messages read from the peers "
+                               "directly)"))
         << out;
   }
 }

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
 
 #include "distrun/comm/gloo/gloo_communicator.h"
 
@@ -30,6 +32,40 @@ void GlooCommunicator::attachNodeMemory() {
   }
   node_ = std::move(attached);
   acrossNodes_ = true;
+  attachNodeMessages();
+  readNeighboursDirectlyIfAllCan();
+}
+
+// As readPeersDirectlyIfAllCan, within each node: large blocks and
+// messages between a node's ranks are read from each other's memory once
+// every rank of every node can.
+void GlooCommunicator::readNeighboursDirectlyIfAllCan() {
+  int32_t everyone = !node_ || node_->canReadEveryPeer() ? 1 : 0;
+  allreduceAs("communicator", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
+  if (everyone != 1) return;
+  neighboursReadDirectly_ = true;
+  if (node_) node_->readPeersDirectly(options_.sharedDirectFromBytes);
+  if (nodeMessages_) nodeMessages_->readPeersDirectly(options_.sharedDirectFromBytes);
+}
+
+void GlooCommunicator::attachNodeMessages() {
+  const int ranks = static_cast<int>(layout_.neighbours().size());
+  const size_t half = SharedMemoryMessages::halfBytesFor(ranks, options_.sharedSlotBytes);
+  std::unique_ptr<SharedMemoryMessages> attached;
+  const bool everyone = shareSegment(
+      fmt::format("{}/shm/node/{}/messages", prefix_, layout_.node()),
+      SharedMemoryMessages::segmentBytes(ranks, half), layout_.leader(),
+      [&](SharedSegment& segment) { SharedMemoryMessages::format(segment, ranks, half); },
+      [&](SharedSegment segment) {
+        attached = std::make_unique<SharedMemoryMessages>(std::move(segment), layout_.localRank(),
+                                                          ranks, half, *node_);
+      },
+      "shared-memory send and recv within this node, they use TCP", /*sharing=*/ranks > 1);
+  if (everyone) nodeMessages_ = std::move(attached);
+}
+
+bool GlooCommunicator::onThisNodesChannel(int peer) const {
+  return nodeMessages_ && layout_.nodeOf(peer) == layout_.node();
 }
 
 // This node's ranks reduce into every one's `out`, the leaders reduce
@@ -175,6 +211,41 @@ void GlooCommunicator::exchangeAlltoallBlocks(const std::vector<char>& fromNode,
       }
     }
   }
+}
+
+void GlooCommunicator::sendRecvAcrossChannels(const void* sendData, int sendPeer, void* recvData,
+                                              int recvPeer, size_t count, DataType type, int tag) {
+  const bool sendingHere = onThisNodesChannel(sendPeer);
+  const size_t bytes = count * sizeOf(type);
+  const uint64_t slot = sendRecvSlot(tag);
+  std::unique_ptr<gloo::transport::UnboundBuffer> overTcp;
+  guarded("sendrecv", [&] {
+    if (sendingHere) {
+      overTcp = context_->createUnboundBuffer(recvData, bytes);
+      overTcp->recv(recvPeer, slot);
+    } else {
+      overTcp = context_->createUnboundBuffer(const_cast<void*>(sendData), bytes);
+      overTcp->send(sendPeer, slot);
+    }
+  });
+  guardedShared(
+      "sendrecv",
+      [&] {
+        if (sendingHere) {
+          nodeMessages_->send(sendData, count, type, layout_.localRankOf(sendPeer), tag);
+        } else {
+          nodeMessages_->recv(recvData, count, type, layout_.localRankOf(recvPeer), tag);
+        }
+      },
+      layout_.neighbours());
+  guarded("sendrecv", [&] {
+    if (sendingHere) {
+      overTcp->waitRecv(options_.timeout);
+    } else {
+      overTcp->waitSend(options_.timeout);
+    }
+  });
+  noteAlgorithm("shm+tcp");
 }
 
 void GlooCommunicator::barrierAcrossNodes() {

@@ -201,7 +201,9 @@ std::string GlooCommunicator::transport() const {
                            : "");
   }
   if (acrossNodes_) {
-    return fmt::format("shared memory within each of {} nodes, tcp between them", layout_.nodes());
+    return fmt::format(
+        "shared memory within each of {} nodes, tcp between them{}", layout_.nodes(),
+        neighboursReadDirectly_ ? ", large blocks and messages read from the peers directly" : "");
   }
   return "tcp";
 }
@@ -491,15 +493,26 @@ void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count, DataT
   });
 }
 
+uint64_t GlooCommunicator::sendRecvSlot(int tag) {
+  return gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag));
+}
+
 void GlooCommunicator::doSend(const void* data, size_t count, DataType type, int peer, int tag) {
   if (messages_) {
     noteAlgorithm("shm");
     guardedShared("send", [&] { messages_->send(data, count, type, peer, tag); });
     return;
   }
+  if (onThisNodesChannel(peer)) {
+    noteAlgorithm("shm");
+    guardedShared(
+        "send", [&] { nodeMessages_->send(data, count, type, layout_.localRankOf(peer), tag); },
+        layout_.neighbours());
+    return;
+  }
   guarded("send", [&] {
     auto buffer = context_->createUnboundBuffer(const_cast<void*>(data), count * sizeOf(type));
-    buffer->send(peer, gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag)));
+    buffer->send(peer, sendRecvSlot(tag));
     buffer->waitSend(options_.timeout);
   });
 }
@@ -510,9 +523,16 @@ void GlooCommunicator::doRecv(void* data, size_t count, DataType type, int peer,
     guardedShared("recv", [&] { messages_->recv(data, count, type, peer, tag); });
     return;
   }
+  if (onThisNodesChannel(peer)) {
+    noteAlgorithm("shm");
+    guardedShared(
+        "recv", [&] { nodeMessages_->recv(data, count, type, layout_.localRankOf(peer), tag); },
+        layout_.neighbours());
+    return;
+  }
   guarded("recv", [&] {
     auto buffer = context_->createUnboundBuffer(data, count * sizeOf(type));
-    buffer->recv(peer, gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag)));
+    buffer->recv(peer, sendRecvSlot(tag));
     buffer->waitRecv(options_.timeout);
   });
 }
@@ -526,7 +546,22 @@ void GlooCommunicator::doSendRecv(const void* sendData, int sendPeer, void* recv
     });
     return;
   }
-  const uint64_t slot = gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag));
+  if (onThisNodesChannel(sendPeer) && onThisNodesChannel(recvPeer)) {
+    noteAlgorithm("shm");
+    guardedShared(
+        "sendrecv",
+        [&] {
+          nodeMessages_->sendRecv(sendData, layout_.localRankOf(sendPeer), recvData,
+                                  layout_.localRankOf(recvPeer), count, type, tag);
+        },
+        layout_.neighbours());
+    return;
+  }
+  if (onThisNodesChannel(sendPeer) || onThisNodesChannel(recvPeer)) {
+    sendRecvAcrossChannels(sendData, sendPeer, recvData, recvPeer, count, type, tag);
+    return;
+  }
+  const uint64_t slot = sendRecvSlot(tag);
   guarded("sendrecv", [&] {
     auto in = context_->createUnboundBuffer(recvData, count * sizeOf(type));
     auto out = context_->createUnboundBuffer(const_cast<void*>(sendData), count * sizeOf(type));

@@ -59,7 +59,8 @@ struct GlooOptions {
   // several, allreduce (and reduce_scatter, which is built on it),
   // broadcast, allgather, alltoall and barrier are hierarchical: shared
   // memory within each node, TCP between one leader per node; send and
-  // recv stay on TCP. DISTRUN_COMM_SHM=0 turns both off. Where a rank
+  // recv between ranks of one node go through a segment of the node's,
+  // between nodes over TCP. DISTRUN_COMM_SHM=0 turns both off. Where a rank
   // cannot map its segment, all use TCP.
   bool sharedMemory = true;
   size_t sharedSlotBytes = 4 << 20;
@@ -142,6 +143,18 @@ class GlooCommunicator final : public Communicator {
   // ranks agree on which they use.
   void attachSharedMemory();
   void attachNodeMemory();
+  // Beside node_: a segment for send and recv between this node's ranks.
+  void attachNodeMessages();
+  void readNeighboursDirectlyIfAllCan();
+  // Gloo's slot for send and recv with `tag`, apart from the collectives'.
+  static uint64_t sendRecvSlot(int tag);
+  // Whether messages to or from `peer` go through nodeMessages_.
+  bool onThisNodesChannel(int peer) const;
+  // sendRecv where one peer is on this node's channel and the other is not:
+  // the TCP side posted first, then the node's side, then the TCP side
+  // awaited.
+  void sendRecvAcrossChannels(const void* sendData, int sendPeer, void* recvData, int recvPeer,
+                              size_t count, DataType type, int tag);
   // Beside shared_: a segment for send and recv (SharedMemoryMessages).
   void attachMessages();
   void readPeersDirectlyIfAllCan();
@@ -233,10 +246,12 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<SharedMemoryCollectives> shared_;  // when attachSharedMemory agreed
   std::unique_ptr<SharedMemoryMessages> messages_;   // send and recv beside shared_
   NodeLayout layout_;
-  bool acrossNodes_ = false;                           // the hierarchical path is taken
-  std::unique_ptr<SharedMemoryCollectives> node_;      // this node's ranks', when not alone
-  std::shared_ptr<gloo::Context> leaders_;             // on a leader: the leaders' mesh
-  std::vector<std::weak_ptr<SharedRegions>> regions_;  // allocateReducible's, by id
+  bool acrossNodes_ = false;                            // the hierarchical path is taken
+  std::unique_ptr<SharedMemoryCollectives> node_;       // this node's ranks', when not alone
+  std::shared_ptr<gloo::Context> leaders_;              // on a leader: the leaders' mesh
+  std::unique_ptr<SharedMemoryMessages> nodeMessages_;  // send and recv beside node_
+  bool neighboursReadDirectly_ = false;                 // readNeighboursDirectlyIfAllCan agreed
+  std::vector<std::weak_ptr<SharedRegions>> regions_;   // allocateReducible's, by id
   uint32_t tag_ = 0;
   uint32_t leaderTag_ = 0;
   bool failed_ = false;

@@ -94,8 +94,10 @@ INSTANTIATE_TEST_SUITE_P(
 // The hierarchical path (ranks on several nodes, some sharing one): one
 // process plays the nodes, each rank's node named by a letter of the
 // layout ("aabb": ranks 0 and 1 on node a, 2 and 3 on node b). The leaders
-// reduce by gather (the contract's small counts) or, with the thresholds
-// at 0, by ring.
+// reduce by gather (the contract's small counts), and each node's ranks
+// read every block and message from each other directly; or, with the
+// thresholds at 0, the leaders reduce by ring and the node's ranks copy
+// through the slots.
 class HierarchicalContractTest
     : public ::testing::TestWithParam<std::tuple<std::string, Allreduce>> {};
 
@@ -106,6 +108,7 @@ TEST_P(HierarchicalContractTest, EveryCollectiveTypeOpAndCount) {
   std::vector<std::string> transports(static_cast<size_t>(world));
   GlooOptions options = forcing(leaders);
   options.sharedMemory = true;
+  if (leaders == Allreduce::kGather) options.sharedDirectFromBytes = 0;
   auto errors = testing::runGlooThreads(
       world,
       [&](Communicator& comm) {
@@ -116,6 +119,10 @@ TEST_P(HierarchicalContractTest, EveryCollectiveTypeOpAndCount) {
   for (int r = 0; r < world; ++r) {
     EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
     EXPECT_THAT(transports[static_cast<size_t>(r)], ::testing::HasSubstr("tcp between them"));
+    if (leaders == Allreduce::kGather) {
+      EXPECT_THAT(transports[static_cast<size_t>(r)],
+                  ::testing::HasSubstr("read from the peers directly"));
+    }
     for (const std::string& f : failures[static_cast<size_t>(r)]) ADD_FAILURE() << f;
   }
 }
