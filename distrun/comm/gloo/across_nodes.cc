@@ -49,19 +49,10 @@ void GlooCommunicator::readNeighboursDirectlyIfAllCan() {
 }
 
 void GlooCommunicator::attachNodeMessages() {
-  const int ranks = static_cast<int>(layout_.neighbours().size());
-  const size_t half = SharedMemoryMessages::halfBytesFor(ranks, options_.sharedSlotBytes);
-  std::unique_ptr<SharedMemoryMessages> attached;
-  const bool everyone = shareSegment(
-      fmt::format("{}/shm/node/{}/messages", prefix_, layout_.node()),
-      SharedMemoryMessages::segmentBytes(ranks, half), layout_.leader(),
-      [&](SharedSegment& segment) { SharedMemoryMessages::format(segment, ranks, half); },
-      [&](SharedSegment segment) {
-        attached = std::make_unique<SharedMemoryMessages>(std::move(segment), layout_.localRank(),
-                                                          ranks, half, *node_);
-      },
-      "shared-memory send and recv within this node, they use TCP", /*sharing=*/ranks > 1);
-  if (everyone) nodeMessages_ = std::move(attached);
+  nodeMessages_ = shareMessages(fmt::format("{}/shm/node/{}/messages", prefix_, layout_.node()),
+                                layout_.leader(), layout_.localRank(),
+                                static_cast<int>(layout_.neighbours().size()), node_.get(),
+                                "shared-memory send and recv within this node, they use TCP");
 }
 
 bool GlooCommunicator::onThisNodesChannel(int peer) const {

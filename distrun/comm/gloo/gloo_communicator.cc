@@ -168,17 +168,25 @@ void GlooCommunicator::attachSharedMemory() {
 }
 
 void GlooCommunicator::attachMessages() {
-  const size_t half = SharedMemoryMessages::halfBytesFor(size(), options_.sharedSlotBytes);
+  messages_ = shareMessages(prefix_ + "/shm/messages", 0, rank(), size(), shared_.get(),
+                            "shared-memory send and recv, they use TCP");
+}
+
+std::unique_ptr<SharedMemoryMessages> GlooCommunicator::shareMessages(
+    const std::string& key, int creator, int localRank, int ranks,
+    const SharedMemoryCollectives* peers, std::string_view without) {
+  const size_t half = SharedMemoryMessages::halfBytesFor(ranks, options_.sharedSlotBytes);
   std::unique_ptr<SharedMemoryMessages> attached;
   const bool everyone = shareSegment(
-      prefix_ + "/shm/messages", SharedMemoryMessages::segmentBytes(size(), half), 0,
-      [&](SharedSegment& segment) { SharedMemoryMessages::format(segment, size(), half); },
+      key, SharedMemoryMessages::segmentBytes(ranks, half), creator,
+      [&](SharedSegment& segment) { SharedMemoryMessages::format(segment, ranks, half); },
       [&](SharedSegment segment) {
-        attached = std::make_unique<SharedMemoryMessages>(std::move(segment), rank(), size(), half,
-                                                          *shared_);
+        attached = std::make_unique<SharedMemoryMessages>(std::move(segment), localRank, ranks,
+                                                          half, *peers);
       },
-      "shared-memory send and recv, they use TCP");
-  if (everyone) messages_ = std::move(attached);
+      without, /*sharing=*/peers != nullptr);
+  if (!everyone) attached.reset();
+  return attached;
 }
 
 // Every rank has attached (shareSegment agreed), so each can try to read

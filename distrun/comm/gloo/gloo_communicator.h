@@ -157,6 +157,14 @@ class GlooCommunicator final : public Communicator {
                               size_t count, DataType type, int tag);
   // Beside shared_: a segment for send and recv (SharedMemoryMessages).
   void attachMessages();
+  // A segment for send and recv among `ranks` ranks (this one `localRank`
+  // among them) whose collectives are `peers` (null for a rank alone on its
+  // node), made by rank `creator` and published under `key`; null unless
+  // every rank of the communicator attached (see shareSegment).
+  std::unique_ptr<SharedMemoryMessages> shareMessages(const std::string& key, int creator,
+                                                      int localRank, int ranks,
+                                                      const SharedMemoryCollectives* peers,
+                                                      std::string_view without);
   void readPeersDirectlyIfAllCan();
   // Rank `creator` makes a segment of `bytes`, lays it out with `format`
   // (may be empty: zero-filled) and publishes its name under `key`; the
