@@ -5,8 +5,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <gloo/context.h>
-#include <gloo/transport/unbound_buffer.h>
 
 #include "distrun/comm/gloo/gloo_communicator.h"
 
@@ -32,31 +30,9 @@ void GlooCommunicator::attachNodeMemory() {
   }
   node_ = std::move(attached);
   acrossNodes_ = true;
-  attachNodeMessages();
-  readNeighboursDirectlyIfAllCan();
-}
-
-// As readPeersDirectlyIfAllCan, within each node: large blocks and
-// messages between a node's ranks are read from each other's memory once
-// every rank of every node can.
-void GlooCommunicator::readNeighboursDirectlyIfAllCan() {
-  int32_t everyone = !node_ || node_->canReadEveryPeer() ? 1 : 0;
-  allreduceAs("communicator", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
-  if (everyone != 1) return;
-  neighboursReadDirectly_ = true;
-  if (node_) node_->readPeersDirectly(options_.sharedDirectFromBytes);
-  if (nodeMessages_) nodeMessages_->readPeersDirectly(options_.sharedDirectFromBytes);
-}
-
-void GlooCommunicator::attachNodeMessages() {
-  nodeMessages_ = shareMessages(fmt::format("{}/shm/node/{}/messages", prefix_, layout_.node()),
-                                layout_.leader(), layout_.localRank(),
-                                static_cast<int>(layout_.neighbours().size()), node_.get(),
-                                "shared-memory send and recv within this node, they use TCP");
-}
-
-bool GlooCommunicator::onThisNodesChannel(int peer) const {
-  return nodeMessages_ && layout_.nodeOf(peer) == layout_.node();
+  attachMessages(fmt::format("{}/shm/node/{}/messages", prefix_, layout_.node()), layout_.leader(),
+                 node_.get(), "shared-memory send and recv within this node, they use TCP");
+  readPeersDirectlyIfAllCan(node_.get());
 }
 
 // This node's ranks reduce into every one's `out`, the leaders reduce
@@ -178,8 +154,8 @@ void GlooCommunicator::exchangeAlltoallBlocks(const std::vector<char>& fromNode,
   std::vector<char>& receiving = acrossScratch_[3];
   sending.resize(block * ranks * local);
   receiving.resize(block * ranks * local);
-  std::vector<size_t> sendCounts;
-  std::vector<size_t> recvCounts;
+  // Each pair of nodes sends each other as many blocks as it receives.
+  std::vector<size_t> counts;
   char* next = sending.data();
   for (int n = 0; n < layout_.nodes(); ++n) {
     for (size_t l = 0; l < local; ++l) {
@@ -188,11 +164,9 @@ void GlooCommunicator::exchangeAlltoallBlocks(const std::vector<char>& fromNode,
         next += block;
       }
     }
-    sendCounts.push_back(count * local * layout_.ranksOf(n).size());
-    recvCounts.push_back(sendCounts.back());
+    counts.push_back(count * local * layout_.ranksOf(n).size());
   }
-  alltoallvOverTcp("alltoall", leaders_, sending.data(), receiving.data(), sendCounts, recvCounts,
-                   type);
+  alltoallvOverTcp("alltoall", leaders_, sending.data(), receiving.data(), counts, counts, type);
   const char* received = receiving.data();
   for (int n = 0; n < layout_.nodes(); ++n) {
     for (int s : layout_.ranksOf(n)) {
@@ -202,41 +176,6 @@ void GlooCommunicator::exchangeAlltoallBlocks(const std::vector<char>& fromNode,
       }
     }
   }
-}
-
-void GlooCommunicator::sendRecvAcrossChannels(const void* sendData, int sendPeer, void* recvData,
-                                              int recvPeer, size_t count, DataType type, int tag) {
-  const bool sendingHere = onThisNodesChannel(sendPeer);
-  const size_t bytes = count * sizeOf(type);
-  const uint64_t slot = sendRecvSlot(tag);
-  std::unique_ptr<gloo::transport::UnboundBuffer> overTcp;
-  guarded("sendrecv", [&] {
-    if (sendingHere) {
-      overTcp = context_->createUnboundBuffer(recvData, bytes);
-      overTcp->recv(recvPeer, slot);
-    } else {
-      overTcp = context_->createUnboundBuffer(const_cast<void*>(sendData), bytes);
-      overTcp->send(sendPeer, slot);
-    }
-  });
-  guardedShared(
-      "sendrecv",
-      [&] {
-        if (sendingHere) {
-          nodeMessages_->send(sendData, count, type, layout_.localRankOf(sendPeer), tag);
-        } else {
-          nodeMessages_->recv(recvData, count, type, layout_.localRankOf(recvPeer), tag);
-        }
-      },
-      layout_.neighbours());
-  guarded("sendrecv", [&] {
-    if (sendingHere) {
-      overTcp->waitRecv(options_.timeout);
-    } else {
-      overTcp->waitSend(options_.timeout);
-    }
-  });
-  noteAlgorithm("shm+tcp");
 }
 
 void GlooCommunicator::barrierAcrossNodes() {

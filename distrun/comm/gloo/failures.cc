@@ -47,7 +47,6 @@ void GlooCommunicator::fail(const char* op, bool timedOut, const std::optional<s
   if (shared_) shared_->abort();
   if (messages_) messages_->wakeAll();
   if (node_) node_->abort();
-  if (nodeMessages_) nodeMessages_->wakeAll();
   std::optional<std::string> first;
   if (!timedOut) first = firstRecordedFailure(lost);
   // Close every connection so that ranks waiting on this one fail now

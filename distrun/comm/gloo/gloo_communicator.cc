@@ -51,10 +51,6 @@ E* mutableElements(const void* p) {
   return static_cast<E*>(const_cast<void*>(p));
 }
 
-// Point-to-point slots live under their own prefix, clear of the
-// collectives' prefixes (gloo/types.h uses 0x01..0x08).
-constexpr uint8_t kSendRecvSlotPrefix = 0x40;
-
 // Each pair's connected end in `mesh`, and the listening end it advertised,
 // as Gloo prints them (connectFullMesh writes the advertised ones under the
 // mesh rank through `adapter`).
@@ -163,55 +159,50 @@ void GlooCommunicator::attachSharedMemory() {
       "shared-memory collectives, the ranks use TCP");
   if (!everyone) return;
   shared_ = std::move(attached);
-  attachMessages();
-  readPeersDirectlyIfAllCan();
+  attachMessages(prefix_ + "/shm/messages", 0, shared_.get(),
+                 "shared-memory send and recv, they use TCP");
+  readPeersDirectlyIfAllCan(shared_.get());
 }
 
-void GlooCommunicator::attachMessages() {
-  messages_ = shareMessages(prefix_ + "/shm/messages", 0, rank(), size(), shared_.get(),
-                            "shared-memory send and recv, they use TCP");
-}
-
-std::unique_ptr<SharedMemoryMessages> GlooCommunicator::shareMessages(
-    const std::string& key, int creator, int localRank, int ranks,
-    const SharedMemoryCollectives* peers, std::string_view without) {
+void GlooCommunicator::attachMessages(const std::string& key, int creator,
+                                      const SharedMemoryCollectives* collectives,
+                                      std::string_view without) {
+  const int ranks = static_cast<int>(layout_.neighbours().size());
   const size_t half = SharedMemoryMessages::halfBytesFor(ranks, options_.sharedSlotBytes);
   std::unique_ptr<SharedMemoryMessages> attached;
   const bool everyone = shareSegment(
       key, SharedMemoryMessages::segmentBytes(ranks, half), creator,
       [&](SharedSegment& segment) { SharedMemoryMessages::format(segment, ranks, half); },
       [&](SharedSegment segment) {
-        attached = std::make_unique<SharedMemoryMessages>(std::move(segment), localRank, ranks,
-                                                          half, *peers);
+        attached = std::make_unique<SharedMemoryMessages>(std::move(segment), layout_.localRank(),
+                                                          ranks, half, *collectives);
       },
-      without, /*sharing=*/peers != nullptr);
-  if (!everyone) attached.reset();
-  return attached;
+      without, /*sharing=*/collectives != nullptr);
+  if (everyone) messages_ = std::move(attached);
 }
 
 // Every rank has attached (shareSegment agreed), so each can try to read
-// each peer's memory; all read directly only if all can. Where some cannot
-// (a container forbids it), the slots serve, and nothing is printed: the
-// path is only slower. transport() says which.
-void GlooCommunicator::readPeersDirectlyIfAllCan() {
-  int32_t everyone = shared_->canReadEveryPeer() ? 1 : 0;
+// each of its node's ranks' memory; all read directly only if all can.
+// Where some cannot (a container forbids it), the slots serve, and nothing
+// is printed: the path is only slower. transport() says which.
+void GlooCommunicator::readPeersDirectlyIfAllCan(SharedMemoryCollectives* collectives) {
+  int32_t everyone = !collectives || collectives->canReadEveryPeer() ? 1 : 0;
   allreduceAs("communicator", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
   if (everyone != 1) return;
-  shared_->readPeersDirectly(options_.sharedDirectFromBytes);
+  peersReadDirectly_ = true;
+  if (collectives) collectives->readPeersDirectly(options_.sharedDirectFromBytes);
   if (messages_) messages_->readPeersDirectly(options_.sharedDirectFromBytes);
 }
 
 std::string GlooCommunicator::transport() const {
+  const char* direct =
+      peersReadDirectly_ ? ", large blocks and messages read from the peers directly" : "";
   if (shared_) {
-    return fmt::format("shared memory{}{}", messages_ ? "" : " (send and recv over tcp)",
-                       shared_->readsPeersDirectly()
-                           ? ", large blocks and messages read from the peers directly"
-                           : "");
+    return fmt::format("shared memory{}{}", messages_ ? "" : " (send and recv over tcp)", direct);
   }
   if (acrossNodes_) {
-    return fmt::format(
-        "shared memory within each of {} nodes, tcp between them{}", layout_.nodes(),
-        neighboursReadDirectly_ ? ", large blocks and messages read from the peers directly" : "");
+    return fmt::format("shared memory within each of {} nodes, tcp between them{}", layout_.nodes(),
+                       direct);
   }
   return "tcp";
 }
@@ -498,85 +489,6 @@ void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count, DataT
       opts.setTimeout(options_.timeout);
       gloo::alltoall(opts);
     });
-  });
-}
-
-uint64_t GlooCommunicator::sendRecvSlot(int tag) {
-  return gloo::Slot::build(kSendRecvSlotPrefix, static_cast<uint32_t>(tag));
-}
-
-void GlooCommunicator::doSend(const void* data, size_t count, DataType type, int peer, int tag) {
-  if (messages_) {
-    noteAlgorithm("shm");
-    guardedShared("send", [&] { messages_->send(data, count, type, peer, tag); });
-    return;
-  }
-  if (onThisNodesChannel(peer)) {
-    noteAlgorithm("shm");
-    guardedShared(
-        "send", [&] { nodeMessages_->send(data, count, type, layout_.localRankOf(peer), tag); },
-        layout_.neighbours());
-    return;
-  }
-  guarded("send", [&] {
-    auto buffer = context_->createUnboundBuffer(const_cast<void*>(data), count * sizeOf(type));
-    buffer->send(peer, sendRecvSlot(tag));
-    buffer->waitSend(options_.timeout);
-  });
-}
-
-void GlooCommunicator::doRecv(void* data, size_t count, DataType type, int peer, int tag) {
-  if (messages_) {
-    noteAlgorithm("shm");
-    guardedShared("recv", [&] { messages_->recv(data, count, type, peer, tag); });
-    return;
-  }
-  if (onThisNodesChannel(peer)) {
-    noteAlgorithm("shm");
-    guardedShared(
-        "recv", [&] { nodeMessages_->recv(data, count, type, layout_.localRankOf(peer), tag); },
-        layout_.neighbours());
-    return;
-  }
-  guarded("recv", [&] {
-    auto buffer = context_->createUnboundBuffer(data, count * sizeOf(type));
-    buffer->recv(peer, sendRecvSlot(tag));
-    buffer->waitRecv(options_.timeout);
-  });
-}
-
-void GlooCommunicator::doSendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer,
-                                  size_t count, DataType type, int tag) {
-  if (messages_) {
-    noteAlgorithm("shm");
-    guardedShared("sendrecv", [&] {
-      messages_->sendRecv(sendData, sendPeer, recvData, recvPeer, count, type, tag);
-    });
-    return;
-  }
-  if (onThisNodesChannel(sendPeer) && onThisNodesChannel(recvPeer)) {
-    noteAlgorithm("shm");
-    guardedShared(
-        "sendrecv",
-        [&] {
-          nodeMessages_->sendRecv(sendData, layout_.localRankOf(sendPeer), recvData,
-                                  layout_.localRankOf(recvPeer), count, type, tag);
-        },
-        layout_.neighbours());
-    return;
-  }
-  if (onThisNodesChannel(sendPeer) || onThisNodesChannel(recvPeer)) {
-    sendRecvAcrossChannels(sendData, sendPeer, recvData, recvPeer, count, type, tag);
-    return;
-  }
-  const uint64_t slot = sendRecvSlot(tag);
-  guarded("sendrecv", [&] {
-    auto in = context_->createUnboundBuffer(recvData, count * sizeOf(type));
-    auto out = context_->createUnboundBuffer(const_cast<void*>(sendData), count * sizeOf(type));
-    in->recv(recvPeer, slot);
-    out->send(sendPeer, slot);
-    in->waitRecv(options_.timeout);
-    out->waitSend(options_.timeout);
   });
 }
 

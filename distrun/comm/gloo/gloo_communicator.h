@@ -143,29 +143,23 @@ class GlooCommunicator final : public Communicator {
   // ranks agree on which they use.
   void attachSharedMemory();
   void attachNodeMemory();
-  // Beside node_: a segment for send and recv between this node's ranks.
-  void attachNodeMessages();
-  void readNeighboursDirectlyIfAllCan();
-  // Gloo's slot for send and recv with `tag`, apart from the collectives'.
-  static uint64_t sendRecvSlot(int tag);
-  // Whether messages to or from `peer` go through nodeMessages_.
-  bool onThisNodesChannel(int peer) const;
-  // sendRecv where one peer is on this node's channel and the other is not:
-  // the TCP side posted first, then the node's side, then the TCP side
-  // awaited.
+  // A segment for send and recv between this node's ranks (every rank's
+  // when all are on one node), made by rank `creator` and published under
+  // `key`, beside `collectives` (null for a rank alone on its node): the
+  // channels of messages_ once every rank of the communicator attached.
+  void attachMessages(const std::string& key, int creator,
+                      const SharedMemoryCollectives* collectives, std::string_view without);
+  // Every rank has attached; once every one can read each of its node's
+  // ranks' memory, `collectives` and messages_ read large blocks and
+  // messages directly (peersReadDirectly_).
+  void readPeersDirectlyIfAllCan(SharedMemoryCollectives* collectives);
+  // Whether messages to and from `peer` go through messages_: it is on
+  // this rank's node, and the node's ranks share channels.
+  bool onMessageChannel(int peer) const;
+  // sendRecv where one peer is on messages_ and the other is not: the TCP
+  // side posted first, then the channel's, then the TCP side awaited.
   void sendRecvAcrossChannels(const void* sendData, int sendPeer, void* recvData, int recvPeer,
                               size_t count, DataType type, int tag);
-  // Beside shared_: a segment for send and recv (SharedMemoryMessages).
-  void attachMessages();
-  // A segment for send and recv among `ranks` ranks (this one `localRank`
-  // among them) whose collectives are `peers` (null for a rank alone on its
-  // node), made by rank `creator` and published under `key`; null unless
-  // every rank of the communicator attached (see shareSegment).
-  std::unique_ptr<SharedMemoryMessages> shareMessages(const std::string& key, int creator,
-                                                      int localRank, int ranks,
-                                                      const SharedMemoryCollectives* peers,
-                                                      std::string_view without);
-  void readPeersDirectlyIfAllCan();
   // Rank `creator` makes a segment of `bytes`, lays it out with `format`
   // (may be empty: zero-filled) and publishes its name under `key`; the
   // others open it; each hands its mapping to `adopt`. Returns whether
@@ -252,14 +246,14 @@ class GlooCommunicator final : public Communicator {
   PeerDirectory peers_;
   std::unique_ptr<IdleSpinner> spinner_;             // when options_.spinWhileWaiting
   std::unique_ptr<SharedMemoryCollectives> shared_;  // when attachSharedMemory agreed
-  std::unique_ptr<SharedMemoryMessages> messages_;   // send and recv beside shared_
+  // Send and recv between this node's ranks, beside shared_ or node_.
+  std::unique_ptr<SharedMemoryMessages> messages_;
+  bool peersReadDirectly_ = false;  // readPeersDirectlyIfAllCan agreed
   NodeLayout layout_;
-  bool acrossNodes_ = false;                            // the hierarchical path is taken
-  std::unique_ptr<SharedMemoryCollectives> node_;       // this node's ranks', when not alone
-  std::shared_ptr<gloo::Context> leaders_;              // on a leader: the leaders' mesh
-  std::unique_ptr<SharedMemoryMessages> nodeMessages_;  // send and recv beside node_
-  bool neighboursReadDirectly_ = false;                 // readNeighboursDirectlyIfAllCan agreed
-  std::vector<std::weak_ptr<SharedRegions>> regions_;   // allocateReducible's, by id
+  bool acrossNodes_ = false;                           // the hierarchical path is taken
+  std::unique_ptr<SharedMemoryCollectives> node_;      // this node's ranks', when not alone
+  std::shared_ptr<gloo::Context> leaders_;             // on a leader: the leaders' mesh
+  std::vector<std::weak_ptr<SharedRegions>> regions_;  // allocateReducible's, by id
   uint32_t tag_ = 0;
   uint32_t leaderTag_ = 0;
   bool failed_ = false;

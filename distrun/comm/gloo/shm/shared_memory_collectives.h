@@ -114,7 +114,6 @@ class SharedMemoryCollectives {
   // read from the peers' buffers directly. Every rank calls it with the
   // same `bytes`, or none does.
   void readPeersDirectly(size_t bytes) { directFromBytes_ = bytes; }
-  bool readsPeersDirectly() const { return directFromBytes_ != kNever; }
 
   // For the point-to-point messages beside these collectives
   // (SharedMemoryMessages), which share their view of the peers: throws
