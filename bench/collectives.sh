@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Collective bus bandwidth, side by side in one run, two ranks on this node:
+# Collective bus bandwidth, side by side in one run, RANKS ranks on this
+# node (2 by default: one a core here; RANKS=4 oversubscribes this 2-core
+# machine, which shows the algorithms for more ranks, not their speed):
 #   distrun's gloo backend  vs  PyTorch's torch.distributed (gloo) and a bare
 #     Open MPI loop (MPI_Allreduce, MPI_Bcast, ...: Open MPI's own shared
 #     memory), distrun with its shared-memory collectives (the default on one
@@ -16,7 +18,7 @@
 # of place. Ratios last. Targets (issue 31): distrun
 # gloo >= 1.0x the best peer at every size; the mpi backend >= 0.97x bare
 # MPI.
-#   bench/collectives.sh [BUILD_DIR] [ROUNDS] [COLLECTIVE|every]
+#   [RANKS=N] bench/collectives.sh [BUILD_DIR] [ROUNDS] [COLLECTIVE|every]
 # COLLECTIVE: all_reduce (default), broadcast, all_gather, reduce_scatter,
 # alltoall or sendrecv (a ring shift of SIZE bytes: send to the next rank
 # while receiving from the previous; MPI_Sendrecv, PyTorch's
@@ -26,6 +28,11 @@ set -euo pipefail
 build=${1:-build}
 rounds=${2:-6}
 collective=${3:-all_reduce}
+ranks=${RANKS:-2}
+if [[ ! $ranks =~ ^[1-9][0-9]*$ ]] || ((ranks < 2)); then
+  echo "collectives.sh: RANKS '$ranks': expected a whole number of ranks, at least 2" >&2
+  exit 64
+fi
 if [[ $collective == every ]]; then
   summaries=$(mktemp)
   trap 'rm -f "$summaries"' EXIT
@@ -33,7 +40,7 @@ if [[ $collective == every ]]; then
     BENCH_SUMMARY=$summaries "$0" "$build" "$rounds" "$c"
     echo
   done
-  echo "# every collective, 2 ranks: distrun gloo against the best peer, and the mpi backend"
+  echo "# every collective, $ranks ranks: distrun gloo against the best peer, and the mpi backend"
   cat "$summaries"
   exit 0
 fi
@@ -51,7 +58,7 @@ esac
 python=/usr/bin/python3
 small=(4096 16384 65536 262144 1048576)
 large=(4194304 16777216 67108864 268435456)
-mpirun=(mpirun --oversubscribe -np 2)
+mpirun=(mpirun --oversubscribe -np "$ranks")
 [[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
 have_mpi=1
 command -v mpirun >/dev/null && [[ -x $bin/mpi_collective_bench ]] || have_mpi=0
@@ -68,17 +75,17 @@ band() {  # ITERS SIZE...: the distrun bench flags for one band
 }
 distrun_gloo() {
   # shellcheck disable=SC2046
-  "$bin/distrun" bench "$collective" $(band "$2" "${@:3}") --nproc-per-node 2 |
+  "$bin/distrun" bench "$collective" $(band "$2" "${@:3}") --nproc-per-node "$ranks" |
     awk -F, -v c="$column" 'NR>1 {print $4 "," $c}' >>"$tmp/distrun_gloo.$1"
 }
 distrun_tcp() {
   # shellcheck disable=SC2046
-  DISTRUN_COMM_SHM=0 "$bin/distrun" bench "$collective" $(band "$2" "${@:3}") --nproc-per-node 2 |
+  DISTRUN_COMM_SHM=0 "$bin/distrun" bench "$collective" $(band "$2" "${@:3}") --nproc-per-node "$ranks" |
     awk -F, -v c="$column" 'NR>1 {print $4 "," $c}' >>"$tmp/distrun_tcp.$1"
 }
 torch_gloo() {
   BENCH_ITERS=$2 BENCH_WARMUP=$warmup DISTRUN_PYTHON=$python \
-    "$bin/distrun" run --log-prefix '' --cpu-bind none --nproc-per-node 2 \
+    "$bin/distrun" run --log-prefix '' --cpu-bind none --nproc-per-node "$ranks" \
     "$(dirname "$0")/peers/torch_collective.py" "$collective" "${@:3}" >>"$tmp/torch_gloo.$1"
 }
 distrun_mpi() {
@@ -120,9 +127,10 @@ case $collective in
     ;;
 esac
 
-$python - "$tmp" "$copy" "$collective" "${BENCH_SUMMARY:-}" <<'PY'
+$python - "$tmp" "$copy" "$collective" "${BENCH_SUMMARY:-}" "$ranks" <<'PY'
 import glob, os, sys
 tmp, copy, collective, summary_file = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+ranks = int(sys.argv[5])
 
 def best(name):
     times = {}
@@ -136,8 +144,11 @@ def best(name):
 names = ("distrun_gloo", "distrun_tcp", "torch_gloo", "distrun_mpi", "bare_mpi")
 runs = {n: best(n) for n in names}
 sizes = sorted(runs["distrun_gloo"])
-# Bus bandwidth, GB/s, as nccl-tests and distrun bench compute it, for 2 ranks.
-factor = {"all_reduce": 1.0, "broadcast": 1.0, "sendrecv": 1.0}.get(collective, 0.5)
+# Bus bandwidth, GB/s, as nccl-tests and distrun bench compute it: the
+# algorithm bandwidth times 2(n-1)/n for all_reduce, (n-1)/n for all_gather,
+# reduce_scatter and alltoall, 1 for broadcast and sendrecv.
+share = (ranks - 1) / ranks
+factor = {"all_reduce": 2 * share, "broadcast": 1.0, "sendrecv": 1.0}.get(collective, share)
 bw = lambda n, s: s / runs[n][s] / 1e3 * factor if s in runs[n] else None
 fmt = lambda v: f"{v:8.3f}" if v is not None else "     n/a"
 ratio = lambda a, b: a / b if a and b else None
@@ -145,7 +156,7 @@ def best_peer(s):
     peers = [v for v in (bw("torch_gloo", s), bw("bare_mpi", s)) if v is not None]
     return max(peers) if peers else None
 form = "in place" if collective in ("all_reduce", "broadcast") else "out of place"
-print(f"# {collective}, 2 ranks, floats, {form}; busbw GB/s (best of rounds); copy limit {copy:.2f} GB/s")
+print(f"# {collective}, {ranks} ranks, floats, {form}; busbw GB/s (best of rounds); copy limit {copy:.2f} GB/s")
 print("# distrun-gloo: shared memory on one node (the default); gloo-tcp: DISTRUN_COMM_SHM=0;"
       " bare-mpi: Open MPI's own call (its shared memory)")
 print("#     bytes  distrun-gloo  gloo-tcp  torch-gloo  bare-mpi  vs-best  tcp/torch  distrun-mpi   ratio  gloo/copy")

@@ -2,12 +2,15 @@
 // what it leaves behind, how a failure reaches the ranks waiting in it,
 // mismatched calls, reducible memory, and the segment itself. The
 // contract over every count is gloo_contract_test.cc's.
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/comm/communicator.h"
+#include "distrun/comm/gloo/shm/shared_memory_collectives.h"
 #include "distrun/comm/gloo/shm/shared_segment.h"
 #include "distrun/comm/testing/contract.h"
 #include "distrun/common/error.h"
@@ -313,6 +317,66 @@ TEST(SharedMemoryTest, ABufferNoSegmentCanHoldIsOrdinaryMemory) {
     ++warnings;
   }
   EXPECT_EQ(warnings, 2u) << err;
+}
+
+// Ranks of one segment as threads, rank r pinned to CPU cpuOf[r] before it
+// attaches; each then looks at every rank's CPUs.
+std::vector<std::unique_ptr<SharedMemoryCollectives>> attachPinned(const std::vector<int>& cpuOf) {
+  const int ranks = static_cast<int>(cpuOf.size());
+  const size_t slot = 4096;
+  const std::string name = "/distrun-test-cpus-" + std::to_string(::getpid());
+  const size_t bytes = SharedMemoryCollectives::segmentBytes(ranks, slot);
+  SharedSegment made = SharedSegment::create(name, bytes);
+  SharedMemoryCollectives::format(made, ranks, slot);
+  std::vector<std::unique_ptr<SharedMemoryCollectives>> attached(cpuOf.size());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpuOf[static_cast<size_t>(r)], &one);
+      ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0) << std::strerror(errno);
+      attached[static_cast<size_t>(r)] = std::make_unique<SharedMemoryCollectives>(
+          SharedSegment::open(name, bytes), r, ranks, slot, std::chrono::seconds(10));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  SharedSegment::unlink(name);
+  for (auto& rank : attached) rank->yieldIfOversubscribed();
+  return attached;
+}
+
+// The CPUs this process may run on, in order.
+std::vector<int> allowedCpus() {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ::sched_getaffinity(0, sizeof(mine), &mine);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mine)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// More ranks on a node than CPUs they may run on, all together: each rank
+// yields its CPU while it polls; a CPU each: none does.
+TEST(SharedMemoryTest, RanksYieldWhilePollingOnlyWhereTheyOutnumberTheirCpus) {
+  const std::vector<int> cpus = allowedCpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs 2 CPUs to run on, this process has " << cpus.size();
+  const int a = cpus[0];
+  const int b = cpus[1];
+  for (const auto& rank : attachPinned({a, a})) {
+    EXPECT_EQ(rank->cpusOfEveryRank(), 1);
+    EXPECT_TRUE(rank->yieldsWhilePolling());
+  }
+  for (const auto& rank : attachPinned({a, b})) {
+    EXPECT_EQ(rank->cpusOfEveryRank(), 2);
+    EXPECT_FALSE(rank->yieldsWhilePolling());
+  }
+  for (const auto& rank : attachPinned({a, b, a})) {
+    EXPECT_EQ(rank->cpusOfEveryRank(), 2);
+    EXPECT_TRUE(rank->yieldsWhilePolling());
+  }
 }
 
 TEST(SharedSegmentTest, OpenSeesWhatCreateWrote) {

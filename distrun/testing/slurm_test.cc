@@ -174,6 +174,22 @@ TEST_F(SlurmTest, SrunBenchAllreduceTwoNodesFourTasks) {
   EXPECT_EQ(rows, 5u) << r.out;  // 1K 4K 16K 64K 256K
 }
 
+// `srun -N2 -n4 distrun exec comm_contract_worker gloo`: the whole
+// Communicator contract (every collective, type, op and layout, send and
+// recv) on the hierarchical path the step's layout gives: shared memory
+// within each of the two nodes, TCP between their leaders.
+TEST_F(SlurmTest, SrunContractTwoNodesFourTasksTakesTheHierarchicalPath) {
+  CommandResult r = slurm("timeout 540 srun -N2 -n4 " + distrun() + " exec " +
+                          quote(binaryPath("comm_contract_worker")) + " gloo");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_THAT(r.out, ::testing::HasSubstr("contract ok rank " + std::to_string(rank) +
+                                            " of 4 (gloo, shared memory within each of 2 "
+                                            "nodes, tcp between them"))
+        << r.out;
+  }
+}
+
 // `srun -N2 -n3 distrun-train linear`, with no `distrun exec` between: each
 // task takes its place in the step itself, and the three train as one
 // world (alone, each would train a world of one and print its own summary).

@@ -161,6 +161,7 @@ void GlooCommunicator::attachSharedMemory() {
   shared_ = std::move(attached);
   attachMessages(prefix_ + "/shm/messages", 0, shared_.get(),
                  "shared-memory send and recv, they use TCP");
+  shared_->yieldIfOversubscribed();
   readPeersDirectlyIfAllCan(shared_.get());
 }
 

@@ -1,5 +1,6 @@
 #include "distrun/comm/gloo/shm/shared_memory_collectives.h"
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <climits>
 #include <cstring>
 #include <vector>
@@ -24,8 +26,9 @@ using namespace shm;  // the waiting both kinds of shared-memory operation share
 
 namespace {
 
-constexpr uint64_t kMagic = 0x34766d6873727464;  // "dtrshmv4"
-constexpr size_t kRankLine = 2 * kLine;          // what one rank writes
+constexpr uint64_t kMagic = 0x35766d6873727464;  // "dtrshmv5"
+constexpr size_t kRankLine = 4 * kLine;          // what one rank writes
+constexpr size_t kCpuWords = sizeof(cpu_set_t) / sizeof(uint64_t);
 
 uint32_t typeAndOp(DataType type, ReduceOp op) {
   return static_cast<uint32_t>(type) << 8 | static_cast<uint32_t>(op);
@@ -71,9 +74,10 @@ struct SharedMemoryCollectives::RankLine {
   std::atomic<uint32_t> left;    // 1 once the rank closed its communicator
   int32_t pid;
   uint64_t pidNamespace;
-  Call calls[2];        // by sequence parity, like the slots
-  uint64_t buffers[2];  // a direct call's input, in the rank's process
-  uint64_t probe;       // where the rank's probe_ is
+  Call calls[2];             // by sequence parity, like the slots
+  uint64_t buffers[2];       // a direct call's input, in the rank's process
+  uint64_t probe;            // where the rank's probe_ is
+  uint64_t cpus[kCpuWords];  // the CPUs it may run on (its affinity mask)
 };
 
 size_t SharedMemoryCollectives::segmentBytes(int size, size_t slotBytes) {
@@ -111,6 +115,10 @@ SharedMemoryCollectives::SharedMemoryCollectives(SharedSegment segment, int rank
   line(rank).pid = static_cast<int32_t>(::getpid());
   line(rank).pidNamespace = pidNamespace();
   line(rank).probe = reinterpret_cast<uint64_t>(&probe_);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  ::sched_getaffinity(0, sizeof(cpus), &cpus);  // on failure none: never oversubscribed
+  std::memcpy(line(rank).cpus, &cpus, sizeof(cpus));
 }
 
 SharedMemoryCollectives::~SharedMemoryCollectives() {
@@ -389,6 +397,7 @@ void SharedMemoryCollectives::waitFor(int peer, uint32_t sequence,
   const auto spinUntil = std::chrono::steady_clock::now() + kSpin;
   for (unsigned i = 0;; ++i) {
     if (reached(word.load(std::memory_order_acquire), sequence)) return;
+    pollAgain();
     if (i % 64 == 63 && std::chrono::steady_clock::now() > spinUntil) break;
   }
   for (;;) {
@@ -522,6 +531,21 @@ void SharedMemoryCollectives::alltoallDirect(const void* in, void* out, size_t c
     }
   }
   finishReading(deadline);
+}
+
+int SharedMemoryCollectives::cpusOfEveryRank() const {
+  int cpus = 0;
+  for (size_t w = 0; w < kCpuWords; ++w) {
+    uint64_t any = 0;
+    for (int r = 0; r < size_; ++r) any |= line(r).cpus[w];
+    cpus += std::popcount(any);
+  }
+  return cpus;
+}
+
+void SharedMemoryCollectives::yieldIfOversubscribed() {
+  const int cpus = cpusOfEveryRank();
+  yieldWhilePolling_ = cpus > 0 && size_ > cpus;
 }
 
 bool SharedMemoryCollectives::canReadEveryPeer() const {

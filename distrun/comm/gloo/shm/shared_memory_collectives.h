@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sched.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -55,6 +57,11 @@ struct SharedMemoryFailure : std::runtime_error {
 // not, where, how many, which type and op, which root) beside its sequence
 // number, and checks its peers' against its own: ranks that call
 // differently fail (kMismatch) instead of mixing unrelated data.
+//
+// When its node is oversubscribed (more ranks on it than CPUs they may run
+// on, the union of their affinity masks), a rank that polls yields its CPU
+// (sched_yield) between polls, as Open MPI does on an oversubscribed node:
+// the peer it waits for may be the one queued behind it on the same CPU.
 //
 // With readPeersDirectly, allgather and alltoall blocks from a size up skip
 // the slots: each rank posts where its input is, reads its peers' blocks
@@ -114,6 +121,19 @@ class SharedMemoryCollectives {
   // read from the peers' buffers directly. Every rank calls it with the
   // same `bytes`, or none does.
   void readPeersDirectly(size_t bytes) { directFromBytes_ = bytes; }
+  // How many CPUs the ranks may run on, all together (the union of their
+  // affinity masks as each posted it on attaching; 0 where none could read
+  // its own). Call once every rank has attached.
+  int cpusOfEveryRank() const;
+  // From now on, polls yield the CPU when there are more ranks than
+  // cpusOfEveryRank(). Call once every rank has attached.
+  void yieldIfOversubscribed();
+  bool yieldsWhilePolling() const { return yieldWhilePolling_; }
+  // One round of a wait's polling is over: yields the CPU when
+  // yieldIfOversubscribed found more ranks than CPUs.
+  void pollAgain() const {
+    if (yieldWhilePolling_) ::sched_yield();
+  }
 
   // For the point-to-point messages beside these collectives
   // (SharedMemoryMessages), which share their view of the peers: throws
@@ -173,6 +193,7 @@ class SharedMemoryCollectives {
   std::chrono::milliseconds timeout_;
   uint32_t sequence_ = 0;
   size_t directFromBytes_ = kNever;
+  bool yieldWhilePolling_ = false;
   uint64_t probe_;  // a known word peers read to see that they can
 };
 

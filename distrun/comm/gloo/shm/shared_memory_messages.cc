@@ -197,6 +197,7 @@ void SharedMemoryMessages::run(std::initializer_list<Transfer*> transfers) {
       finished = finished && t->finished;
     }
     if (finished) return;
+    peers_.pollAgain();
     if (moved) {
       spinUntil = std::chrono::steady_clock::now() + kSpin;
     } else if (i % 64 == 63 && std::chrono::steady_clock::now() > spinUntil) {
