@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <climits>
 #include <cstring>
 #include <vector>
@@ -534,13 +533,13 @@ void SharedMemoryCollectives::alltoallDirect(const void* in, void* out, size_t c
 }
 
 int SharedMemoryCollectives::cpusOfEveryRank() const {
-  int cpus = 0;
-  for (size_t w = 0; w < kCpuWords; ++w) {
-    uint64_t any = 0;
-    for (int r = 0; r < size_; ++r) any |= line(r).cpus[w];
-    cpus += std::popcount(any);
+  uint64_t any[kCpuWords] = {};
+  for (int r = 0; r < size_; ++r) {
+    for (size_t w = 0; w < kCpuWords; ++w) any[w] |= line(r).cpus[w];
   }
-  return cpus;
+  cpu_set_t all;
+  std::memcpy(&all, any, sizeof(all));
+  return CPU_COUNT(&all);  // glibc's count: std::popcount would call libgcc's
 }
 
 void SharedMemoryCollectives::yieldIfOversubscribed() {
