@@ -32,8 +32,7 @@ void GlooCommunicator::attachNodeMemory() {
   acrossNodes_ = true;
   attachMessages(fmt::format("{}/shm/node/{}/messages", prefix_, layout_.node()), layout_.leader(),
                  node_.get(), "shared-memory send and recv within this node, they use TCP");
-  if (node_) node_->yieldIfOversubscribed();  // none where this rank is alone on its node
-  readPeersDirectlyIfAllCan(node_.get());
+  onNodeRanksAttached(node_.get());
 }
 
 // This node's ranks reduce into every one's `out`, the leaders reduce

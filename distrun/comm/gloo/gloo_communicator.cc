@@ -161,8 +161,7 @@ void GlooCommunicator::attachSharedMemory() {
   shared_ = std::move(attached);
   attachMessages(prefix_ + "/shm/messages", 0, shared_.get(),
                  "shared-memory send and recv, they use TCP");
-  shared_->yieldIfOversubscribed();
-  readPeersDirectlyIfAllCan(shared_.get());
+  onNodeRanksAttached(shared_.get());
 }
 
 void GlooCommunicator::attachMessages(const std::string& key, int creator,
@@ -180,6 +179,11 @@ void GlooCommunicator::attachMessages(const std::string& key, int creator,
       },
       without, /*sharing=*/collectives != nullptr);
   if (everyone) messages_ = std::move(attached);
+}
+
+void GlooCommunicator::onNodeRanksAttached(SharedMemoryCollectives* collectives) {
+  if (collectives) collectives->yieldIfOversubscribed();
+  readPeersDirectlyIfAllCan(collectives);
 }
 
 // Every rank has attached (shareSegment agreed), so each can try to read

@@ -149,6 +149,10 @@ class GlooCommunicator final : public Communicator {
   // channels of messages_ once every rank of the communicator attached.
   void attachMessages(const std::string& key, int creator,
                       const SharedMemoryCollectives* collectives, std::string_view without);
+  // Every rank of this node's segment `collectives` (none where this rank is
+  // alone on its node) has attached: its polls yield where the node is
+  // oversubscribed, and its reads go direct where every rank can.
+  void onNodeRanksAttached(SharedMemoryCollectives* collectives);
   // Every rank has attached; once every one can read each of its node's
   // ranks' memory, `collectives` and messages_ read large blocks and
   // messages directly (peersReadDirectly_).

@@ -27,7 +27,6 @@ namespace {
 
 constexpr uint64_t kMagic = 0x35766d6873727464;  // "dtrshmv5"
 constexpr size_t kRankLine = 4 * kLine;          // what one rank writes
-constexpr size_t kCpuWords = sizeof(cpu_set_t) / sizeof(uint64_t);
 
 uint32_t typeAndOp(DataType type, ReduceOp op) {
   return static_cast<uint32_t>(type) << 8 | static_cast<uint32_t>(op);
@@ -73,10 +72,10 @@ struct SharedMemoryCollectives::RankLine {
   std::atomic<uint32_t> left;    // 1 once the rank closed its communicator
   int32_t pid;
   uint64_t pidNamespace;
-  Call calls[2];             // by sequence parity, like the slots
-  uint64_t buffers[2];       // a direct call's input, in the rank's process
-  uint64_t probe;            // where the rank's probe_ is
-  uint64_t cpus[kCpuWords];  // the CPUs it may run on (its affinity mask)
+  Call calls[2];        // by sequence parity, like the slots
+  uint64_t buffers[2];  // a direct call's input, in the rank's process
+  uint64_t probe;       // where the rank's probe_ is
+  cpu_set_t cpus;       // the CPUs it may run on (its affinity mask)
 };
 
 size_t SharedMemoryCollectives::segmentBytes(int size, size_t slotBytes) {
@@ -114,10 +113,8 @@ SharedMemoryCollectives::SharedMemoryCollectives(SharedSegment segment, int rank
   line(rank).pid = static_cast<int32_t>(::getpid());
   line(rank).pidNamespace = pidNamespace();
   line(rank).probe = reinterpret_cast<uint64_t>(&probe_);
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  ::sched_getaffinity(0, sizeof(cpus), &cpus);  // on failure none: never oversubscribed
-  std::memcpy(line(rank).cpus, &cpus, sizeof(cpus));
+  // On failure none (the line is zero-filled): never oversubscribed.
+  ::sched_getaffinity(0, sizeof(cpu_set_t), &line(rank).cpus);
 }
 
 SharedMemoryCollectives::~SharedMemoryCollectives() {
@@ -533,13 +530,10 @@ void SharedMemoryCollectives::alltoallDirect(const void* in, void* out, size_t c
 }
 
 int SharedMemoryCollectives::cpusOfEveryRank() const {
-  uint64_t any[kCpuWords] = {};
-  for (int r = 0; r < size_; ++r) {
-    for (size_t w = 0; w < kCpuWords; ++w) any[w] |= line(r).cpus[w];
-  }
   cpu_set_t all;
-  std::memcpy(&all, any, sizeof(all));
-  return CPU_COUNT(&all);  // glibc's count: std::popcount would call libgcc's
+  CPU_ZERO(&all);
+  for (int r = 0; r < size_; ++r) CPU_OR(&all, &all, &line(r).cpus);
+  return CPU_COUNT(&all);
 }
 
 void SharedMemoryCollectives::yieldIfOversubscribed() {
