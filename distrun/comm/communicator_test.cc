@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/comm/connect.h"
+#include "distrun/comm/reduce.h"
 #include "distrun/comm/testing/contract.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
@@ -270,6 +271,23 @@ TEST(ConnectTest, MasterAddrAndPortWithRankZeroHostingTheStore) {
   EXPECT_EQ(sums, std::vector<double>(3, 6.0));
 }
 
+// DISTRUN_COMM_SIMD picks the reduction kernels of the whole process.
+TEST(ConnectTest, SimdPicksTheReductionKernels) {
+  MapEnvironment env{{"RANK", "0"},
+                     {"WORLD_SIZE", "1"},
+                     {"MASTER_ADDR", "127.0.0.1"},
+                     {"MASTER_PORT", std::to_string(pickFreeTcpPort())},
+                     {"XDG_CONFIG_HOME", ::testing::TempDir() + "/connect-config"},
+                     {"DISTRUN_COMM_SIMD", "baseline"}};
+  auto comm = connect(env);
+  EXPECT_EQ(instructionsFor(DataType::kFloat32), Instructions::kBaseline);
+  EXPECT_EQ(instructionsFor(DataType::kBFloat16), Instructions::kBaseline);
+  float x = 2.5f;
+  comm->allreduce(&x, 1, ReduceOp::kSum);
+  EXPECT_EQ(x, 2.5f);
+  useInstructions(std::nullopt);
+}
+
 // A connect/operation budget no healthy run nears.
 constexpr std::chrono::milliseconds kGenerousTimeout = std::chrono::seconds(60);
 
@@ -347,6 +365,13 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
       EXPECT_EQ(e.what(), std::string(threshold) + "='64K' is not a whole number (unexpected 'K')");
       EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
     }
+  }
+  try {
+    connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DISTRUN_COMM_SIMD", "sse9"}});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "DISTRUN_COMM_SIMD='sse9' is not one of: auto, baseline, avx2, avx512");
+    EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
   }
   for (const char* flag : {"DISTRUN_COMM_SPIN", "DISTRUN_COMM_SHM", "DISTRUN_COMM_SHM_BUFFERS"}) {
     try {

@@ -3,11 +3,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "distrun/comm/gloo/gloo_communicator.h"
 #include "distrun/comm/mpi/mpi_communicator.h"
+#include "distrun/comm/reduce.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/common/system.h"
@@ -157,6 +161,23 @@ void checkTrace(const Environment& env) {
   if (config.on()) trace::prepareFolder(config.folder, trace::kFolderName);
 }
 
+// DISTRUN_COMM_SIMD: the reduction kernels' instruction set, for the whole
+// process (auto, the default: the widest this CPU runs).
+void chooseReductionKernels(const Environment& env) {
+  const std::optional<std::string> name = env.get("DISTRUN_COMM_SIMD");
+  if (!name || *name == "auto") return;
+  const std::optional<Instructions> isa = instructionsNamed(*name);
+  if (!isa) {
+    throw ConfigError(
+        fmt::format("DISTRUN_COMM_SIMD='{}' is not one of: auto, baseline, avx2, avx512", *name));
+  }
+  try {
+    useInstructions(*isa);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(fmt::format("DISTRUN_COMM_SIMD={}: {}", *name, e.what()));
+  }
+}
+
 // The process's first communicator starts its trace and measures the
 // clock offset to rank 0 (collective: every rank has the same
 // DISTRUN_TRACE, as the launcher gives it); with tracing off, nothing.
@@ -213,6 +234,7 @@ std::string resolveBackend(const Environment& env, const std::string& requested)
 
 std::unique_ptr<Communicator> connect(const Environment& env, const ConnectOptions& options) {
   checkTrace(env);
+  chooseReductionKernels(env);
   std::unique_ptr<Communicator> comm;
   const std::string backend = resolveBackend(env, options.backend);
   if (backend == "gloo") {

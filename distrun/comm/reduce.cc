@@ -1,138 +1,118 @@
 #include "distrun/comm/reduce.h"
 
 #include <algorithm>
-#include <cstdint>
+#include <atomic>
+#include <stdexcept>
 
-#include "distrun/comm/float16_arrays.h"
+#include <fmt/format.h>
+
+#include "distrun/comm/reduce_kernels.h"
 
 namespace distrun::comm {
 
 namespace {
 
-struct Sum {
-  template <class T>
-  static T apply(T a, T b) {
-    return a + b;
+Instructions probeCpu() {
+#if defined(DISTRUN_REDUCE_X86)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    return Instructions::kAvx512;
   }
-};
-struct Prod {
-  template <class T>
-  static T apply(T a, T b) {
-    return a * b;
-  }
-};
-struct Min {
-  template <class T>
-  static T apply(T a, T b) {
-    return std::min(a, b);
-  }
-};
-struct Max {
-  template <class T>
-  static T apply(T a, T b) {
-    return std::max(a, b);
-  }
-};
-
-template <class T, class Op>
-void reduceNative(void* out, const void* a, const void* b, size_t n) {
-  T* o = static_cast<T*>(out);
-  const T* x = static_cast<const T*>(a);
-  const T* y = static_cast<const T*>(b);
-  for (size_t i = 0; i < n; ++i) o[i] = Op::apply(x[i], y[i]);
+  if (__builtin_cpu_supports("avx2")) return Instructions::kAvx2;
+#endif
+  return Instructions::kBaseline;
 }
 
-// Half and bfloat16: widen a block of each input to float, reduce, round
-// back; a block of floats per operand stays in L1.
-constexpr size_t kWidenedBlock = 1024;
+// -1: the default (instructionsFor); otherwise the Instructions chosen.
+std::atomic<int> chosen{-1};
 
-template <class T, class Op>
-void reduceWidened(void* out, const void* a, const void* b, size_t n) {
-  T* o = static_cast<T*>(out);
-  const T* x = static_cast<const T*>(a);
-  const T* y = static_cast<const T*>(b);
-  float wideX[kWidenedBlock];
-  float wideY[kWidenedBlock];
-  for (size_t at = 0; at < n; at += kWidenedBlock) {
-    const size_t m = std::min(kWidenedBlock, n - at);
-    widen(wideX, x + at, m);
-    widen(wideY, y + at, m);
-    for (size_t i = 0; i < m; ++i) wideX[i] = Op::apply(wideX[i], wideY[i]);
-    narrow(o + at, wideX, m);
-  }
-}
-
-template <class Op>
-ReduceKernel kernelFor(DataType type) {
-  switch (type) {
-    case DataType::kFloat32:
-      return reduceNative<float, Op>;
-    case DataType::kFloat64:
-      return reduceNative<double, Op>;
-    case DataType::kFloat16:
-      return reduceWidened<Half, Op>;
-    case DataType::kBFloat16:
-      return reduceWidened<BFloat16, Op>;
-    case DataType::kInt32:
-      return reduceNative<int32_t, Op>;
-    case DataType::kInt64:
-      return reduceNative<int64_t, Op>;
-  }
-  return nullptr;
-}
-
-template <class T>
-void divideNative(void* data, size_t n, int divisor) {
-  T* d = static_cast<T*>(data);
-  const T v = static_cast<T>(divisor);
-  for (size_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] / v);
-}
-
-template <class T>
-void divideWidened(void* data, size_t n, int divisor) {
-  T* d = static_cast<T*>(data);
-  const float v = static_cast<float>(divisor);
-  float wide[kWidenedBlock];
-  for (size_t at = 0; at < n; at += kWidenedBlock) {
-    const size_t m = std::min(kWidenedBlock, n - at);
-    widen(wide, d + at, m);
-    for (size_t i = 0; i < m; ++i) wide[i] /= v;
-    narrow(d + at, wide, m);
-  }
+bool sixteenBits(DataType type) {
+  return type == DataType::kFloat16 || type == DataType::kBFloat16;
 }
 
 }  // namespace
 
-ReduceKernel reduceKernel(DataType type, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kAvg:
-      return kernelFor<Sum>(type);
-    case ReduceOp::kProd:
-      return kernelFor<Prod>(type);
-    case ReduceOp::kMin:
-      return kernelFor<Min>(type);
-    case ReduceOp::kMax:
-      return kernelFor<Max>(type);
+std::string_view instructionsName(Instructions isa) {
+  switch (isa) {
+    case Instructions::kBaseline:
+      return "baseline";
+    case Instructions::kAvx2:
+      return "avx2";
+    case Instructions::kAvx512:
+      return "avx512";
   }
-  return nullptr;
+  return "?";
+}
+
+std::optional<Instructions> instructionsNamed(std::string_view name) {
+  for (Instructions isa : kAllInstructions) {
+    if (instructionsName(isa) == name) return isa;
+  }
+  return std::nullopt;
+}
+
+Instructions widestInstructions() {
+  static const Instructions widest = probeCpu();
+  return widest;
+}
+
+void useInstructions(std::optional<Instructions> isa) {
+  if (isa && *isa > widestInstructions()) {
+    throw std::invalid_argument(fmt::format("this CPU does not run {} (the widest it runs: {})",
+                                            instructionsName(*isa),
+                                            instructionsName(widestInstructions())));
+  }
+  chosen.store(isa ? static_cast<int>(*isa) : -1, std::memory_order_relaxed);
+}
+
+Instructions instructionsFor(DataType type) {
+  const int isa = chosen.load(std::memory_order_relaxed);
+  if (isa >= 0) return static_cast<Instructions>(isa);
+  return sixteenBits(type) ? widestInstructions()
+                           : std::min(widestInstructions(), Instructions::kAvx2);
+}
+
+std::string reductionInstructions() {
+  const Instructions wide = instructionsFor(DataType::kFloat32);
+  const Instructions narrow = instructionsFor(DataType::kFloat16);
+  if (wide == narrow) return std::string(instructionsName(wide));
+  return fmt::format("{}, {} for half and bfloat16", instructionsName(wide),
+                     instructionsName(narrow));
+}
+
+ReduceKernel reduceKernel(Instructions isa, DataType type, ReduceOp op) {
+  switch (isa) {
+#if defined(DISTRUN_REDUCE_X86)
+    case Instructions::kAvx512:
+      return detail::avx512::reduceKernel(type, op);
+    case Instructions::kAvx2:
+      return detail::avx2::reduceKernel(type, op);
+#endif
+    default:
+      return detail::baseline::reduceKernel(type, op);
+  }
+}
+
+void divideInPlace(Instructions isa, void* data, size_t n, DataType type, int divisor) {
+  switch (isa) {
+#if defined(DISTRUN_REDUCE_X86)
+    case Instructions::kAvx512:
+      return detail::avx512::divideInPlace(data, n, type, divisor);
+    case Instructions::kAvx2:
+      return detail::avx2::divideInPlace(data, n, type, divisor);
+#endif
+    default:
+      return detail::baseline::divideInPlace(data, n, type, divisor);
+  }
+}
+
+ReduceKernel reduceKernel(DataType type, ReduceOp op) {
+  return reduceKernel(instructionsFor(type), type, op);
 }
 
 void divideInPlace(void* data, size_t n, DataType type, int divisor) {
-  switch (type) {
-    case DataType::kFloat32:
-      return divideNative<float>(data, n, divisor);
-    case DataType::kFloat64:
-      return divideNative<double>(data, n, divisor);
-    case DataType::kFloat16:
-      return divideWidened<Half>(data, n, divisor);
-    case DataType::kBFloat16:
-      return divideWidened<BFloat16>(data, n, divisor);
-    case DataType::kInt32:
-      return divideNative<int32_t>(data, n, divisor);
-    case DataType::kInt64:
-      return divideNative<int64_t>(data, n, divisor);
-  }
+  divideInPlace(instructionsFor(type), data, n, type, divisor);
 }
 
 }  // namespace distrun::comm

@@ -25,6 +25,7 @@ BenchReport goldenReport() {
   r.collective = "all_reduce";
   r.backend = "gloo";
   r.transport = "shared memory within each of 2 nodes, tcp between them";
+  r.reductions = "avx2, avx512 for half and bfloat16";
   r.version = "0.1.0";
   r.ranks = 4;
   r.minBytes = 1024;

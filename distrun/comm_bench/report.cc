@@ -36,8 +36,9 @@ std::string stepText(const BenchReport& r) {
 }
 
 void writePreamble(std::ostream& out, const BenchReport& r) {
-  out << fmt::format("# distrun bench {} {}: backend {}, {} ranks{}\n", r.collective, r.version,
-                     r.backend, r.ranks, r.transport.empty() ? "" : ", over " + r.transport);
+  out << fmt::format("# distrun bench {} {}: backend {}, {} ranks{}{}\n", r.collective, r.version,
+                     r.backend, r.ranks, r.transport.empty() ? "" : ", over " + r.transport,
+                     r.reductions.empty() ? "" : "; reductions in " + r.reductions);
   out << fmt::format(
       "#  minBytes {} maxBytes {} step: {} warmup iters: {} iters: {} "
       "validation: {} average: {}\n#\n",
@@ -95,6 +96,7 @@ void writeJson(std::ostream& out, const BenchReport& r) {
   j["collective"] = r.collective;
   j["backend"] = r.backend;
   j["transport"] = r.transport;
+  j["reductions"] = r.reductions;
   j["ranks"] = r.ranks;
   auto& config = j["config"];
   config["minimum_bytes"] = r.minBytes;

@@ -35,7 +35,8 @@ struct RankInfo {
 struct BenchReport {
   std::string collective;  // nccl-tests name, e.g. all_reduce
   std::string backend;
-  std::string transport;  // Communicator::transport(); may be empty
+  std::string transport;   // Communicator::transport(); may be empty
+  std::string reductions;  // the reduction kernels' instructions (comm/reduce.h); may be empty
   std::string version;
   int ranks = 1;
   size_t minBytes = 0;

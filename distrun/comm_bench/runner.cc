@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "distrun/comm/reduce.h"
 #include "distrun/comm_bench/collectives.h"
 #include "distrun/common/system.h"
 #include "distrun/config.h"
@@ -82,6 +83,7 @@ BenchReport runCollectiveBench(comm::Communicator& comm, const BenchOptions& o) 
   report.collective = std::string(nameOf(collective));
   report.backend = std::string(comm.backend());
   report.transport = comm.transport();
+  report.reductions = comm::reductionInstructions();
   report.version = DISTRUN_VERSION;
   report.ranks = comm.size();
   report.minBytes = o.minBytes;

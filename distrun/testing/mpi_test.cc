@@ -50,9 +50,9 @@ TEST(MpiTest, BenchAllreduceUnderMpirunHasNoWrongValues) {
   if (runCommand("command -v mpirun").exitCode != 0) {
     GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
   }
-  for (const auto& [backend, used] :
-       {std::pair{"gloo", "gloo, 3 ranks, over shared memory"}, std::pair{"mpi", "mpi, 3 ranks\n"},
-        std::pair{"auto", "gloo, 3 ranks, over shared memory"}}) {
+  for (const auto& [backend, used] : {std::pair{"gloo", "gloo, 3 ranks, over shared memory"},
+                                      std::pair{"mpi", "mpi, 3 ranks; reductions in "},
+                                      std::pair{"auto", "gloo, 3 ranks, over shared memory"}}) {
     CommandResult r =
         runCommand(mpirun(3) + quote(binaryPath("distrun")) +
                    " bench allreduce -b 1K -e 1M -f 4 -n 3 -w 1 --backend " + backend);

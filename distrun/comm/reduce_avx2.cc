@@ -1,0 +1,9 @@
+// The reduction kernels for CPUs with AVX2 (reduce_kernels.inc).
+#include <cstddef>
+#include <cstdint>
+
+#include "distrun/comm/float16_arrays.h"
+#include "distrun/comm/reduce_kernels.h"
+
+#define DISTRUN_REDUCE_ISA avx2
+#include "distrun/comm/reduce_kernels.inc"
