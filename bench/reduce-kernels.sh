@@ -8,7 +8,9 @@
 # (AVX2 for float, the widest for half and bfloat16), ROUNDS interleaved
 # rounds alternating which runs first, best time per size, the ratio
 # (baseline time / default time) last.
-#   bench/reduce-kernels.sh [BUILD_DIR] [ROUNDS] [TYPE]
+#   [KERNELS="float half"] bench/reduce-kernels.sh [BUILD_DIR] [ROUNDS] [TYPE]
+# KERNELS: the types of the one-core table (default: float double half
+# bfloat16; empty: none).
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-5}
@@ -16,7 +18,7 @@ type=${3:-float}
 bin=$build/bin
 . "$(dirname "$0")/checks.sh"
 need_built "$build" distrun reduce_bandwidth
-for t in float double half bfloat16; do
+for t in ${KERNELS-float double half bfloat16}; do
   "$bin/reduce_bandwidth" "$t" sum
   echo
 done
