@@ -92,7 +92,11 @@ class CommunicatorFailureTest : public ::testing::TestWithParam<Transport> {
   GlooOptions options() const {
     GlooOptions o;
     o.sharedMemory = GetParam() != Transport::kTcp;
-    if (GetParam() == Transport::kSharedMemoryDirect) o.sharedDirectFromBytes = 0;
+    if (GetParam() == Transport::kSharedMemoryDirect) {
+      o.sharedDirectFromBytes = 0;
+      o.sharedDirectAllreduceFromBytes = 0;
+      o.sharedDirectAllreduceBelowBytes = SIZE_MAX;
+    }
     return o;
   }
   std::function<std::string(int)> nodes() const {
@@ -357,7 +361,8 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
   }
   for (const char* threshold :
        {"DISTRUN_GLOO_BCUBE_BELOW", "DISTRUN_GLOO_GATHER_BELOW", "DISTRUN_COMM_SHM_DIRECT_FROM",
-        "DISTRUN_GLOO_HIERARCHICAL_ALLGATHER_BELOW", "DISTRUN_GLOO_HIERARCHICAL_ALLTOALL_BELOW"}) {
+        "DISTRUN_GLOO_HIERARCHICAL_ALLGATHER_BELOW", "DISTRUN_GLOO_HIERARCHICAL_ALLTOALL_BELOW",
+        "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM", "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_BELOW"}) {
     try {
       connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {threshold, "64K"}});
       FAIL() << threshold;

@@ -124,6 +124,10 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
   }
   gloo.sharedDirectFromBytes =
       bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_FROM", gloo.sharedDirectFromBytes);
+  gloo.sharedDirectAllreduceFromBytes =
+      bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM", gloo.sharedDirectAllreduceFromBytes);
+  gloo.sharedDirectAllreduceBelowBytes = bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_BELOW",
+                                                   gloo.sharedDirectAllreduceBelowBytes);
   if (auto buffers = env.get("DISTRUN_COMM_SHM_BUFFERS")) {
     gloo.sharedBuffers = parseCount(*buffers, "DISTRUN_COMM_SHM_BUFFERS", 1) == 1;
   }

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -127,6 +128,56 @@ TEST(SharedMemoryTest, ReducibleMemoryIsSummedWhereItLies) {
     EXPECT_EQ(x[500], 2.0f);
   });
   EXPECT_EQ(errors, std::vector<std::string>(3, ""));
+}
+
+// Each rank's allreduce results of `count` floats through the slots or
+// read directly (direct): rank-specific values whose sum depends on the
+// order of the additions, so only the same order gives the same bits.
+std::vector<std::vector<float>> allreduceResults(size_t count, bool direct, bool inPlace) {
+  std::vector<std::vector<float>> results(3);
+  GlooOptions o;
+  o.sharedDirectAllreduceFromBytes = 0;
+  o.sharedDirectAllreduceBelowBytes = direct ? SIZE_MAX : 0;
+  auto errors = runGlooThreads(
+      3,
+      [&](Communicator& comm) {
+        std::vector<float> in(count);
+        for (size_t i = 0; i < count; ++i) {
+          in[i] = 1.0f / static_cast<float>(i % 97 + 1) * static_cast<float>(comm.rank() * 7 + 1) +
+                  (comm.rank() == 1 ? 1e7f : 0.0f);
+        }
+        std::vector<float> out(count);
+        if (inPlace) {
+          comm.allreduce(in.data(), count, ReduceOp::kSum);
+          out = in;
+        } else {
+          comm.allreduceAsync(in.data(), out.data(), count, DataType::kFloat32, ReduceOp::kSum)
+              .wait();
+        }
+        results[static_cast<size_t>(comm.rank())] = out;
+      },
+      o);
+  EXPECT_EQ(errors, std::vector<std::string>(3, ""));
+  return results;
+}
+
+// A direct allreduce whose shares span several chunks (each rank reduces
+// ~100K floats, a chunk is 32K) gives every rank the slots' bits, in place
+// and out of place.
+TEST(SharedMemoryTest, ADirectAllreduceOfManyChunksGivesEveryRankTheSlotsBits) {
+  constexpr size_t kCount = 300'007;
+  for (bool inPlace : {true, false}) {
+    const auto slots = allreduceResults(kCount, false, inPlace);
+    const auto direct = allreduceResults(kCount, true, inPlace);
+    for (size_t r = 0; r < 3; ++r) {
+      ASSERT_EQ(direct[r].size(), kCount);
+      EXPECT_EQ(std::memcmp(direct[r].data(), slots[0].data(), kCount * sizeof(float)), 0)
+          << "rank " << r << (inPlace ? " in place" : " out of place");
+    }
+    // Rank order: (a0 + a1) + a2, which differs from a0 + (a1 + a2) here.
+    const float a0 = 1.0f / 3.0f;
+    EXPECT_EQ(direct[2][2], (a0 + (a0 * 8 + 1e7f)) + a0 * 15);
+  }
 }
 
 // Ranks that reduce different parts of their buffers (or one its buffer

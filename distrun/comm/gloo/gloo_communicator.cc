@@ -195,7 +195,11 @@ void GlooCommunicator::readPeersDirectlyIfAllCan(SharedMemoryCollectives* collec
   allreduceAs("communicator", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
   if (everyone != 1) return;
   peersReadDirectly_ = true;
-  if (collectives) collectives->readPeersDirectly(options_.sharedDirectFromBytes);
+  if (collectives) {
+    collectives->readPeersDirectly(options_.sharedDirectFromBytes);
+    collectives->reduceDirectlyBetween(options_.sharedDirectAllreduceFromBytes,
+                                       options_.sharedDirectAllreduceBelowBytes);
+  }
   if (messages_) messages_->readPeersDirectly(options_.sharedDirectFromBytes);
 }
 

@@ -79,6 +79,13 @@ struct GlooOptions {
   // (process_vm_readv: one copy where the slots take two) when every rank
   // can read every other's memory; DISTRUN_COMM_SHM_DIRECT_FROM overrides.
   size_t sharedDirectFromBytes = 64 << 10;
+  // Where every rank can read every other's memory, allreduces of
+  // [from, below) bytes read the peers' inputs and shares directly too
+  // (SharedMemoryCollectives::reduceDirectlyBetween): measured 1.2-1.4x the
+  // slots from 2 to 8 MB, 0.7-0.95x below and from 16 MB (docs/comm.md);
+  // DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM and _BELOW override.
+  size_t sharedDirectAllreduceFromBytes = 2 << 20;
+  size_t sharedDirectAllreduceBelowBytes = 16 << 20;
   // With shared memory, allocateReducible's buffers are regions of a
   // segment every rank maps, reduced where they lie (SharedRegions);
   // DISTRUN_COMM_SHM_BUFFERS=0 makes them ordinary memory.

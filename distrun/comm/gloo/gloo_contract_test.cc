@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <tuple>
 
@@ -26,6 +27,10 @@ GlooOptions forcing(Allreduce algorithm) {
       algorithm == Allreduce::kSharedMemory || algorithm == Allreduce::kSharedMemoryDirect;
   options.sharedSlotBytes = 256;
   options.sharedDirectFromBytes = algorithm == Allreduce::kSharedMemoryDirect ? 0 : size_t{1} << 40;
+  if (algorithm == Allreduce::kSharedMemoryDirect) {
+    options.sharedDirectAllreduceFromBytes = 0;
+    options.sharedDirectAllreduceBelowBytes = SIZE_MAX;
+  }
   if (algorithm != Allreduce::kGather) options.gatherBelowBytes = 0;
   if (algorithm == Allreduce::kRing) options.bcubeBelowBytes = 0;
   // Across nodes: allgather and alltoall hierarchical, or with the ring
@@ -108,7 +113,11 @@ TEST_P(HierarchicalContractTest, EveryCollectiveTypeOpAndCount) {
   std::vector<std::string> transports(static_cast<size_t>(world));
   GlooOptions options = forcing(leaders);
   options.sharedMemory = true;
-  if (leaders == Allreduce::kGather) options.sharedDirectFromBytes = 0;
+  if (leaders == Allreduce::kGather) {
+    options.sharedDirectFromBytes = 0;
+    options.sharedDirectAllreduceFromBytes = 0;
+    options.sharedDirectAllreduceBelowBytes = SIZE_MAX;
+  }
   auto errors = testing::runGlooThreads(
       world,
       [&](Communicator& comm) {

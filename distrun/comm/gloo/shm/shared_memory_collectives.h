@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "distrun/comm/dtype.h"
 #include "distrun/comm/gloo/shm/shared_regions.h"
@@ -63,12 +65,15 @@ struct SharedMemoryFailure : std::runtime_error {
 // (sched_yield) between polls, as Open MPI does on an oversubscribed node:
 // the peer it waits for may be the one queued behind it on the same CPU.
 //
-// With readPeersDirectly, allgather and alltoall blocks from a size up skip
-// the slots: each rank posts where its input is, reads its peers' blocks
-// straight from their processes (process_vm_readv, the kernel's
-// cross-memory attach: one copy where the slots take two), and a second
-// arrival says every rank is done reading, before any returns and may
-// change its input.
+// With readPeersDirectly, allgather and alltoall blocks from a size up
+// (and with reduceDirectlyBetween, allreduces in a band of sizes) skip the
+// slots: each rank posts where its input is,
+// reads its peers' blocks straight from their processes (process_vm_readv,
+// the kernel's cross-memory attach: one copy where the slots take two), and
+// a last arrival says every rank is done reading, before any returns and
+// may change its input. An allreduce reduces only its own share of the
+// elements so (read from every rank), posts its output, and reads the
+// other shares from the outputs of the ranks that reduced them.
 class SharedMemoryCollectives {
  public:
   // The segment size `size` ranks need for slots of `slotBytes`.
@@ -118,9 +123,16 @@ class SharedMemoryCollectives {
   // forbids process_vm_readv. Call once every rank has attached.
   bool canReadEveryPeer() const;
   // From now on, allgather and alltoall blocks of at least `bytes` are
-  // read from the peers' buffers directly. Every rank calls it with the
+  // read from the peers' buffers directly (allreduces: below). Every rank calls it with the
   // same `bytes`, or none does.
   void readPeersDirectly(size_t bytes) { directFromBytes_ = bytes; }
+  // From now on, allreduces of [from, below) bytes read the peers' inputs
+  // and shares directly (runDirect). Every rank calls it with the same
+  // bounds, or none does.
+  void reduceDirectlyBetween(size_t from, size_t below) {
+    directAllreduceFrom_ = from;
+    directAllreduceBelow_ = below;
+  }
   // How many CPUs the ranks may run on, all together (the union of their
   // affinity masks as each posted it on attaching; 0 where none could read
   // its own). Call once every rank has attached.
@@ -177,14 +189,22 @@ class SharedMemoryCollectives {
   // Posts `in` as this rank's input for a direct `kind` of `count`
   // elements per rank, waits for every rank's, and returns the sequence
   // (whose buffers are then readable).
-  uint32_t postBuffer(Collective kind, const void* in, size_t count, DataType type,
+  uint32_t postBuffer(Collective kind, const void* in, size_t count, DataType type, ReduceOp op,
                       std::chrono::steady_clock::time_point deadline);
   // Waits until every rank has read what it needed of the others' buffers.
   void finishReading(std::chrono::steady_clock::time_point deadline);
+  // Elements [first, end) of `count`: rank `rank`'s share of a reduction
+  // (whole cache lines; the last share shorter, some maybe empty).
+  std::pair<size_t, size_t> shareOf(int rank, size_t count, size_t element) const;
+  void runDirect(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  void reduceShareDirect(uint32_t inputs, const char* in, char* out, size_t first, size_t end,
+                         DataType type, ReduceOp op);
   void allgatherDirect(const void* in, void* out, size_t count, DataType type);
   void alltoallDirect(const void* in, void* out, size_t count, DataType type);
 
   static constexpr size_t kNever = static_cast<size_t>(-1);
+  // What a direct allreduce reads from a peer at a time (it stays in L2).
+  static constexpr size_t kDirectChunk = 128 << 10;
 
   SharedSegment segment_;
   int rank_;
@@ -193,8 +213,11 @@ class SharedMemoryCollectives {
   std::chrono::milliseconds timeout_;
   uint32_t sequence_ = 0;
   size_t directFromBytes_ = kNever;
+  size_t directAllreduceFrom_ = kNever;
+  size_t directAllreduceBelow_ = 0;
   bool yieldWhilePolling_ = false;
-  uint64_t probe_;  // a known word peers read to see that they can
+  uint64_t probe_;             // a known word peers read to see that they can
+  std::vector<char> scratch_;  // a direct allreduce's chunks of peers' inputs
 };
 
 }  // namespace distrun::comm
