@@ -191,6 +191,11 @@ class SharedMemoryCollectives {
   // (whose buffers are then readable).
   uint32_t postBuffer(Collective kind, const void* in, size_t count, DataType type, ReduceOp op,
                       std::chrono::steady_clock::time_point deadline);
+  // Posts `buffer` as this rank's address of a new sequence, waits for every
+  // rank's, and returns the sequence.
+  uint32_t postAddress(const void* buffer, std::chrono::steady_clock::time_point deadline);
+  // The address `rank` posted with `sequence` (postBuffer, postAddress).
+  uint64_t addressOf(int rank, uint32_t sequence) const;
   // Waits until every rank has read what it needed of the others' buffers.
   void finishReading(std::chrono::steady_clock::time_point deadline);
   // Elements [first, end) of `count`: rank `rank`'s share of a reduction
