@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -370,31 +371,70 @@ TEST(SharedMemoryTest, ABufferNoSegmentCanHoldIsOrdinaryMemory) {
   EXPECT_EQ(warnings, 2u) << err;
 }
 
-// Ranks of one segment as threads, rank r pinned to CPU cpuOf[r] before it
-// attaches; each then looks at every rank's CPUs.
-std::vector<std::unique_ptr<SharedMemoryCollectives>> attachPinned(const std::vector<int>& cpuOf) {
-  const int ranks = static_cast<int>(cpuOf.size());
+// Ranks of one segment (slots of 4 KiB) attached from threads, each
+// thread running before(r) first.
+std::vector<std::unique_ptr<SharedMemoryCollectives>> attachThreads(
+    int ranks, const std::function<void(int)>& before) {
   const size_t slot = 4096;
-  const std::string name = "/distrun-test-cpus-" + std::to_string(::getpid());
+  const std::string name = "/distrun-test-ranks-" + std::to_string(::getpid());
   const size_t bytes = SharedMemoryCollectives::segmentBytes(ranks, slot);
   SharedSegment made = SharedSegment::create(name, bytes);
   SharedMemoryCollectives::format(made, ranks, slot);
-  std::vector<std::unique_ptr<SharedMemoryCollectives>> attached(cpuOf.size());
+  std::vector<std::unique_ptr<SharedMemoryCollectives>> attached(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpuOf[static_cast<size_t>(r)], &one);
-      ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0) << std::strerror(errno);
+      before(r);
       attached[static_cast<size_t>(r)] = std::make_unique<SharedMemoryCollectives>(
           SharedSegment::open(name, bytes), r, ranks, slot, std::chrono::seconds(10));
     });
   }
   for (std::thread& t : threads) t.join();
   SharedSegment::unlink(name);
+  return attached;
+}
+
+// Ranks of one segment as threads, rank r pinned to CPU cpuOf[r] before it
+// attaches; each then looks at every rank's CPUs.
+std::vector<std::unique_ptr<SharedMemoryCollectives>> attachPinned(const std::vector<int>& cpuOf) {
+  auto attached = attachThreads(static_cast<int>(cpuOf.size()), [&](int r) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpuOf[static_cast<size_t>(r)], &one);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0) << std::strerror(errno);
+  });
   for (auto& rank : attached) rank->yieldIfOversubscribed();
   return attached;
+}
+
+// A rank that reads its peers directly and one that goes through the slots
+// (their direct thresholds differ) would mix two protocols: both fail as a
+// mismatch, each naming both calls.
+TEST(SharedMemoryTest, RanksThatDisagreeOnReadingDirectlyFail) {
+  auto ranks = attachThreads(2, [](int) {});
+  ranks[0]->readPeersDirectly(0);
+  ranks[0]->reduceDirectlyBetween(0, SIZE_MAX);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      std::vector<float> data(100, 1.0f);
+      try {
+        ranks[static_cast<size_t>(r)]->run(data.data(), data.data(), data.size(),
+                                           DataType::kFloat32, ReduceOp::kSum);
+      } catch (const SharedMemoryFailure& f) {
+        EXPECT_EQ(f.kind, SharedMemoryFailure::Kind::kMismatch);
+        errors[static_cast<size_t>(r)] = f.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors[0],
+            "rank 1 called allreduce(sum, 100 x float) where this rank called allreduce(sum, 100 "
+            "x float, read directly)");
+  EXPECT_EQ(errors[1],
+            "rank 0 called allreduce(sum, 100 x float, read directly) where this rank called "
+            "allreduce(sum, 100 x float)");
 }
 
 // The CPUs this process may run on, in order.

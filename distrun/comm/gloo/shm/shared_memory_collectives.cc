@@ -46,15 +46,6 @@ struct SharedMemoryCollectives::Header {
   std::atomic<uint32_t> abortedBy;  // 1 + the rank that gave up; 0: none
 };
 
-enum class SharedMemoryCollectives::Collective : uint32_t {
-  kAllreduce,
-  kBroadcast,
-  kAllgather,
-  kReduceScatter,
-  kAlltoall,
-  kBarrier,
-};
-
 // What a rank posts it is doing with a sequence number.
 struct SharedMemoryCollectives::Call {
   Collective collective;
@@ -382,6 +373,13 @@ std::string SharedMemoryCollectives::describe(const Call& call) {
       return fmt::format("broadcast({} x {}, root {})", call.count, nameOf(type), call.root);
     case Collective::kAllgather:
       return fmt::format("allgather({} x {})", call.count, nameOf(type));
+    case Collective::kAllgatherDirect:
+      return fmt::format("allgather({} x {}, read directly)", call.count, nameOf(type));
+    case Collective::kAllreduceDirect:
+      return fmt::format("allreduce({}, {} x {}, read directly)", nameOf(op), call.count,
+                         nameOf(type));
+    case Collective::kAlltoallDirect:
+      return fmt::format("alltoall({} x {}, read directly)", call.count, nameOf(type));
     case Collective::kReduceScatter:
       return fmt::format("reduce_scatter({}, {} x {})", nameOf(op), call.count, nameOf(type));
     case Collective::kAlltoall:

@@ -163,7 +163,20 @@ class SharedMemoryCollectives {
   struct Header;
   struct RankLine;
   struct Call;
-  enum class Collective : uint32_t;
+  // What a rank posts it calls. The direct kinds are their own, so that
+  // ranks whose direct thresholds differ fail as a mismatch rather than mix
+  // the two paths.
+  enum class Collective : uint32_t {
+    kAllreduce,
+    kBroadcast,
+    kAllgather,
+    kReduceScatter,
+    kAlltoall,
+    kBarrier,
+    kAllreduceDirect,
+    kAllgatherDirect,
+    kAlltoallDirect,
+  };
 
   Header& header() const;
   RankLine& line(int rank) const;

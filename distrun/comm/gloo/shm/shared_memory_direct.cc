@@ -24,7 +24,7 @@ void SharedMemoryCollectives::runDirect(const void* in, void* out, size_t count,
                                         ReduceOp op) {
   const auto deadline = startCall();
   const size_t element = sizeOf(type);
-  const uint32_t inputs = postBuffer(Collective::kAllreduce, in, count, type, op, deadline);
+  const uint32_t inputs = postBuffer(Collective::kAllreduceDirect, in, count, type, op, deadline);
   const auto [first, end] = shareOf(rank_, count, element);
   reduceShareDirect(inputs, static_cast<const char*>(in), static_cast<char*>(out), first, end, type,
                     op);
@@ -75,7 +75,7 @@ void SharedMemoryCollectives::allgatherDirect(const void* in, void* out, size_t 
   const auto deadline = startCall();
   const size_t bytes = count * sizeOf(type);
   const uint32_t sequence =
-      postBuffer(Collective::kAllgather, in, count, type, ReduceOp::kSum, deadline);
+      postBuffer(Collective::kAllgatherDirect, in, count, type, ReduceOp::kSum, deadline);
   for (int r = 0; r < size_; ++r) {
     char* block = static_cast<char*>(out) + static_cast<size_t>(r) * bytes;
     if (r != rank_) {
@@ -95,7 +95,7 @@ void SharedMemoryCollectives::alltoallDirect(const void* in, void* out, size_t c
   const size_t bytes = count * sizeOf(type);
   const size_t mine = bytes * static_cast<size_t>(rank_);
   const uint32_t sequence =
-      postBuffer(Collective::kAlltoall, in, count, type, ReduceOp::kSum, deadline);
+      postBuffer(Collective::kAlltoallDirect, in, count, type, ReduceOp::kSum, deadline);
   for (int r = 0; r < size_; ++r) {
     char* block = static_cast<char*>(out) + static_cast<size_t>(r) * bytes;
     if (r != rank_) {
