@@ -165,8 +165,8 @@ void checkTrace(const Environment& env) {
   if (config.on()) trace::prepareFolder(config.folder, trace::kFolderName);
 }
 
-// DISTRUN_COMM_SIMD: the reduction kernels' instruction set, for the whole
-// process (auto, the default: the widest this CPU runs).
+// DISTRUN_COMM_SIMD: the reduction kernels' instruction set for every type,
+// for the whole process (auto, the default: chosen per type, reduce.h).
 void chooseReductionKernels(const Environment& env) {
   const std::optional<std::string> name = env.get("DISTRUN_COMM_SIMD");
   if (!name || *name == "auto") return;

@@ -31,6 +31,25 @@ bool sixteenBits(DataType type) {
   return type == DataType::kFloat16 || type == DataType::kBFloat16;
 }
 
+// One instruction set's two entry points (reduce_kernels.h).
+struct Kernels {
+  ReduceKernel (*reduce)(DataType, ReduceOp);
+  void (*divide)(void*, size_t, DataType, int);
+};
+
+Kernels kernelsOf(Instructions isa) {
+  switch (isa) {
+#if defined(DISTRUN_REDUCE_X86)
+    case Instructions::kAvx512:
+      return {detail::avx512::reduceKernel, detail::avx512::divideInPlace};
+    case Instructions::kAvx2:
+      return {detail::avx2::reduceKernel, detail::avx2::divideInPlace};
+#endif
+    default:
+      return {detail::baseline::reduceKernel, detail::baseline::divideInPlace};
+  }
+}
+
 }  // namespace
 
 std::string_view instructionsName(Instructions isa) {
@@ -82,29 +101,11 @@ std::string reductionInstructions() {
 }
 
 ReduceKernel reduceKernel(Instructions isa, DataType type, ReduceOp op) {
-  switch (isa) {
-#if defined(DISTRUN_REDUCE_X86)
-    case Instructions::kAvx512:
-      return detail::avx512::reduceKernel(type, op);
-    case Instructions::kAvx2:
-      return detail::avx2::reduceKernel(type, op);
-#endif
-    default:
-      return detail::baseline::reduceKernel(type, op);
-  }
+  return kernelsOf(isa).reduce(type, op);
 }
 
 void divideInPlace(Instructions isa, void* data, size_t n, DataType type, int divisor) {
-  switch (isa) {
-#if defined(DISTRUN_REDUCE_X86)
-    case Instructions::kAvx512:
-      return detail::avx512::divideInPlace(data, n, type, divisor);
-    case Instructions::kAvx2:
-      return detail::avx2::divideInPlace(data, n, type, divisor);
-#endif
-    default:
-      return detail::baseline::divideInPlace(data, n, type, divisor);
-  }
+  kernelsOf(isa).divide(data, n, type, divisor);
 }
 
 ReduceKernel reduceKernel(DataType type, ReduceOp op) {
