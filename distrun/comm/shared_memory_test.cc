@@ -437,6 +437,34 @@ TEST(SharedMemoryTest, RanksThatDisagreeOnReadingDirectlyFail) {
             "allreduce(sum, 100 x float)");
 }
 
+// The same for a broadcast: one rank reads the root's input directly, the
+// other expects it in the root's slot.
+TEST(SharedMemoryTest, RanksThatDisagreeOnReadingABroadcastDirectlyFail) {
+  auto ranks = attachThreads(2, [](int) {});
+  ranks[1]->broadcastDirectlyBetween(0, SIZE_MAX);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      std::vector<float> data(100, 1.0f);
+      try {
+        ranks[static_cast<size_t>(r)]->broadcast(data.data(), data.data(), data.size(),
+                                                 DataType::kFloat32, 1);
+      } catch (const SharedMemoryFailure& f) {
+        EXPECT_EQ(f.kind, SharedMemoryFailure::Kind::kMismatch);
+        errors[static_cast<size_t>(r)] = f.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors[0],
+            "rank 1 called broadcast(100 x float, root 1, read directly) where this rank called "
+            "broadcast(100 x float, root 1)");
+  EXPECT_EQ(errors[1],
+            "rank 0 called broadcast(100 x float, root 1) where this rank called broadcast(100 x "
+            "float, root 1, read directly)");
+}
+
 // The CPUs this process may run on, in order.
 std::vector<int> allowedCpus() {
   cpu_set_t mine;

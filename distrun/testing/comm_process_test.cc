@@ -26,13 +26,16 @@ TEST(CommProcessTest, GlooContractUnderDistrunRun) {
   }
 }
 
-// The contract again with every allgather, alltoall and allreduce reading
-// the peers' buffers straight from their processes (process_vm_readv), as
-// large ones do by default: the ranks are separate processes here.
+// The contract again with every allgather, alltoall, allreduce and
+// broadcast reading the peers' buffers straight from their processes
+// (process_vm_readv), as some sizes do by default: the ranks are separate
+// processes here.
 TEST(CommProcessTest, GlooContractWithDirectReadsOfThePeers) {
   CommandResult r = runCommand(
       "DISTRUN_COMM_SHM_DIRECT_FROM=0 DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM=0 "
-      "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_BELOW=1099511627776 timeout 300 " +
+      "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_BELOW=1099511627776 "
+      "DISTRUN_COMM_SHM_DIRECT_BROADCAST_FROM=0 "
+      "DISTRUN_COMM_SHM_DIRECT_BROADCAST_BELOW=1099511627776 timeout 300 " +
       distrun() + " run --nproc-per-node 3 " + quote(binaryPath("comm_contract_worker")) + " gloo");
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_EQ(lines(r.out).size(), 3u) << r.out;

@@ -199,6 +199,8 @@ void GlooCommunicator::readPeersDirectlyIfAllCan(SharedMemoryCollectives* collec
     collectives->readPeersDirectly(options_.sharedDirectFromBytes);
     collectives->reduceDirectlyBetween(options_.sharedDirectAllreduceFromBytes,
                                        options_.sharedDirectAllreduceBelowBytes);
+    collectives->broadcastDirectlyBetween(options_.sharedDirectBroadcastFromBytes,
+                                          options_.sharedDirectBroadcastBelowBytes);
   }
   if (messages_) messages_->readPeersDirectly(options_.sharedDirectFromBytes);
 }

@@ -86,6 +86,13 @@ struct GlooOptions {
   // DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM and _BELOW override.
   size_t sharedDirectAllreduceFromBytes = 2 << 20;
   size_t sharedDirectAllreduceBelowBytes = 16 << 20;
+  // And broadcasts of [from, below) bytes read the root's input directly
+  // (SharedMemoryCollectives::broadcastDirectlyBetween): measured level
+  // with Open MPI's single copy and 1.2-1.5x the slots from 64 to 256 KB,
+  // slower than the slots from 512 KB (docs/comm.md);
+  // DISTRUN_COMM_SHM_DIRECT_BROADCAST_FROM and _BELOW override.
+  size_t sharedDirectBroadcastFromBytes = 64 << 10;
+  size_t sharedDirectBroadcastBelowBytes = 512 << 10;
   // With shared memory, allocateReducible's buffers are regions of a
   // segment every rank maps, reduced where they lie (SharedRegions);
   // DISTRUN_COMM_SHM_BUFFERS=0 makes them ordinary memory.

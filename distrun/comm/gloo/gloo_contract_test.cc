@@ -30,6 +30,8 @@ GlooOptions forcing(Allreduce algorithm) {
   if (algorithm == Allreduce::kSharedMemoryDirect) {
     options.sharedDirectAllreduceFromBytes = 0;
     options.sharedDirectAllreduceBelowBytes = SIZE_MAX;
+    options.sharedDirectBroadcastFromBytes = 0;
+    options.sharedDirectBroadcastBelowBytes = SIZE_MAX;
   }
   if (algorithm != Allreduce::kGather) options.gatherBelowBytes = 0;
   if (algorithm == Allreduce::kRing) options.bcubeBelowBytes = 0;
@@ -117,6 +119,8 @@ TEST_P(HierarchicalContractTest, EveryCollectiveTypeOpAndCount) {
     options.sharedDirectFromBytes = 0;
     options.sharedDirectAllreduceFromBytes = 0;
     options.sharedDirectAllreduceBelowBytes = SIZE_MAX;
+    options.sharedDirectBroadcastFromBytes = 0;
+    options.sharedDirectBroadcastBelowBytes = SIZE_MAX;
   }
   auto errors = testing::runGlooThreads(
       world,

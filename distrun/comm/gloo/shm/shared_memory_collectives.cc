@@ -25,7 +25,7 @@ using namespace shm;  // the waiting both kinds of shared-memory operation share
 
 namespace {
 
-constexpr uint64_t kMagic = 0x35766d6873727464;  // "dtrshmv5"
+constexpr uint64_t kMagic = 0x36766d6873727464;  // "dtrshmv6"
 constexpr size_t kRankLine = 4 * kLine;          // what one rank writes
 
 uint32_t typeAndOp(DataType type, ReduceOp op) {
@@ -36,6 +36,20 @@ uint64_t pidNamespace() {
   struct stat st {};
   return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
 }
+
+// A waiter counted among the sleepers of the line it waits on, while alive.
+class Sleeper {
+ public:
+  explicit Sleeper(std::atomic<uint32_t>& sleepers) : sleepers_(sleepers) {
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  ~Sleeper() { sleepers_.fetch_sub(1, std::memory_order_relaxed); }
+  Sleeper(const Sleeper&) = delete;
+  Sleeper& operator=(const Sleeper&) = delete;
+
+ private:
+  std::atomic<uint32_t>& sleepers_;
+};
 
 }  // namespace
 
@@ -59,8 +73,9 @@ struct SharedMemoryCollectives::Call {
 };
 
 struct SharedMemoryCollectives::RankLine {
-  std::atomic<uint32_t> posted;  // the last sequence whose input is in place
-  std::atomic<uint32_t> left;    // 1 once the rank closed its communicator
+  std::atomic<uint32_t> posted;    // the last sequence whose input is in place
+  std::atomic<uint32_t> left;      // 1 once the rank closed its communicator
+  std::atomic<uint32_t> sleepers;  // peers that may be in futexWait on `posted`
   int32_t pid;
   uint64_t pidNamespace;
   Call calls[2];        // by sequence parity, like the slots
@@ -195,9 +210,7 @@ void SharedMemoryCollectives::run(const void* in, void* out, size_t count, DataT
                                   ReduceOp op) {
   const size_t element = sizeOf(type);
   const size_t bytes = count * element;
-  if (count > 0 && bytes >= directAllreduceFrom_ && bytes < directAllreduceBelow_) {
-    return runDirect(in, out, count, type, op);
-  }
+  if (directAllreduce_.holds(bytes)) return runDirect(in, out, count, type, op);
   throughSlots({Collective::kAllreduce, in, true, count, count, type, op},
                [&](uint32_t sequence, size_t done, size_t n) {
                  reduceSlots(sequence, 0, static_cast<char*>(out) + done * element, n, type, op);
@@ -208,6 +221,7 @@ void SharedMemoryCollectives::broadcast(const void* in, void* out, size_t count,
                                         int root) {
   const size_t element = sizeOf(type);
   const bool sending = rank_ == root;
+  if (directBroadcast_.holds(count * element)) return broadcastDirect(in, out, count, type, root);
   throughSlots({Collective::kBroadcast, in, sending, count, count, type, ReduceOp::kSum, root},
                [&](uint32_t sequence, size_t done, size_t n) {
                  if (sending && in == out) return;
@@ -340,9 +354,12 @@ void SharedMemoryCollectives::post(uint32_t sequence, const Call& call) {
 }
 
 void SharedMemoryCollectives::post(uint32_t sequence) {
-  std::atomic<uint32_t>& word = line(rank_).posted;
-  word.store(sequence, std::memory_order_release);
-  futexWakeAll(word);
+  // A wake-up is a system call (a third of a 4 KB allreduce here): only
+  // for a line a peer may sleep on. Sequentially consistent with waitFor's
+  // count and look, so that either this sees the sleeper or it sees the post.
+  RankLine& mine = line(rank_);
+  mine.posted.store(sequence, std::memory_order_seq_cst);
+  if (mine.sleepers.load(std::memory_order_seq_cst) != 0) futexWakeAll(mine.posted);
 }
 
 void SharedMemoryCollectives::waitForAll(uint32_t sequence,
@@ -373,6 +390,9 @@ std::string SharedMemoryCollectives::describe(const Call& call) {
       return fmt::format("broadcast({} x {}, root {})", call.count, nameOf(type), call.root);
     case Collective::kAllgather:
       return fmt::format("allgather({} x {})", call.count, nameOf(type));
+    case Collective::kBroadcastDirect:
+      return fmt::format("broadcast({} x {}, root {}, read directly)", call.count, nameOf(type),
+                         call.root);
     case Collective::kAllgatherDirect:
       return fmt::format("allgather({} x {}, read directly)", call.count, nameOf(type));
     case Collective::kAllreduceDirect:
@@ -403,8 +423,11 @@ void SharedMemoryCollectives::waitFor(int peer, uint32_t sequence,
     pollAgain();
     if (i % 64 == 63 && std::chrono::steady_clock::now() > spinUntil) break;
   }
+  // Counted among the line's sleepers before the last look at `word`
+  // (post() wakes only a line that has some).
+  const Sleeper asleep(line(peer).sleepers);
   for (;;) {
-    const uint32_t seen = word.load(std::memory_order_acquire);
+    const uint32_t seen = word.load(std::memory_order_seq_cst);
     if (reached(seen, sequence)) return;
     try {
       checkPeer(peer, deadline);
@@ -458,14 +481,14 @@ void SharedMemoryCollectives::abort() {
 }
 
 uint32_t SharedMemoryCollectives::postBuffer(Collective kind, const void* in, size_t count,
-                                             DataType type, ReduceOp op,
+                                             DataType type, ReduceOp op, int root,
                                              std::chrono::steady_clock::time_point deadline) {
   const uint32_t sequence = ++sequence_;
   line(rank_).buffers[sequence & 1u] = reinterpret_cast<uint64_t>(in);
   post(sequence, Call{.collective = kind,
                       .regions = 0,
                       .typeAndOp = typeAndOp(type, op),
-                      .root = 0,
+                      .root = root,
                       .offset = 0,
                       .count = count});
   waitForAll(sequence, deadline);

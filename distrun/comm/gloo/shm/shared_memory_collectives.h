@@ -66,7 +66,8 @@ struct SharedMemoryFailure : std::runtime_error {
 // the peer it waits for may be the one queued behind it on the same CPU.
 //
 // With readPeersDirectly, allgather and alltoall blocks from a size up
-// (and with reduceDirectlyBetween, allreduces in a band of sizes) skip the
+// (and with reduceDirectlyBetween and broadcastDirectlyBetween, allreduces
+// and broadcasts in a band of sizes) skip the
 // slots: each rank posts where its input is,
 // reads its peers' blocks straight from their processes (process_vm_readv,
 // the kernel's cross-memory attach: one copy where the slots take two), and
@@ -129,10 +130,11 @@ class SharedMemoryCollectives {
   // From now on, allreduces of [from, below) bytes read the peers' inputs
   // and shares directly (runDirect). Every rank calls it with the same
   // bounds, or none does.
-  void reduceDirectlyBetween(size_t from, size_t below) {
-    directAllreduceFrom_ = from;
-    directAllreduceBelow_ = below;
-  }
+  void reduceDirectlyBetween(size_t from, size_t below) { directAllreduce_ = {from, below}; }
+  // From now on, broadcasts of [from, below) bytes read the root's input
+  // directly (broadcastDirect). Every rank calls it with the same bounds,
+  // or none does.
+  void broadcastDirectlyBetween(size_t from, size_t below) { directBroadcast_ = {from, below}; }
   // How many CPUs the ranks may run on, all together (the union of their
   // affinity masks as each posted it on attaching; 0 where none could read
   // its own). Call once every rank has attached.
@@ -176,6 +178,7 @@ class SharedMemoryCollectives {
     kAllreduceDirect,
     kAllgatherDirect,
     kAlltoallDirect,
+    kBroadcastDirect,
   };
 
   Header& header() const;
@@ -203,7 +206,7 @@ class SharedMemoryCollectives {
   // elements per rank, waits for every rank's, and returns the sequence
   // (whose buffers are then readable).
   uint32_t postBuffer(Collective kind, const void* in, size_t count, DataType type, ReduceOp op,
-                      std::chrono::steady_clock::time_point deadline);
+                      int root, std::chrono::steady_clock::time_point deadline);
   // Posts `buffer` as this rank's address of a new sequence, waits for every
   // rank's, and returns the sequence.
   uint32_t postAddress(const void* buffer, std::chrono::steady_clock::time_point deadline);
@@ -219,8 +222,15 @@ class SharedMemoryCollectives {
                          DataType type, ReduceOp op);
   void allgatherDirect(const void* in, void* out, size_t count, DataType type);
   void alltoallDirect(const void* in, void* out, size_t count, DataType type);
+  void broadcastDirect(const void* in, void* out, size_t count, DataType type, int root);
 
   static constexpr size_t kNever = static_cast<size_t>(-1);
+  // The sizes [from, below) of a call that reads directly; none by default.
+  struct Band {
+    size_t from = kNever;
+    size_t below = 0;
+    bool holds(size_t bytes) const { return bytes > 0 && bytes >= from && bytes < below; }
+  };
   // What a direct allreduce reads from a peer at a time (it stays in L2).
   static constexpr size_t kDirectChunk = 128 << 10;
 
@@ -231,8 +241,8 @@ class SharedMemoryCollectives {
   std::chrono::milliseconds timeout_;
   uint32_t sequence_ = 0;
   size_t directFromBytes_ = kNever;
-  size_t directAllreduceFrom_ = kNever;
-  size_t directAllreduceBelow_ = 0;
+  Band directAllreduce_;
+  Band directBroadcast_;
   bool yieldWhilePolling_ = false;
   uint64_t probe_;             // a known word peers read to see that they can
   std::vector<char> scratch_;  // a direct allreduce's chunks of peers' inputs

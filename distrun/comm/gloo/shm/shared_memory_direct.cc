@@ -24,7 +24,8 @@ void SharedMemoryCollectives::runDirect(const void* in, void* out, size_t count,
                                         ReduceOp op) {
   const auto deadline = startCall();
   const size_t element = sizeOf(type);
-  const uint32_t inputs = postBuffer(Collective::kAllreduceDirect, in, count, type, op, deadline);
+  const uint32_t inputs =
+      postBuffer(Collective::kAllreduceDirect, in, count, type, op, 0, deadline);
   const auto [first, end] = shareOf(rank_, count, element);
   reduceShareDirect(inputs, static_cast<const char*>(in), static_cast<char*>(out), first, end, type,
                     op);
@@ -75,7 +76,7 @@ void SharedMemoryCollectives::allgatherDirect(const void* in, void* out, size_t 
   const auto deadline = startCall();
   const size_t bytes = count * sizeOf(type);
   const uint32_t sequence =
-      postBuffer(Collective::kAllgatherDirect, in, count, type, ReduceOp::kSum, deadline);
+      postBuffer(Collective::kAllgatherDirect, in, count, type, ReduceOp::kSum, 0, deadline);
   for (int r = 0; r < size_; ++r) {
     char* block = static_cast<char*>(out) + static_cast<size_t>(r) * bytes;
     if (r != rank_) {
@@ -95,7 +96,7 @@ void SharedMemoryCollectives::alltoallDirect(const void* in, void* out, size_t c
   const size_t bytes = count * sizeOf(type);
   const size_t mine = bytes * static_cast<size_t>(rank_);
   const uint32_t sequence =
-      postBuffer(Collective::kAlltoallDirect, in, count, type, ReduceOp::kSum, deadline);
+      postBuffer(Collective::kAlltoallDirect, in, count, type, ReduceOp::kSum, 0, deadline);
   for (int r = 0; r < size_; ++r) {
     char* block = static_cast<char*>(out) + static_cast<size_t>(r) * bytes;
     if (r != rank_) {
@@ -103,6 +104,22 @@ void SharedMemoryCollectives::alltoallDirect(const void* in, void* out, size_t c
     } else {
       std::memcpy(block, static_cast<const char*>(in) + mine, bytes);
     }
+  }
+  finishReading(deadline);
+}
+
+// The root's input straight into every other rank's output: one copy
+// where the slots take two (the root's into its slot, the others' out).
+void SharedMemoryCollectives::broadcastDirect(const void* in, void* out, size_t count,
+                                              DataType type, int root) {
+  const auto deadline = startCall();
+  const size_t bytes = count * sizeOf(type);
+  const uint32_t sequence =
+      postBuffer(Collective::kBroadcastDirect, in, count, type, ReduceOp::kSum, root, deadline);
+  if (rank_ != root) {
+    readFrom(root, addressOf(root, sequence), out, bytes);
+  } else if (in != out) {
+    std::memcpy(out, in, bytes);
   }
   finishReading(deadline);
 }
