@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What distrun's MPI backend adds over a bare MPI call: `mpirun -np 2
 # distrun bench COLLECTIVE --backend mpi` against bench/peers/mpi_collective.cc
-# (the same call in a bare loop), in place, floats, 64 KB to 16 MB, ITERS
-# timed calls per size, both reporting the slowest rank's mean (-a 3).
+# (the same call in a bare loop), in place, floats, 4 KB to 16 MB (ITERS_SMALL
+# timed calls per size up to 16 KB, ITERS from 64 KB), both reporting the
+# slowest rank's mean (-a 3).
 # They alternate ROUNDS times (odd rounds distrun first), and each size's
 # median over the rounds is compared: one run of either swings by tens of
 # percent at the same size on a shared machine, which a median of many
@@ -16,7 +17,12 @@
 # with one policy for both they agree (docs/comm.md). MALLOC_POLICY=default
 # runs them with glibc's defaults. CONTROL=1 runs the bare loop on both
 # sides (an A/A run): its ratios are this machine's noise floor, what a
-# ratio of distrun's must clear before it means anything. Ratio last: bare
+# ratio of distrun's must clear before it means anything. THREADS=funneled,
+# serialized or single is the MPI thread level of both sides (distrun's
+# DISTRUN_COMM_MPI_THREADS, the bare loop's BENCH_MPI_THREADS); by default
+# each side its own (distrun: serialized, for asynchronous operations; the
+# bare loop: MPI_Init, single), so the ratios include what the level costs
+# in Open MPI. Ratio last: bare
 # time / distrun time, so above 1 is distrun faster (issue 31's target:
 # >= 0.97 at every size).
 #   bench/mpi-overhead.sh [BUILD_DIR] [ROUNDS] [COLLECTIVE]
@@ -25,6 +31,7 @@ build=${1:-build}
 rounds=${2:-21}
 collective=${3:-all_reduce}
 iters=${ITERS:-40}
+iters_small=${ITERS_SMALL:-2000}
 bin=$build/bin
 . "$(dirname "$0")/checks.sh"
 need_built "$build" distrun mpi_collective_bench
@@ -40,20 +47,31 @@ policy=${MALLOC_POLICY:-fixed}
 if [[ $policy == fixed ]]; then
   mpirun+=(-x MALLOC_MMAP_THRESHOLD_=33554432 -x MALLOC_TRIM_THRESHOLD_=2147483647)
 fi
+small=(4096 16384)
 sizes=(65536 262144 1048576 4194304 16777216)
+threads=${THREADS:-}
+case $threads in
+  '') distrun_env=(); bare_env=() ;;
+  single|funneled|serialized)
+    distrun_env=(-x "DISTRUN_COMM_MPI_THREADS=$threads"); bare_env=(-x "BENCH_MPI_THREADS=$threads") ;;
+  *) echo "mpi-overhead.sh: THREADS '$threads': expected single, funneled or serialized" >&2; exit 64 ;;
+esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+bare_loop() {  # ITERS SIZE...: the bare loop, at the level THREADS names
+  "${mpirun[@]}" "${bare_env[@]}" "$bin/mpi_collective_bench" "$collective" "$1" 5 "${@:2}"
+}
+distrun_band() {  # ITERS SIZE...
+  if [[ ${CONTROL:-0} == 1 ]]; then bare_loop "$@"; return; fi
+  "${mpirun[@]}" "${distrun_env[@]}" "$bin/distrun" bench "$collective" -b "$2" -e "${@: -1}" -f 4 \
+    -n "$1" -w 5 -c 0 -a 3 --backend mpi --format csv | awk -F, -v c="$column" 'NR>1 {print $4 "," $c}'
+}
 distrun_mpi() {
-  if [[ ${CONTROL:-0} == 1 ]]; then
-    "${mpirun[@]}" "$bin/mpi_collective_bench" "$collective" "$iters" 5 "${sizes[@]}" >>"$tmp/distrun"
-    return
-  fi
-  "${mpirun[@]}" "$bin/distrun" bench "$collective" -b 64K -e 16M -f 4 -n "$iters" -w 5 -c 0 \
-    -a 3 --backend mpi --format csv | awk -F, -v c="$column" 'NR>1 {print $4 "," $c}' >>"$tmp/distrun"
+  { distrun_band "$iters_small" "${small[@]}"; distrun_band "$iters" "${sizes[@]}"; } >>"$tmp/distrun"
 }
 bare_mpi() {
-  "${mpirun[@]}" "$bin/mpi_collective_bench" "$collective" "$iters" 5 "${sizes[@]}" >>"$tmp/bare"
+  { bare_loop "$iters_small" "${small[@]}"; bare_loop "$iters" "${sizes[@]}"; } >>"$tmp/bare"
 }
 
 for round in $(seq 1 "$rounds"); do
@@ -71,7 +89,8 @@ def load(name):
     return times
 d, b = load("distrun"), load("bare")
 print(f"# {collective}, 2 ranks, floats; median time per call over {rounds} interleaved rounds, us;"
-      f" malloc policy {os.environ.get('MALLOC_POLICY', 'fixed')}"
+      f" malloc policy {os.environ.get('MALLOC_POLICY', 'fixed')};"
+      f" MPI thread level {os.environ.get('THREADS') or 'distrun serialized, bare single'}"
       + ("; CONTROL=1: bare MPI in the distrun column too" if os.environ.get("CONTROL") == "1" else ""))
 print("#     bytes  distrun-mpi   bare-mpi   bare/distrun")
 ratios = []

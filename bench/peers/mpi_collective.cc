@@ -7,7 +7,9 @@
 // broadcast on its one buffer, the others out of place.
 //   mpirun -np 2 mpi_collective_bench COLLECTIVE ITERS WARMUP SIZE...
 // COLLECTIVE: all_reduce, broadcast, all_gather, reduce_scatter, alltoall or
-// sendrecv.
+// sendrecv. MPI_Init by default; BENCH_MPI_THREADS=funneled or serialized
+// asks MPI_Init_thread for that level instead (as distrun's MPI backend
+// does, DISTRUN_COMM_MPI_THREADS).
 #include <mpi.h>
 
 #include <cstdio>
@@ -67,10 +69,30 @@ std::function<void()> collectiveCall(const char* collective, long bytes, int ran
   return {};
 }
 
+// MPI_Init, or MPI_Init_thread at the level BENCH_MPI_THREADS names.
+void initialise(int& argc, char**& argv) {
+  const char* level = std::getenv("BENCH_MPI_THREADS");
+  if (level == nullptr || std::strcmp(level, "single") == 0) {
+    MPI_Init(&argc, &argv);
+    return;
+  }
+  const bool serialized = std::strcmp(level, "serialized") == 0;
+  if (!serialized && std::strcmp(level, "funneled") != 0) {
+    std::fprintf(stderr,
+                 "mpi_collective_bench: BENCH_MPI_THREADS '%s': expected single, "
+                 "funneled or serialized\n",
+                 level);
+    std::exit(64);
+  }
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, serialized ? MPI_THREAD_SERIALIZED : MPI_THREAD_FUNNELED,
+                  &provided);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  initialise(argc, argv);
   int rank = 0;
   int ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -96,6 +96,8 @@ class CommunicatorFailureTest : public ::testing::TestWithParam<Transport> {
       o.sharedDirectFromBytes = 0;
       o.sharedDirectAllreduceFromBytes = 0;
       o.sharedDirectAllreduceBelowBytes = SIZE_MAX;
+      o.sharedDirectBroadcastFromBytes = 0;
+      o.sharedDirectBroadcastBelowBytes = SIZE_MAX;
     }
     return o;
   }
@@ -362,7 +364,8 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
   for (const char* threshold :
        {"DISTRUN_GLOO_BCUBE_BELOW", "DISTRUN_GLOO_GATHER_BELOW", "DISTRUN_COMM_SHM_DIRECT_FROM",
         "DISTRUN_GLOO_HIERARCHICAL_ALLGATHER_BELOW", "DISTRUN_GLOO_HIERARCHICAL_ALLTOALL_BELOW",
-        "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM", "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_BELOW"}) {
+        "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM", "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_BELOW",
+        "DISTRUN_COMM_SHM_DIRECT_BROADCAST_FROM", "DISTRUN_COMM_SHM_DIRECT_BROADCAST_BELOW"}) {
     try {
       connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {threshold, "64K"}});
       FAIL() << threshold;
@@ -376,6 +379,15 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(), "DISTRUN_COMM_SIMD='sse9' is not one of: auto, baseline, avx2, avx512");
+    EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
+  }
+  try {
+    connect(
+        MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DISTRUN_COMM_MPI_THREADS", "many"}});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "DISTRUN_COMM_MPI_THREADS='many' is not one of: serialized, funneled, single");
     EXPECT_EQ(e.exitCode(), ExitCode::kConfig);  // 78
   }
   for (const char* flag : {"DISTRUN_COMM_SPIN", "DISTRUN_COMM_SHM", "DISTRUN_COMM_SHM_BUFFERS"}) {

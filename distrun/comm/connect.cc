@@ -128,6 +128,10 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
       bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM", gloo.sharedDirectAllreduceFromBytes);
   gloo.sharedDirectAllreduceBelowBytes = bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_BELOW",
                                                    gloo.sharedDirectAllreduceBelowBytes);
+  gloo.sharedDirectBroadcastFromBytes =
+      bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_BROADCAST_FROM", gloo.sharedDirectBroadcastFromBytes);
+  gloo.sharedDirectBroadcastBelowBytes = bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_BROADCAST_BELOW",
+                                                   gloo.sharedDirectBroadcastBelowBytes);
   if (auto buffers = env.get("DISTRUN_COMM_SHM_BUFFERS")) {
     gloo.sharedBuffers = parseCount(*buffers, "DISTRUN_COMM_SHM_BUFFERS", 1) == 1;
   }
@@ -180,6 +184,16 @@ void chooseReductionKernels(const Environment& env) {
   } catch (const std::invalid_argument& e) {
     throw ConfigError(fmt::format("DISTRUN_COMM_SIMD={}: {}", *name, e.what()));
   }
+}
+
+// DISTRUN_COMM_MPI_THREADS: the thread level the MPI backend asks for.
+MpiThreads mpiThreads(const Environment& env) {
+  const std::optional<std::string> name = env.get("DISTRUN_COMM_MPI_THREADS");
+  if (!name || *name == "serialized") return MpiThreads::kSerialized;
+  if (*name == "funneled") return MpiThreads::kFunneled;
+  if (*name == "single") return MpiThreads::kSingle;
+  throw ConfigError(fmt::format(
+      "DISTRUN_COMM_MPI_THREADS='{}' is not one of: serialized, funneled, single", *name));
 }
 
 // The process's first communicator starts its trace and measures the
@@ -239,12 +253,13 @@ std::string resolveBackend(const Environment& env, const std::string& requested)
 std::unique_ptr<Communicator> connect(const Environment& env, const ConnectOptions& options) {
   checkTrace(env);
   chooseReductionKernels(env);
+  const MpiThreads threads = mpiThreads(env);
   std::unique_ptr<Communicator> comm;
   const std::string backend = resolveBackend(env, options.backend);
   if (backend == "gloo") {
     comm = connectGloo(env, options);
   } else if (backend == "mpi") {
-    comm = connectMpi();
+    comm = connectMpi(threads);
   } else {
     throw UsageError(fmt::format("backend '{}' is not one of: auto, {}", options.backend,
                                  join(availableBackends(), ", ")));

@@ -132,5 +132,22 @@ TEST(MpiTest, MpiBackendKeepsTheCommunicatorContract) {
   }
 }
 
+// The contract again with MPI initialised at its lowest thread level
+// (DISTRUN_COMM_MPI_THREADS=single): asynchronous operations complete on
+// the caller's thread, with the same results.
+TEST(MpiTest, MpiBackendKeepsTheContractAtTheSingleThreadLevel) {
+  if (runCommand("command -v mpirun").exitCode != 0) {
+    GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
+  }
+  CommandResult r =
+      runCommand("DISTRUN_COMM_MPI_THREADS=single " + mpirun(3) + "-x " +
+                 "DISTRUN_COMM_MPI_THREADS " + quote(binaryPath("comm_contract_worker")) + " mpi");
+  if (r.err.find("built without MPI") != std::string::npos) {
+    GTEST_SKIP() << "this build has no MPI backend: " << r.err;
+  }
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(lines(r.out).size(), 3u) << r.out;
+}
+
 }  // namespace
 }  // namespace distrun::testing

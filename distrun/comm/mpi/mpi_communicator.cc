@@ -27,21 +27,22 @@ void check(int rc, const char* call) {
 // MPI_Init_thread on first use, MPI_Finalize at exit if distrun initialised.
 class MpiRuntime {
  public:
-  static MpiRuntime& get() {
-    static MpiRuntime runtime;
+  // The first call initialises MPI at `requested`; later ones find it so.
+  static MpiRuntime& get(int requested) {
+    static MpiRuntime runtime(requested);
     return runtime;
   }
   int threadLevel() const { return provided_; }
 
  private:
-  MpiRuntime() {
+  explicit MpiRuntime(int requested) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (initialized) {
       MPI_Query_thread(&provided_);
       return;
     }
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided_), "MPI_Init_thread");
+    check(MPI_Init_thread(nullptr, nullptr, requested, &provided_), "MPI_Init_thread");
     owned_ = true;
   }
   ~MpiRuntime() {
@@ -229,8 +230,11 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> connectMpi() {
-  const MpiRuntime& runtime = MpiRuntime::get();
+std::unique_ptr<Communicator> connectMpi(MpiThreads threads) {
+  const MpiRuntime& runtime =
+      MpiRuntime::get(threads == MpiThreads::kSingle     ? MPI_THREAD_SINGLE
+                      : threads == MpiThreads::kFunneled ? MPI_THREAD_FUNNELED
+                                                         : MPI_THREAD_SERIALIZED);
   MPI_Comm comm;
   check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
   check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");

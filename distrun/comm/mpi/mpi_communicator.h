@@ -7,15 +7,22 @@
 
 namespace distrun::comm {
 
-// The MPI backend: a duplicate of MPI_COMM_WORLD, initialised here if the
-// program has not (MPI_THREAD_SERIALIZED requested: asynchronous operations
-// then run on the communicator's background thread). Collectives are MPI's
+// The thread level distrun asks MPI for (DISTRUN_COMM_MPI_THREADS): with
+// SERIALIZED, asynchronous operations run on the communicator's background
+// thread; below it, they complete before they return, and Open MPI skips
+// the locking that costs a 4 KB allreduce a sixth of its time
+// (docs/comm.md).
+enum class MpiThreads { kSingle, kFunneled, kSerialized };
+
+// The MPI backend: a duplicate of MPI_COMM_WORLD, initialised here at
+// `threads` if the program has not (otherwise at the program's level).
+// Collectives are MPI's
 // own (Open MPI picks the algorithm); half and bfloat16 reduce through
 // user-defined MPI operations. MPI errors return instead of aborting and
 // throw CommunicationError with MPI's message; a dead peer is detected by
 // the MPI runtime, which ends the job (mpirun names the rank).
 // In a build without MPI, throws UsageError saying so.
-std::unique_ptr<Communicator> connectMpi();
+std::unique_ptr<Communicator> connectMpi(MpiThreads threads = MpiThreads::kSerialized);
 
 // What a build without MPI says when asked for it.
 inline constexpr const char* kBuiltWithoutMpi =

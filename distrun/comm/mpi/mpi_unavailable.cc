@@ -5,7 +5,7 @@
 
 namespace distrun::comm {
 
-std::unique_ptr<Communicator> connectMpi() {
+std::unique_ptr<Communicator> connectMpi(MpiThreads /*threads*/) {
   throw UsageError(std::string("backend 'mpi': ") + kBuiltWithoutMpi);
 }
 
