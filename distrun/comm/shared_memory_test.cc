@@ -407,6 +407,28 @@ std::vector<std::unique_ptr<SharedMemoryCollectives>> attachPinned(const std::ve
   return attached;
 }
 
+// Each rank's mismatch message when `call` runs on every rank at once (a
+// thread each) on 100 floats: the ranks are expected to fail so.
+std::vector<std::string> mismatchesOf(
+    std::vector<std::unique_ptr<SharedMemoryCollectives>>& ranks,
+    const std::function<void(SharedMemoryCollectives&, float*, size_t)>& call) {
+  std::vector<std::string> errors(ranks.size());
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    threads.emplace_back([&, r] {
+      std::vector<float> data(100, 1.0f);
+      try {
+        call(*ranks[r], data.data(), data.size());
+      } catch (const SharedMemoryFailure& f) {
+        EXPECT_EQ(f.kind, SharedMemoryFailure::Kind::kMismatch);
+        errors[r] = f.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return errors;
+}
+
 // A rank that reads its peers directly and one that goes through the slots
 // (their direct thresholds differ) would mix two protocols: both fail as a
 // mismatch, each naming both calls.
@@ -414,21 +436,9 @@ TEST(SharedMemoryTest, RanksThatDisagreeOnReadingDirectlyFail) {
   auto ranks = attachThreads(2, [](int) {});
   ranks[0]->readPeersDirectly(0);
   ranks[0]->reduceDirectlyBetween(0, SIZE_MAX);
-  std::vector<std::string> errors(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      std::vector<float> data(100, 1.0f);
-      try {
-        ranks[static_cast<size_t>(r)]->run(data.data(), data.data(), data.size(),
-                                           DataType::kFloat32, ReduceOp::kSum);
-      } catch (const SharedMemoryFailure& f) {
-        EXPECT_EQ(f.kind, SharedMemoryFailure::Kind::kMismatch);
-        errors[static_cast<size_t>(r)] = f.what();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  const auto errors = mismatchesOf(ranks, [](SharedMemoryCollectives& rank, float* data, size_t n) {
+    rank.run(data, data, n, DataType::kFloat32, ReduceOp::kSum);
+  });
   EXPECT_EQ(errors[0],
             "rank 1 called allreduce(sum, 100 x float) where this rank called allreduce(sum, 100 "
             "x float, read directly)");
@@ -442,21 +452,9 @@ TEST(SharedMemoryTest, RanksThatDisagreeOnReadingDirectlyFail) {
 TEST(SharedMemoryTest, RanksThatDisagreeOnReadingABroadcastDirectlyFail) {
   auto ranks = attachThreads(2, [](int) {});
   ranks[1]->broadcastDirectlyBetween(0, SIZE_MAX);
-  std::vector<std::string> errors(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      std::vector<float> data(100, 1.0f);
-      try {
-        ranks[static_cast<size_t>(r)]->broadcast(data.data(), data.data(), data.size(),
-                                                 DataType::kFloat32, 1);
-      } catch (const SharedMemoryFailure& f) {
-        EXPECT_EQ(f.kind, SharedMemoryFailure::Kind::kMismatch);
-        errors[static_cast<size_t>(r)] = f.what();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  const auto errors = mismatchesOf(ranks, [](SharedMemoryCollectives& rank, float* data, size_t n) {
+    rank.broadcast(data, data, n, DataType::kFloat32, 1);
+  });
   EXPECT_EQ(errors[0],
             "rank 1 called broadcast(100 x float, root 1, read directly) where this rank called "
             "broadcast(100 x float, root 1)");
