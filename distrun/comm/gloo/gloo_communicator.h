@@ -88,8 +88,8 @@ struct GlooOptions {
   size_t sharedDirectAllreduceBelowBytes = 16 << 20;
   // And broadcasts of [from, below) bytes read the root's input directly
   // (SharedMemoryCollectives::broadcastDirectlyBetween): measured level
-  // with Open MPI's single copy and 1.2-1.5x the slots from 64 to 256 KB,
-  // slower than the slots from 512 KB (docs/comm.md);
+  // with Open MPI's single copy and 1.1-1.5x the slots from 64 to 256 KB,
+  // level at 512 KB and 2-3x slower from 1 MB (docs/comm.md);
   // DISTRUN_COMM_SHM_DIRECT_BROADCAST_FROM and _BELOW override.
   size_t sharedDirectBroadcastFromBytes = 64 << 10;
   size_t sharedDirectBroadcastBelowBytes = 512 << 10;
