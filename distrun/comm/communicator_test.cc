@@ -92,14 +92,7 @@ class CommunicatorFailureTest : public ::testing::TestWithParam<Transport> {
   GlooOptions options() const {
     GlooOptions o;
     o.sharedMemory = GetParam() != Transport::kTcp;
-    if (GetParam() == Transport::kSharedMemoryDirect) {
-      o.sharedDirectFromBytes = 0;
-      o.sharedDirectAllreduceFromBytes = 0;
-      o.sharedDirectAllreduceBelowBytes = SIZE_MAX;
-      o.sharedDirectBroadcastFromBytes = 0;
-      o.sharedDirectBroadcastBelowBytes = SIZE_MAX;
-    }
-    return o;
+    return GetParam() == Transport::kSharedMemoryDirect ? testing::readingPeersDirectly(o) : o;
   }
   std::function<std::string(int)> nodes() const {
     if (GetParam() != Transport::kTwoNodes) return {};

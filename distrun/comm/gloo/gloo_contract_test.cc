@@ -4,7 +4,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <string>
 #include <tuple>
 
@@ -18,7 +17,8 @@ namespace {
 // shared-memory collectives (all ranks here share a host) get slots of 256
 // bytes, so that most counts go in several pieces through both slot sets
 // (and messages through both halves of their channels); with direct reads,
-// every allgather, alltoall and message reads the peers' buffers.
+// every allgather, alltoall, allreduce, broadcast and message reads the
+// peers' buffers (testing::readingPeersDirectly).
 enum class Allreduce { kSharedMemory, kSharedMemoryDirect, kGather, kBcube, kRing };
 
 GlooOptions forcing(Allreduce algorithm) {
@@ -26,13 +26,8 @@ GlooOptions forcing(Allreduce algorithm) {
   options.sharedMemory =
       algorithm == Allreduce::kSharedMemory || algorithm == Allreduce::kSharedMemoryDirect;
   options.sharedSlotBytes = 256;
-  options.sharedDirectFromBytes = algorithm == Allreduce::kSharedMemoryDirect ? 0 : size_t{1} << 40;
-  if (algorithm == Allreduce::kSharedMemoryDirect) {
-    options.sharedDirectAllreduceFromBytes = 0;
-    options.sharedDirectAllreduceBelowBytes = SIZE_MAX;
-    options.sharedDirectBroadcastFromBytes = 0;
-    options.sharedDirectBroadcastBelowBytes = SIZE_MAX;
-  }
+  options.sharedDirectFromBytes = size_t{1} << 40;
+  if (algorithm == Allreduce::kSharedMemoryDirect) options = testing::readingPeersDirectly(options);
   if (algorithm != Allreduce::kGather) options.gatherBelowBytes = 0;
   if (algorithm == Allreduce::kRing) options.bcubeBelowBytes = 0;
   // Across nodes: allgather and alltoall hierarchical, or with the ring
@@ -115,13 +110,7 @@ TEST_P(HierarchicalContractTest, EveryCollectiveTypeOpAndCount) {
   std::vector<std::string> transports(static_cast<size_t>(world));
   GlooOptions options = forcing(leaders);
   options.sharedMemory = true;
-  if (leaders == Allreduce::kGather) {
-    options.sharedDirectFromBytes = 0;
-    options.sharedDirectAllreduceFromBytes = 0;
-    options.sharedDirectAllreduceBelowBytes = SIZE_MAX;
-    options.sharedDirectBroadcastFromBytes = 0;
-    options.sharedDirectBroadcastBelowBytes = SIZE_MAX;
-  }
+  if (leaders == Allreduce::kGather) options = testing::readingPeersDirectly(options);
   auto errors = testing::runGlooThreads(
       world,
       [&](Communicator& comm) {

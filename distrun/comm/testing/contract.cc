@@ -324,6 +324,15 @@ std::vector<std::string> checkContract(Communicator& comm, const ContractOptions
   return Checker(comm, options).run();
 }
 
+GlooOptions readingPeersDirectly(GlooOptions options) {
+  options.sharedDirectFromBytes = 0;
+  options.sharedDirectAllreduceFromBytes = 0;
+  options.sharedDirectAllreduceBelowBytes = SIZE_MAX;
+  options.sharedDirectBroadcastFromBytes = 0;
+  options.sharedDirectBroadcastBelowBytes = SIZE_MAX;
+  return options;
+}
+
 std::vector<std::string> runGlooThreads(int size, const std::function<void(Communicator&)>& body,
                                         GlooOptions options,
                                         const std::function<std::string(int)>& nodeOf) {

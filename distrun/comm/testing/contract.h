@@ -35,6 +35,11 @@ std::vector<std::string> runGlooThreads(int size, const std::function<void(Commu
                                         GlooOptions options = {},
                                         const std::function<std::string(int)>& nodeOf = {});
 
+// `options` with every shared-memory collective that can read its peers
+// directly doing so at every size (allgather and alltoall blocks,
+// allreduces, broadcasts; and send/recv messages), where every rank can.
+GlooOptions readingPeersDirectly(GlooOptions options);
+
 // The names of this process's threads (/proc/self/task/*/comm), so a test
 // can see that a thread it expects is alive and named.
 std::vector<std::string> threadNames();
