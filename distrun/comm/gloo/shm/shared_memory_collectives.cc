@@ -380,7 +380,30 @@ void SharedMemoryCollectives::checkCalls(uint32_t sequence) const {
   }
 }
 
+std::optional<SharedMemoryCollectives::Collective> SharedMemoryCollectives::slotsTwin(
+    Collective kind) {
+  switch (kind) {
+    case Collective::kAllreduceDirect:
+      return Collective::kAllreduce;
+    case Collective::kBroadcastDirect:
+      return Collective::kBroadcast;
+    case Collective::kAllgatherDirect:
+      return Collective::kAllgather;
+    case Collective::kAlltoallDirect:
+      return Collective::kAlltoall;
+    default:
+      return std::nullopt;
+  }
+}
+
 std::string SharedMemoryCollectives::describe(const Call& call) {
+  // A direct call reads as its twin through the slots, ", read directly" added.
+  if (const std::optional<Collective> twin = slotsTwin(call.collective)) {
+    Call slots = call;
+    slots.collective = *twin;
+    std::string what = describe(slots);
+    return what.insert(what.size() - 1, ", read directly");
+  }
   const auto type = static_cast<DataType>(call.typeAndOp >> 8);
   const auto op = static_cast<ReduceOp>(call.typeAndOp & 0xff);
   switch (call.collective) {
@@ -390,22 +413,17 @@ std::string SharedMemoryCollectives::describe(const Call& call) {
       return fmt::format("broadcast({} x {}, root {})", call.count, nameOf(type), call.root);
     case Collective::kAllgather:
       return fmt::format("allgather({} x {})", call.count, nameOf(type));
-    case Collective::kBroadcastDirect:
-      return fmt::format("broadcast({} x {}, root {}, read directly)", call.count, nameOf(type),
-                         call.root);
-    case Collective::kAllgatherDirect:
-      return fmt::format("allgather({} x {}, read directly)", call.count, nameOf(type));
-    case Collective::kAllreduceDirect:
-      return fmt::format("allreduce({}, {} x {}, read directly)", nameOf(op), call.count,
-                         nameOf(type));
-    case Collective::kAlltoallDirect:
-      return fmt::format("alltoall({} x {}, read directly)", call.count, nameOf(type));
     case Collective::kReduceScatter:
       return fmt::format("reduce_scatter({}, {} x {})", nameOf(op), call.count, nameOf(type));
     case Collective::kAlltoall:
       return fmt::format("alltoall({} x {})", call.count, nameOf(type));
     case Collective::kBarrier:
       return "barrier()";
+    case Collective::kAllreduceDirect:  // the direct kinds: described above
+    case Collective::kBroadcastDirect:
+    case Collective::kAllgatherDirect:
+    case Collective::kAlltoallDirect:
+      break;
   }
   const std::string what =
       fmt::format("allreduce({}, {} x {}", nameOf(op), call.count, nameOf(type));

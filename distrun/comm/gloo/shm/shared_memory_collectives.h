@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -197,6 +198,9 @@ class SharedMemoryCollectives {
   void waitForAll(uint32_t sequence, std::chrono::steady_clock::time_point deadline) const;
   void checkCalls(uint32_t sequence) const;
   static std::string describe(const Call& call);
+  // The kind through the slots that a direct kind reads another way; none
+  // for a kind through the slots.
+  static std::optional<Collective> slotsTwin(Collective kind);
   void reduceShare(const SharedRegions& regions, size_t offset, size_t count, DataType type,
                    ReduceOp op) const;
   void waitFor(int peer, uint32_t sequence, std::chrono::steady_clock::time_point deadline) const;
