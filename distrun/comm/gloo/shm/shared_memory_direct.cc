@@ -1,7 +1,7 @@
 // The shared-memory collectives that read the peers' buffers straight from
-// their processes (SharedMemoryCollectives::readPeersDirectly and
-// reduceDirectlyBetween): allreduce in a band of sizes, large allgather and
-// alltoall blocks.
+// their processes (SharedMemoryCollectives::readPeersDirectly,
+// reduceDirectlyBetween and broadcastDirectlyBetween): allreduce and
+// broadcast in a band of sizes, large allgather and alltoall blocks.
 #include <algorithm>
 #include <cstring>
 
