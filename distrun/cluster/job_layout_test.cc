@@ -254,6 +254,19 @@ TEST(MpichLayoutTest, HydraOnOneNode) {
   EXPECT_EQ(l.masterHost, "127.0.0.1");
 }
 
+// The node count guessed from the largest world an int holds does not
+// overflow (found by fuzz.job_layout: PMI_SIZE=2147483647, one task a node).
+TEST(MpichLayoutTest, TheLargestWorldCountsItsNodesWithoutOverflow) {
+  EXPECT_EQ(detectError(hydra(1, 2147483647, 0, 1)),
+            "mpich job spans 2147483647 nodes (PMI_SIZE=2147483647 over MPI_LOCALNRANKS=1) and no "
+            "allocation (SLURM_JOB_NODELIST, PBS_NODEFILE) says which host runs rank 0: set "
+            "MASTER_ADDR (mpirun -x MASTER_ADDR=HOST)");
+  EXPECT_EQ(detectError(hydra(1, 2147483647, 0, 2)),
+            "mpich job spans 1073741824 nodes (PMI_SIZE=2147483647 over MPI_LOCALNRANKS=2) and no "
+            "allocation (SLURM_JOB_NODELIST, PBS_NODEFILE) says which host runs rank 0: set "
+            "MASTER_ADDR (mpirun -x MASTER_ADDR=HOST)");
+}
+
 TEST(MpichLayoutTest, ContradictionsNameThePmiVariables) {
   EXPECT_EQ(detectError(hydra(2, 2, 0, 1)),
             "PMI_RANK=2 contradicts PMI_SIZE=2: expected PMI_RANK < PMI_SIZE");

@@ -41,7 +41,9 @@ const MpiVariables kMpich{Scheduler::kMpich,           "PMI_RANK",        "PMI_S
 // by-slot placement with equal counts per node.
 int guessNodes(const JobLayout& layout) {
   if (layout.localWorldSize == layout.worldSize) return 1;
-  return (layout.worldSize + layout.localWorldSize - 1) / layout.localWorldSize;
+  // Rounded up without overflow: a world of INT_MAX tasks is valid input.
+  return layout.worldSize / layout.localWorldSize +
+         (layout.worldSize % layout.localWorldSize != 0 ? 1 : 0);
 }
 
 // Where the node count came from, for a message.
