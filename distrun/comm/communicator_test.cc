@@ -85,6 +85,33 @@ TEST(CommunicatorTest, AsyncWorkOverlapsTheCaller) {
 // ranks here share a host; also with every allgather and alltoall reading
 // the peers' buffers directly), through TCP, and hierarchical: rank 0 on
 // one node, the others on a second (with two ranks, that is TCP again).
+// By default the spinner runs only where no other node shares the machine:
+// two agents on one machine are two sessions, and an idle-class thread is
+// idle only within its own (GlooOptions::Spin).
+TEST(GlooSpinTest, SpinsUnlessAnotherNodeSharesTheMachine) {
+  using Spin = GlooOptions::Spin;
+  auto spinning = [](Spin spin, const std::function<std::string(int)>& nodeOf) {
+    std::vector<int> spins(3, -1);
+    GlooOptions options;
+    options.spinWhileWaiting = spin;
+    const auto errors = runGlooThreads(
+        3,
+        [&](Communicator& comm) {
+          spins[static_cast<size_t>(comm.rank())] =
+              dynamic_cast<GlooCommunicator&>(comm).spinsWhileWaiting();
+        },
+        options, nodeOf);
+    EXPECT_EQ(errors, std::vector<std::string>(3, ""));
+    return spins;
+  };
+  const auto twoNodes = [](int r) { return r == 0 ? "first" : "second"; };
+  using Spins = std::vector<int>;
+  EXPECT_EQ(spinning(Spin::kWhereNoOtherNodeSharesTheMachine, {}), Spins({1, 1, 1}));
+  EXPECT_EQ(spinning(Spin::kWhereNoOtherNodeSharesTheMachine, twoNodes), Spins({0, 0, 0}));
+  EXPECT_EQ(spinning(Spin::kAlways, twoNodes), Spins({1, 1, 1}));
+  EXPECT_EQ(spinning(Spin::kNever, {}), Spins({0, 0, 0}));
+}
+
 enum class Transport { kTcp, kSharedMemory, kSharedMemoryDirect, kTwoNodes };
 
 class CommunicatorFailureTest : public ::testing::TestWithParam<Transport> {

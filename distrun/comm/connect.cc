@@ -90,6 +90,16 @@ std::string nodeName(const Environment& env) {
   return group ? host + "/" + *group : host;
 }
 
+// DISTRUN_COMM_SPIN: 1, 0 or auto (the default).
+GlooOptions::Spin spinWhileWaiting(const Environment& env) {
+  using Spin = GlooOptions::Spin;
+  const std::optional<std::string> value = env.get("DISTRUN_COMM_SPIN");
+  if (!value || *value == "auto") return Spin::kWhereNoOtherNodeSharesTheMachine;
+  if (*value == "1") return Spin::kAlways;
+  if (*value == "0") return Spin::kNever;
+  throw ConfigError(fmt::format("DISTRUN_COMM_SPIN='{}' is not one of: 1, 0, auto", *value));
+}
+
 // The token of a store that rank 0 hosts at MASTER_ADDR:MASTER_PORT:
 // DISTRUN_TOKEN, else the keyed hash of the meeting point with the user's
 // secret, which nobody else can compute (docs/security.md).
@@ -135,9 +145,7 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
   if (auto buffers = env.get("DISTRUN_COMM_SHM_BUFFERS")) {
     gloo.sharedBuffers = parseCount(*buffers, "DISTRUN_COMM_SHM_BUFFERS", 1) == 1;
   }
-  if (auto spin = env.get("DISTRUN_COMM_SPIN")) {
-    gloo.spinWhileWaiting = parseCount(*spin, "DISTRUN_COMM_SPIN", 1) == 1;
-  }
+  gloo.spinWhileWaiting = spinWhileWaiting(env);
 
   std::unique_ptr<rdzv::StoreServer> server;
   std::string host;

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <utility>
+
 namespace distrun::comm {
 
 namespace {
@@ -23,39 +25,36 @@ bool becomeIdleClass() {
 
 }  // namespace
 
-IdleSpinner::IdleSpinner() : thread_([this] { run(); }) {}
+IdleSpinner::IdleSpinner() : IdleSpinner(std::function<void()>{}) {}
+
+IdleSpinner::IdleSpinner(std::function<void()> afterWaking)
+    : afterWaking_(std::move(afterWaking)), thread_([this] { run(); }) {}
 
 IdleSpinner::~IdleSpinner() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_one();
+  stop_.store(true);
+  inFlight_.fetch_add(1);  // the wait below returns on a changed count
+  inFlight_.notify_one();
   thread_.join();
 }
 
+// The wait sleeps on the count's futex while it is 0 and returns at once
+// when it is not; a spurious return only spins the loop once more.
 void IdleSpinner::run() {
   ::pthread_setname_np(::pthread_self(), "distrun-spin");  // for top -H, perf sched
   if (!becomeIdleClass()) return;  // at normal priority it would take real CPU
-  std::unique_lock lock(mutex_);
-  while (true) {
-    wake_.wait(lock, [this] { return stop_ || inFlight_.load() > 0; });
-    if (stop_) return;
-    lock.unlock();
+  while (!stop_.load()) {
+    inFlight_.wait(0);
+    if (afterWaking_) afterWaking_();
     while (inFlight_.load(std::memory_order_relaxed) > 0 &&
            !stop_.load(std::memory_order_relaxed)) {
       for (int i = 0; i < 64; ++i) pause();
       rounds_.fetch_add(1, std::memory_order_relaxed);
     }
-    lock.lock();
   }
 }
 
 void IdleSpinner::enter() {
-  if (inFlight_.fetch_add(1) == 0) {
-    std::lock_guard lock(mutex_);  // the spinner checks inFlight_ under it
-    wake_.notify_one();
-  }
+  if (inFlight_.fetch_add(1) == 0) inFlight_.notify_one();
 }
 
 void IdleSpinner::leave() { inFlight_.fetch_sub(1); }

@@ -1,9 +1,8 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+#include <functional>
 #include <thread>
 
 namespace distrun::comm {
@@ -14,8 +13,19 @@ namespace distrun::comm {
 // Gloo exchange of a few bytes took anywhere from 0.4 to 3 ms for that
 // reason (docs/comm.md). While at least one Scope is alive, a thread of
 // the SCHED_IDLE class spins; it runs only on a CPU that has nothing else
-// to run, and it sleeps on a condition variable when no operation is in
-// flight. It takes no CPU time from real work, but a CPU it keeps busy
+// to run, and it sleeps on a futex when no operation is in flight.
+//
+// Opening a Scope never waits for the spinning thread: it counts up an
+// atomic and wakes the futex. A lock shared with the thread could invert
+// priorities on a busy CPU, where the idle-class thread, preempted while
+// holding it, runs again only when the CPU has nothing else to do.
+//
+// The idle class is idle only among the threads of its own task group:
+// its session's autogroup, or its cgroup. Against another group's threads
+// it competes with its group's weight, and took up to half their CPU (4
+// ranks of two agents on 2 cores trained 10x slower): GlooOptions::Spin.
+//
+// Within its group it takes no CPU time from real work, but a CPU it keeps busy
 // does not go idle, so it does not pull threads queued on another CPU:
 // they wait for the periodic load balancing (a 4 ms tick here;
 // docs/training.md). Where the kernel refuses SCHED_IDLE the thread never
@@ -23,6 +33,9 @@ namespace distrun::comm {
 class IdleSpinner {
  public:
   IdleSpinner();
+  // For tests: `afterWaking` runs on the spinning thread each time it wakes,
+  // before it spins (a test holds it there to stand for a starved thread).
+  explicit IdleSpinner(std::function<void()> afterWaking);
   ~IdleSpinner();
   IdleSpinner(const IdleSpinner&) = delete;
   IdleSpinner& operator=(const IdleSpinner&) = delete;
@@ -47,10 +60,9 @@ class IdleSpinner {
   void enter();
   void leave();
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::atomic<int> inFlight_{0};
-  std::atomic<bool> stop_{false};  // set under mutex_, so the wait sees it
+  std::function<void()> afterWaking_;
+  std::atomic<int> inFlight_{0};  // Scopes alive; the thread waits on it
+  std::atomic<bool> stop_{false};
   std::atomic<uint64_t> rounds_{0};
   std::thread thread_;
 };

@@ -1,6 +1,7 @@
 #include "distrun/comm/idle_spinner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -59,6 +60,33 @@ TEST(IdleSpinnerTest, NestedScopesAndANullSpinner) {
     EXPECT_TRUE(eventually([&] { return spinner.rounds() > 0; }));  // outer still holds it
   }
   IdleSpinner::Scope nothing(nullptr);
+}
+
+// The spinning thread is held where it has just woken, as a starved
+// idle-class thread would be on a busy CPU: opening and closing Scopes must
+// not wait for it (a lock shared with it once made every collective wait).
+TEST(IdleSpinnerTest, ScopesNeverWaitForAHeldSpinningThread) {
+  std::atomic<bool> held{false};
+  std::atomic<bool> release{false};
+  IdleSpinner spinner([&] {
+    held.store(true);
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  {
+    IdleSpinner::Scope first(&spinner);
+    ASSERT_TRUE(eventually([&] { return held.load(); }));
+  }
+  std::atomic<int> opened{0};
+  std::thread user([&] {
+    for (int i = 0; i < 1000; ++i) {
+      IdleSpinner::Scope scope(&spinner);
+      opened.fetch_add(1);
+    }
+  });
+  const bool allOpened = eventually([&] { return opened.load() == 1000; });
+  release.store(true);
+  user.join();
+  EXPECT_TRUE(allOpened) << "a Scope waited for the held thread; " << opened.load() << " opened";
 }
 
 }  // namespace

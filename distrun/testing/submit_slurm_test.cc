@@ -4,8 +4,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -154,6 +156,22 @@ class PreemptionTest : public SubmitTest {
         log);
   }
   std::string read(const std::string& path) { return runCommand("cat " + quote(path)).out; }
+  // Epochs of training() that last about `seconds` laid out as a submitted
+  // job lays them out (one task a node holding both CPUs, the launcher
+  // binding its workers), timed on 100 epochs: at least 300.
+  int epochsLasting(double seconds) {
+    CommandResult r =
+        slurm("timeout 300 srun -N2 --ntasks-per-node=1 --cpus-per-task=2 --cpu-bind=none " +
+              distrun() + training(100));
+    std::filesystem::remove(dir_ / "run.snap");
+    std::smatch took;
+    const std::regex tookRe("100 epochs in ([0-9.]+) s");
+    if (r.exitCode != 0 || !std::regex_search(r.out, took, tookRe)) {
+      ADD_FAILURE() << "the timing run failed: " << r.out << r.err;
+      return 300;
+    }
+    return std::max(300, static_cast<int>(100 * seconds / std::stod(took[1].str())));
+  }
 
   std::string training(int epochs) {
     return " train --nproc-per-node 2 linear --deterministic --save-every 0 --progress epochs "
@@ -192,23 +210,31 @@ TEST_F(PreemptionTest, AWarnedJobSnapshotsRequeuesAndEndsAsIfUninterrupted) {
 }
 
 // A real time limit: one minute with a 50 s warning, which Slurm sends 10
-// to 40 s after the start (it checks limits every 30 s). The first run is
-// warned by Slurm itself, snapshots and requeues; once the requeued run has
-// resumed, the test lifts the limit so that the training (about 90 s here)
+// to 40 s after the start (it checks limits every 30 s). The training lasts
+// about 80 s here, whatever this machine's speed (epochsLasting), so the
+// first run is warned by Slurm itself, snapshots and requeues; once the
+// requeued run has resumed, the test lifts the limit so that the training
 // ends, with an uninterrupted run's parameters.
 TEST_F(PreemptionTest, AOneMinuteLimitSignalsRequeuesAndFinishesTheTraining) {
-  const std::string want = uninterruptedChecksum(training(300));
+  const int epochs = epochsLasting(80);
+  const std::string want = uninterruptedChecksum(training(epochs));
   ASSERT_NE(want, "");
   std::filesystem::remove(dir_ / "run.snap");
   const std::string log = (dir_ / "submit.log").string();
   int pid = startSubmit("--nodes 2 --time 1 --signal-grace 50 --output " +
-                            quote((dir_ / "%j.out").string()) + " --" + training(300),
+                            quote((dir_ / "%j.out").string()) + " --" + training(epochs),
                         log);
-  for (int i = 0; i < 3000 && read(log).find("resumed from ") == std::string::npos; ++i) {
+  for (int i = 0; i < 3000; ++i) {
+    const std::string sofar = read(log);
+    if (sofar.find("resumed from ") != std::string::npos ||
+        sofar.find("ended COMPLETED") != std::string::npos) {
+      break;
+    }
     ::usleep(100000);
   }
   const std::string started = read(log);
-  ASSERT_THAT(started, HasSubstr("requeued (restart 1 of 3)"));
+  ASSERT_THAT(started, HasSubstr("requeued (restart 1 of 3)"))
+      << epochs << " epochs ended before Slurm's warning";
   std::string id = started.substr(started.find("job ") + 4);
   id = id.substr(0, id.find('\n'));
   EXPECT_EQ(slurm("scontrol update JobId=" + id + " TimeLimit=30").exitCode, 0);

@@ -77,7 +77,19 @@ GlooCommunicator::GlooCommunicator(int rank, int size, std::unique_ptr<rdzv::Sto
       prefix_(std::move(prefix)),
       options_(std::move(options)) {
   connectMesh();
-  if (options_.spinWhileWaiting && size > 1) spinner_ = std::make_unique<IdleSpinner>();
+  if (shouldSpin()) spinner_ = std::make_unique<IdleSpinner>();
+}
+
+// Another node's ranks on this machine run in another agent's session: the
+// spinner would take their CPU time (GlooOptions::Spin).
+bool GlooCommunicator::shouldSpin() const {
+  using Spin = GlooOptions::Spin;
+  if (size() == 1 || options_.spinWhileWaiting == Spin::kNever) return false;
+  if (options_.spinWhileWaiting == Spin::kAlways) return true;
+  for (int r : peers_.ranksOnHost(readHostFacts().hostname)) {
+    if (layout_.nodeOf(r) != layout_.node()) return false;
+  }
+  return true;
 }
 
 GlooCommunicator::~GlooCommunicator() {

@@ -98,8 +98,13 @@ struct GlooOptions {
   // DISTRUN_COMM_SHM_BUFFERS=0 makes them ordinary memory.
   bool sharedBuffers = true;
   // While an operation waits on its peers, an idle-class thread keeps this
-  // CPU from halting (IdleSpinner); DISTRUN_COMM_SPIN=0 turns it off.
-  bool spinWhileWaiting = true;
+  // CPU from halting (IdleSpinner). It is idle only among the threads of
+  // its own session (its autogroup) or cgroup: a rank of another node on
+  // this machine (another agent's session) loses up to half its CPU to it,
+  // so by default it spins only where no other node shares the machine.
+  // DISTRUN_COMM_SPIN=1 / 0 / auto.
+  enum class Spin { kWhereNoOtherNodeSharesTheMachine, kAlways, kNever };
+  Spin spinWhileWaiting = Spin::kWhereNoOtherNodeSharesTheMachine;
   // The node this rank is on: ranks with the same name share memory. Empty:
   // this host's name. connect() gives the host's name and the launcher's
   // node number (GROUP_RANK), so that two agents on one machine are two
@@ -127,6 +132,8 @@ class GlooCommunicator final : public Communicator {
 
   std::string_view backend() const override { return "gloo"; }
   std::string transport() const override;
+  // Whether an idle-class thread spins while this rank waits (GlooOptions::Spin).
+  bool spinsWhileWaiting() const { return spinner_ != nullptr; }
 
  protected:
   void doAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) override;
@@ -145,6 +152,8 @@ class GlooCommunicator final : public Communicator {
 
  private:
   void connectMesh();
+  // Whether options_.spinWhileWaiting asks for the spinner here.
+  bool shouldSpin() const;
   // A Gloo mesh over device_ of `meshSize` ranks, this one `meshRank`,
   // meeting under prefix_ + `keys`: every rank's (the communicator's), or
   // on a leader the nodes' leaders' when the hierarchical path may be
@@ -262,7 +271,7 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
   PeerDirectory peers_;
-  std::unique_ptr<IdleSpinner> spinner_;             // when options_.spinWhileWaiting
+  std::unique_ptr<IdleSpinner> spinner_;             // shouldSpin()
   std::unique_ptr<SharedMemoryCollectives> shared_;  // when attachSharedMemory agreed
   // Send and recv between this node's ranks, beside shared_ or node_.
   std::unique_ptr<SharedMemoryMessages> messages_;

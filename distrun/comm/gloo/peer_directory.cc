@@ -145,6 +145,14 @@ bool PeerDirectory::allOnHost(const std::string& host) const {
          std::all_of(peers_.begin(), peers_.end(), [&](const Peer& p) { return p.host == host; });
 }
 
+std::vector<int> PeerDirectory::ranksOnHost(const std::string& host) const {
+  std::vector<int> ranks;
+  for (size_t r = 0; r < peers_.size(); ++r) {
+    if (peers_[r].host == host) ranks.push_back(static_cast<int>(r));
+  }
+  return ranks;
+}
+
 std::string PeerDirectory::describe(int rank) const {
   if (rank < 0 || static_cast<size_t>(rank) >= peers_.size()) {
     return fmt::format("rank {}", rank);
