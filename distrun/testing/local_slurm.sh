@@ -8,8 +8,12 @@
 # environment preloads, so MASTER_ADDR=node1 reaches 127.0.0.11 the way a
 # cluster's DNS would.
 #
-#   local_slurm.sh start DIR [NODES]   start, wait until every node is idle,
-#                                      print the environment to eval
+#   local_slurm.sh start DIR [NODES [OWNER]]
+#                                      start, wait until every node is idle,
+#                                      print the environment to eval; with
+#                                      OWNER (a pid), a detached watcher
+#                                      stops the cluster and removes DIR once
+#                                      that process is gone, killed or not
 #   local_slurm.sh stop DIR            stop every daemon started under DIR
 #   local_slurm.sh check               exit 0 if Slurm and munge are installed
 set -euo pipefail
@@ -122,7 +126,7 @@ wait_idle() {
 }
 
 start() {
-  local dir=$1 nodes=${2:-3} k
+  local dir=$1 nodes=${2:-3} owner=${3:-} k
   check
   mkdir -p "$dir"/{state,spool,log}
   dir=$(cd "$dir" && pwd)
@@ -137,7 +141,19 @@ start() {
   mkdir -p "$dir/spool/spec1"
   slurmd -f "$dir/slurm.conf" -N spec1
   wait_idle "$dir" "$((nodes + 1))"
+  [[ -n $owner ]] && setsid -f bash "$0" watch "$dir" "$owner" </dev/null >/dev/null 2>&1
   env_lines "$dir"
+}
+
+# The daemons detach, so a test killed at its time limit (ctest kills the
+# test's process tree, which they left) would leave them running: this
+# stops them once OWNER has exited, or quits when DIR is gone (stopped).
+watch() {
+  local dir=$1 owner=$2
+  while kill -0 "$owner" 2>/dev/null && [[ -d $dir ]]; do sleep 1; done
+  [[ -d $dir ]] || return 0
+  stop "$dir"
+  rm -rf "$dir"
 }
 
 # Sends SIGTERM to every daemon at once (each takes about 2 s to exit), waits
@@ -160,8 +176,9 @@ stop() {
 }
 
 case ${1:-} in
-  start) start "${2:?DIR}" "${3:-3}" ;;
+  start) start "${2:?DIR}" "${3:-3}" "${4:-}" ;;
   stop) stop "${2:?DIR}" ;;
+  watch) watch "${2:?DIR}" "${3:?OWNER}" ;;
   check) check ;;
-  *) echo "usage: $0 start DIR [NODES] | stop DIR | check" >&2; exit 2 ;;
+  *) echo "usage: $0 start DIR [NODES [OWNER]] | stop DIR | check" >&2; exit 2 ;;
 esac

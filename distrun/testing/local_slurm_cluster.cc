@@ -39,8 +39,10 @@ LocalSlurmCluster::LocalSlurmCluster(int nodes) {
     throw std::runtime_error("mkdtemp failed for the Slurm cluster directory");
   }
   dir_ = pattern;
-  CommandResult start =
-      runCommand("bash " + script() + " start " + quote(dir_) + " " + std::to_string(nodes));
+  // This process owns the cluster: if it is killed (a test's time limit),
+  // the script's watcher stops the daemons.
+  CommandResult start = runCommand("bash " + script() + " start " + quote(dir_) + " " +
+                                   std::to_string(nodes) + " " + std::to_string(::getpid()));
   if (start.exitCode != 0) {
     std::string logs = runCommand("tail -n 20 " + quote(dir_) + "/log/*").out;
     runCommand("bash " + script() + " stop " + quote(dir_));

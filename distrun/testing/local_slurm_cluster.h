@@ -8,7 +8,8 @@ namespace distrun::testing {
 // A real Slurm cluster on this machine for the length of a test suite:
 // munged, slurmctld and `nodes` slurmd daemons (node1..nodeN on
 // 127.0.0.11..), started by distrun/testing/local_slurm.sh in a private
-// directory and stopped, every daemon, when this object is destroyed.
+// directory and stopped, every daemon, when this object is destroyed, or
+// by the script's watcher when this process is killed.
 class LocalSlurmCluster {
  public:
   // Why a cluster cannot be started here (Slurm or munge missing, not

@@ -1,6 +1,10 @@
 // Against a real Slurm cluster started on this machine (label: slurm).
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -204,6 +208,31 @@ TEST_F(SlurmTest, SrunDistrunTrainWithoutExecTrainsAsOneWorld) {
   EXPECT_EQ(summaries, 1u) << r.out;
   EXPECT_THAT(r.out, ::testing::HasSubstr("distrun-train: linear on 3 ranks, 2 epochs"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("parameters identical on all 3 ranks"));
+}
+
+// A test killed at its time limit cannot stop its cluster: the script's
+// watcher does, once the process that started it is gone.
+TEST(LocalSlurmClusterTest, AKilledOwnerLeavesNoDaemonsBehind) {
+  const std::string reason = LocalSlurmCluster::unavailableReason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  const std::string dir = ::testing::TempDir() + "killed-owner-" + std::to_string(::getpid());
+  const std::string pids = dir + ".pids";
+  CommandResult owner = runCommand(
+      "bash -c " + quote("bash " + quote(sourcePath("distrun/testing/local_slurm.sh")) + " start " +
+                         quote(dir) + " 1 $$ >/dev/null && cat " + quote(dir) + "/*.pid " +
+                         quote(dir) + "/munge/munged.pid > " + quote(pids) + " && kill -9 $$"));
+  ASSERT_EQ(owner.exitCode, 128 + SIGKILL) << owner.out << owner.err;
+  const std::vector<std::string> daemons = lines(runCommand("cat " + quote(pids)).out);
+  EXPECT_EQ(daemons.size(), 4u) << "slurmctld, 2 slurmd, munged";
+  bool gone = false;
+  for (int i = 0; i < 600 && !gone; ++i) {
+    gone = !std::filesystem::exists(dir) &&
+           std::none_of(daemons.begin(), daemons.end(),
+                        [](const std::string& pid) { return ::kill(std::stoi(pid), 0) == 0; });
+    if (!gone) ::usleep(100000);
+  }
+  EXPECT_TRUE(gone) << "daemons or " << dir << " left a minute after their owner was killed";
+  std::filesystem::remove(pids);
 }
 
 }  // namespace

@@ -157,11 +157,11 @@ class PreemptionTest : public SubmitTest {
   }
   std::string read(const std::string& path) { return runCommand("cat " + quote(path)).out; }
   // Epochs of training() that last about `seconds` laid out as a submitted
-  // job lays them out (one task a node holding both CPUs, the launcher
+  // job lays them out (one task a node holding its CPUs, the launcher
   // binding its workers), timed on 100 epochs: at least 300.
   int epochsLasting(double seconds) {
     CommandResult r =
-        slurm("timeout 300 srun -N2 --ntasks-per-node=1 --cpus-per-task=2 --cpu-bind=none " +
+        slurm("timeout 300 srun -N2 --ntasks-per-node=1 --cpus-per-task=$(nproc) --cpu-bind=none " +
               distrun() + training(100));
     std::filesystem::remove(dir_ / "run.snap");
     std::smatch took;
