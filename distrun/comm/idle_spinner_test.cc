@@ -64,7 +64,8 @@ TEST(IdleSpinnerTest, NestedScopesAndANullSpinner) {
 
 // The spinning thread is held where it has just woken, as a starved
 // idle-class thread would be on a busy CPU: opening and closing Scopes must
-// not wait for it (a lock shared with it once made every collective wait).
+// not wait for it (with a lock shared with it, a collective could wait until
+// the idle-class thread got the CPU again).
 TEST(IdleSpinnerTest, ScopesNeverWaitForAHeldSpinningThread) {
   std::atomic<bool> held{false};
   std::atomic<bool> release{false};

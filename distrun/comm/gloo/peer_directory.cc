@@ -1,7 +1,5 @@
 #include "distrun/comm/gloo/peer_directory.h"
 
-#include <algorithm>
-
 #include <arpa/inet.h>
 
 #include <cstring>
@@ -138,11 +136,6 @@ std::optional<int> PeerDirectory::findIn(const std::string& message) const {
     if (found != byAddress_.end()) return found->second;
   }
   return std::nullopt;
-}
-
-bool PeerDirectory::allOnHost(const std::string& host) const {
-  return !peers_.empty() &&
-         std::all_of(peers_.begin(), peers_.end(), [&](const Peer& p) { return p.host == host; });
 }
 
 std::vector<int> PeerDirectory::ranksOnHost(const std::string& host) const {

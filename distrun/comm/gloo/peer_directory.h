@@ -42,8 +42,6 @@ class PeerDirectory {
 
   // The rank whose socket address appears in `message`, if any.
   std::optional<int> findIn(const std::string& message) const;
-  // Whether every rank published `host` as its host name.
-  bool allOnHost(const std::string& host) const;
   // The ranks that published `host` as their host name, in order.
   std::vector<int> ranksOnHost(const std::string& host) const;
   // "rank 2 (host node7, pid 4711)".
