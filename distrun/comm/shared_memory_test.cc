@@ -131,14 +131,18 @@ TEST(SharedMemoryTest, ReducibleMemoryIsSummedWhereItLies) {
   EXPECT_EQ(errors, std::vector<std::string>(3, ""));
 }
 
-// Each rank's allreduce results of `count` floats through the slots or
-// read directly (direct): rank-specific values whose sum depends on the
-// order of the additions, so only the same order gives the same bits.
-std::vector<std::vector<float>> allreduceResults(size_t count, bool direct, bool inPlace) {
+// The ways an allreduce goes through shared memory.
+enum class AllreducePath { kEveryRankReducesAll, kByShares, kReadDirectly };
+
+// Each rank's allreduce results of `count` floats on `path`: rank-specific
+// values whose sum depends on the order of the additions, so only the same
+// order gives the same bits.
+std::vector<std::vector<float>> allreduceResults(size_t count, AllreducePath path, bool inPlace) {
   std::vector<std::vector<float>> results(3);
   GlooOptions o;
+  o.sharedAllreduceSharesFromBytes = path == AllreducePath::kByShares ? 0 : SIZE_MAX;
   o.sharedDirectAllreduceFromBytes = 0;
-  o.sharedDirectAllreduceBelowBytes = direct ? SIZE_MAX : 0;
+  o.sharedDirectAllreduceBelowBytes = path == AllreducePath::kReadDirectly ? SIZE_MAX : 0;
   auto errors = runGlooThreads(
       3,
       [&](Communicator& comm) {
@@ -162,22 +166,27 @@ std::vector<std::vector<float>> allreduceResults(size_t count, bool direct, bool
   return results;
 }
 
-// A direct allreduce whose shares span several chunks (each rank reduces
-// ~100K floats, a chunk is 32K) gives every rank the slots' bits, in place
-// and out of place.
-TEST(SharedMemoryTest, ADirectAllreduceOfManyChunksGivesEveryRankTheSlotsBits) {
-  constexpr size_t kCount = 300'007;
-  for (bool inPlace : {true, false}) {
-    const auto slots = allreduceResults(kCount, false, inPlace);
-    const auto direct = allreduceResults(kCount, true, inPlace);
-    for (size_t r = 0; r < 3; ++r) {
-      ASSERT_EQ(direct[r].size(), kCount);
-      EXPECT_EQ(std::memcmp(direct[r].data(), slots[0].data(), kCount * sizeof(float)), 0)
-          << "rank " << r << (inPlace ? " in place" : " out of place");
+// An allreduce by shares or read directly whose shares span several blocks
+// and chunks (each rank reduces ~100K floats, a chunk is 32K, a block 4K),
+// and several slots (3 pieces of 1M floats), gives every rank the bits of
+// every rank reducing everything, in place and out of place.
+TEST(SharedMemoryTest, AllreducesByEveryPathGiveEveryRankTheSameBits) {
+  for (size_t count : {size_t{300'007}, size_t{2'500'003}}) {
+    for (bool inPlace : {true, false}) {
+      const auto all = allreduceResults(count, AllreducePath::kEveryRankReducesAll, inPlace);
+      for (AllreducePath path : {AllreducePath::kByShares, AllreducePath::kReadDirectly}) {
+        const auto results = allreduceResults(count, path, inPlace);
+        for (size_t r = 0; r < 3; ++r) {
+          ASSERT_EQ(results[r].size(), count);
+          EXPECT_EQ(std::memcmp(results[r].data(), all[0].data(), count * sizeof(float)), 0)
+              << "rank " << r << ", path " << static_cast<int>(path)
+              << (inPlace ? ", in place" : ", out of place") << ", " << count << " floats";
+        }
+        // Rank order: (a0 + a1) + a2, which differs from a0 + (a1 + a2) here.
+        const float a0 = 1.0f / 3.0f;
+        EXPECT_EQ(results[2][2], (a0 + (a0 * 8 + 1e7f)) + a0 * 15);
+      }
     }
-    // Rank order: (a0 + a1) + a2, which differs from a0 + (a1 + a2) here.
-    const float a0 = 1.0f / 3.0f;
-    EXPECT_EQ(direct[2][2], (a0 + (a0 * 8 + 1e7f)) + a0 * 15);
   }
 }
 
@@ -444,6 +453,22 @@ TEST(SharedMemoryTest, RanksThatDisagreeOnReadingDirectlyFail) {
             "x float, read directly)");
   EXPECT_EQ(errors[1],
             "rank 0 called allreduce(sum, 100 x float, read directly) where this rank called "
+            "allreduce(sum, 100 x float)");
+}
+
+// A rank whose allreduce goes by shares and one whose every rank reduces
+// everything (their thresholds differ) would mix two protocols: both fail.
+TEST(SharedMemoryTest, RanksThatDisagreeOnReducingByShareFail) {
+  auto ranks = attachThreads(2, [](int) {});
+  ranks[0]->reduceBySharesFrom(0);
+  const auto errors = mismatchesOf(ranks, [](SharedMemoryCollectives& rank, float* data, size_t n) {
+    rank.run(data, data, n, DataType::kFloat32, ReduceOp::kSum);
+  });
+  EXPECT_EQ(errors[0],
+            "rank 1 called allreduce(sum, 100 x float) where this rank called allreduce(sum, 100 "
+            "x float, by shares)");
+  EXPECT_EQ(errors[1],
+            "rank 0 called allreduce(sum, 100 x float, by shares) where this rank called "
             "allreduce(sum, 100 x float)");
 }
 

@@ -86,7 +86,7 @@ bool GlooCommunicator::shouldSpin() const {
   using Spin = GlooOptions::Spin;
   if (size() == 1 || options_.spinWhileWaiting == Spin::kNever) return false;
   if (options_.spinWhileWaiting == Spin::kAlways) return true;
-  for (int r : peers_.ranksOnHost(readHostFacts().hostname)) {
+  for (int r : peers_.ranksOnHost(host_)) {
     if (layout_.nodeOf(r) != layout_.node()) return false;
   }
   return true;
@@ -116,11 +116,11 @@ void GlooCommunicator::connectMesh() {
                     options_.iface.empty() ? "address" : "interface",
                     options_.iface.empty() ? options_.listenHost : options_.iface, e.what()));
   }
-  const std::string host = readHostFacts().hostname;
-  PeerDirectory::Peer self{host, static_cast<long>(::getpid()), {}};
+  host_ = readHostFacts().hostname;
+  PeerDirectory::Peer self{host_, static_cast<long>(::getpid()), {}};
   context_ = joinMesh(rank(), size(), "/gloo/", "its peers", self);
   layout_ = NodeLayout::exchange(*store_, prefix_, rank(), size(),
-                                 options_.node.empty() ? host : options_.node, options_.timeout);
+                                 options_.node.empty() ? host_ : options_.node, options_.timeout);
   if (options_.sharedMemory && layout_.spansNodesWithNeighbours() && layout_.isLeader()) {
     leaders_ = joinMesh(layout_.node(), layout_.nodes(), "/gloo-leaders/",
                         "the other nodes' leaders", self);
@@ -194,7 +194,10 @@ void GlooCommunicator::attachMessages(const std::string& key, int creator,
 }
 
 void GlooCommunicator::onNodeRanksAttached(SharedMemoryCollectives* collectives) {
-  if (collectives) collectives->yieldIfOversubscribed();
+  if (collectives) {
+    collectives->yieldIfOversubscribed();
+    collectives->reduceBySharesFrom(options_.sharedAllreduceSharesFromBytes);
+  }
   readPeersDirectlyIfAllCan(collectives);
 }
 

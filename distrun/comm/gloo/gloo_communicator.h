@@ -79,13 +79,22 @@ struct GlooOptions {
   // (process_vm_readv: one copy where the slots take two) when every rank
   // can read every other's memory; DISTRUN_COMM_SHM_DIRECT_FROM overrides.
   size_t sharedDirectFromBytes = 64 << 10;
+  // In shared memory, allreduces of at least this many bytes go by shares
+  // (SharedMemoryCollectives::reduceBySharesFrom: each rank reduces 1/n of
+  // the elements, in two arrivals instead of one): on 2 ranks 1.3-1.4x
+  // the one-arrival slots at 2-4 KB, 2.1x at 1 MB, 1.2-2x from 4 MB, and
+  // 0.8-0.9x below 1 KB, where the second arrival costs more than the
+  // reduction saves (docs/comm.md); DISTRUN_COMM_SHM_ALLREDUCE_SHARES_FROM
+  // overrides.
+  size_t sharedAllreduceSharesFromBytes = 2 << 10;
   // Where every rank can read every other's memory, allreduces of
-  // [from, below) bytes read the peers' inputs and shares directly too
-  // (SharedMemoryCollectives::reduceDirectlyBetween): measured 1.2-1.4x the
-  // slots from 2 to 8 MB, 0.7-0.95x below and from 16 MB (docs/comm.md);
-  // DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM and _BELOW override.
-  size_t sharedDirectAllreduceFromBytes = 2 << 20;
-  size_t sharedDirectAllreduceBelowBytes = 16 << 20;
+  // [from, below) bytes read the peers' inputs and shares directly
+  // (SharedMemoryCollectives::reduceDirectlyBetween): none by default, as
+  // by shares measured 1.5-2x faster from 2 to 8 MB, where direct reads
+  // were 1.2-1.4x the one-arrival slots (docs/comm.md);
+  // DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM and _BELOW set a band.
+  size_t sharedDirectAllreduceFromBytes = 0;
+  size_t sharedDirectAllreduceBelowBytes = 0;
   // And broadcasts of [from, below) bytes read the root's input directly
   // (SharedMemoryCollectives::broadcastDirectlyBetween): measured level
   // with Open MPI's single copy and 1.1-1.5x the slots from 64 to 256 KB,
@@ -270,6 +279,7 @@ class GlooCommunicator final : public Communicator {
   GlooOptions options_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
+  std::string host_;  // this machine's hostname (connectMesh)
   PeerDirectory peers_;
   std::unique_ptr<IdleSpinner> spinner_;             // shouldSpin()
   std::unique_ptr<SharedMemoryCollectives> shared_;  // when attachSharedMemory agreed

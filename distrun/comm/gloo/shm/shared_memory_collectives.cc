@@ -211,10 +211,77 @@ void SharedMemoryCollectives::run(const void* in, void* out, size_t count, DataT
   const size_t element = sizeOf(type);
   const size_t bytes = count * element;
   if (directAllreduce_.holds(bytes)) return runDirect(in, out, count, type, op);
+  if (bytes >= bySharesFromBytes_) return runByShares(in, out, count, type, op);
   throughSlots({Collective::kAllreduce, in, true, count, count, type, op},
                [&](uint32_t sequence, size_t done, size_t n) {
                  reduceSlots(sequence, 0, static_cast<char*>(out) + done * element, n, type, op);
                });
+}
+
+// Allreduce by shares (reduce-scatter, then allgather) through the slots,
+// a piece at a time in two arrivals: each rank copies the other ranks' shares of its piece into
+// its slot; once every rank has, each reduces its own share over every
+// rank's (its own read from its input, in rank order as reduceSlots does,
+// so the bits are run()'s) into its output and into its slot of the next
+// sequence; once every rank has, each copies the other shares out of their
+// reducers' slots. A rank reduces 1/size of the elements instead of all of
+// them. The second sequence's slots are free to write: every peer posted
+// the first, so each finished reading the set's previous sequence before.
+void SharedMemoryCollectives::runByShares(const void* in, void* out, size_t count, DataType type,
+                                          ReduceOp op) {
+  const auto deadline = startCall();
+  const size_t element = sizeOf(type);
+  const size_t perSlot = slotBytes_ / element;
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min(perSlot, count - done);
+    const char* piece = static_cast<const char*>(in) + done * element;
+    char* result = static_cast<char*>(out) + done * element;
+    const auto [first, end] = shareOf(rank_, n, element);
+    const uint32_t inputs = ++sequence_;
+    std::memcpy(slot(inputs, rank_), piece, first * element);
+    std::memcpy(slot(inputs, rank_) + end * element, piece + end * element, (n - end) * element);
+    post(inputs, Call{.collective = Collective::kAllreduceByShares,
+                      .regions = 0,
+                      .typeAndOp = typeAndOp(type, op),
+                      .root = 0,
+                      .offset = done,
+                      .count = count});
+    waitForAll(inputs, deadline);
+    checkCalls(inputs);
+    reduceShareOfSlots(inputs, piece, result, first, end, type, op);
+    const uint32_t shares = ++sequence_;
+    post(shares);
+    waitForAll(shares, deadline);
+    for (int r = 0; r < size_; ++r) {
+      const auto [from, to] = shareOf(r, n, element);
+      if (r == rank_ || from == to) continue;
+      std::memcpy(result + from * element, slot(shares, r) + from * element, (to - from) * element);
+    }
+    done += n;
+  }
+}
+
+// Elements [first, end) of every rank's piece of `inputs` (this rank's at
+// `piece`, the others' in their slots), reduced in rank order a block at a
+// time into this rank's slot of the next sequence, then copied into
+// `result` (which may be `piece`: it is read before it is written).
+void SharedMemoryCollectives::reduceShareOfSlots(uint32_t inputs, const char* piece, char* result,
+                                                 size_t first, size_t end, DataType type,
+                                                 ReduceOp op) const {
+  const size_t element = sizeOf(type);
+  const ReduceKernel reduce = reduceKernel(type, op);
+  auto operand = [&](int r, size_t byte) {
+    return r == rank_ ? piece + byte : slot(inputs, r) + byte;
+  };
+  char* shared = slot(inputs + 1, rank_);
+  const size_t perBlock = kReduceBlock / element;
+  for (size_t at = first; at < end; at += perBlock) {
+    const size_t n = std::min(perBlock, end - at);
+    const size_t byte = at * element;
+    reduce(shared + byte, operand(0, byte), operand(1, byte), n);
+    for (int r = 2; r < size_; ++r) reduce(shared + byte, shared + byte, operand(r, byte), n);
+    std::memcpy(result + byte, shared + byte, n * element);
+  }
 }
 
 void SharedMemoryCollectives::broadcast(const void* in, void* out, size_t count, DataType type,
@@ -384,6 +451,7 @@ std::optional<SharedMemoryCollectives::Collective> SharedMemoryCollectives::slot
     Collective kind) {
   switch (kind) {
     case Collective::kAllreduceDirect:
+    case Collective::kAllreduceByShares:
       return Collective::kAllreduce;
     case Collective::kBroadcastDirect:
       return Collective::kBroadcast;
@@ -397,12 +465,15 @@ std::optional<SharedMemoryCollectives::Collective> SharedMemoryCollectives::slot
 }
 
 std::string SharedMemoryCollectives::describe(const Call& call) {
-  // A direct call reads as its twin through the slots, ", read directly" added.
+  // A direct call reads as its twin through the slots, ", read directly"
+  // added (", by shares" for an allreduce by shares).
   if (const std::optional<Collective> twin = slotsTwin(call.collective)) {
     Call slots = call;
     slots.collective = *twin;
     std::string what = describe(slots);
-    return what.insert(what.size() - 1, ", read directly");
+    return what.insert(what.size() - 1, call.collective == Collective::kAllreduceByShares
+                                            ? ", by shares"
+                                            : ", read directly");
   }
   const auto type = static_cast<DataType>(call.typeAndOp >> 8);
   const auto op = static_cast<ReduceOp>(call.typeAndOp & 0xff);
@@ -420,6 +491,7 @@ std::string SharedMemoryCollectives::describe(const Call& call) {
     case Collective::kBarrier:
       return "barrier()";
     case Collective::kAllreduceDirect:  // the direct kinds: described above
+    case Collective::kAllreduceByShares:
     case Collective::kBroadcastDirect:
     case Collective::kAllgatherDirect:
     case Collective::kAlltoallDirect:

@@ -40,8 +40,11 @@ struct SharedMemoryFailure : std::runtime_error {
 // with no sockets and no helper threads. Every operation goes in pieces of
 // at most a slot: each rank copies its piece of input into its own slot,
 // posts a sequence number, waits for every peer's, and then reads what it
-// needs from the slots: allreduce reduces all slots itself in rank order
-// (so every rank computes the same bits), reduce_scatter only the part of
+// needs from the slots: a small allreduce reduces all slots itself in rank
+// order (so every rank computes the same bits), a larger one goes by shares
+// (reduceBySharesFrom: each rank reduces its share of the elements, in rank
+// order, and copies the others' shares from the slots of the ranks that
+// reduced them), reduce_scatter only the part of
 // its own block, allgather and alltoall copy out the blocks they receive,
 // broadcast copies out the root's slot, and a barrier only posts and waits.
 // Slots alternate between two sets by sequence parity, so a rank may start
@@ -128,6 +131,10 @@ class SharedMemoryCollectives {
   // read from the peers' buffers directly (allreduces: below). Every rank calls it with the
   // same `bytes`, or none does.
   void readPeersDirectly(size_t bytes) { directFromBytes_ = bytes; }
+  // From now on, allreduces of at least `bytes` through the slots go by
+  // shares (runByShares). Every rank calls it with the same `bytes`, or
+  // none does.
+  void reduceBySharesFrom(size_t bytes) { bySharesFromBytes_ = bytes; }
   // From now on, allreduces of [from, below) bytes read the peers' inputs
   // and shares directly (runDirect). Every rank calls it with the same
   // bounds, or none does.
@@ -166,9 +173,9 @@ class SharedMemoryCollectives {
   struct Header;
   struct RankLine;
   struct Call;
-  // What a rank posts it calls. The direct kinds are their own, so that
-  // ranks whose direct thresholds differ fail as a mismatch rather than mix
-  // the two paths.
+  // What a rank posts it calls. The direct kinds and the allreduce by
+  // shares are their own, so that ranks whose thresholds differ fail as a
+  // mismatch rather than mix two paths.
   enum class Collective : uint32_t {
     kAllreduce,
     kBroadcast,
@@ -180,6 +187,7 @@ class SharedMemoryCollectives {
     kAllgatherDirect,
     kAlltoallDirect,
     kBroadcastDirect,
+    kAllreduceByShares,
   };
 
   Header& header() const;
@@ -222,6 +230,9 @@ class SharedMemoryCollectives {
   // (whole cache lines; the last share shorter, some maybe empty).
   std::pair<size_t, size_t> shareOf(int rank, size_t count, size_t element) const;
   void runDirect(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  void runByShares(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  void reduceShareOfSlots(uint32_t inputs, const char* piece, char* result, size_t first,
+                          size_t end, DataType type, ReduceOp op) const;
   void reduceShareDirect(uint32_t inputs, const char* in, char* out, size_t first, size_t end,
                          DataType type, ReduceOp op);
   void allgatherDirect(const void* in, void* out, size_t count, DataType type);
@@ -237,6 +248,9 @@ class SharedMemoryCollectives {
   };
   // What a direct allreduce reads from a peer at a time (it stays in L2).
   static constexpr size_t kDirectChunk = 128 << 10;
+  // What runByShares reduces before copying it out of its slot (it stays
+  // in L1).
+  static constexpr size_t kReduceBlock = 16 << 10;
 
   SharedSegment segment_;
   int rank_;
@@ -246,6 +260,7 @@ class SharedMemoryCollectives {
   uint32_t sequence_ = 0;
   size_t directFromBytes_ = kNever;
   Band directAllreduce_;
+  size_t bySharesFromBytes_ = kNever;
   Band directBroadcast_;
   bool yieldWhilePolling_ = false;
   uint64_t probe_;             // a known word peers read to see that they can
