@@ -166,9 +166,8 @@ uint32_t SharedMemoryCollectives::exchange(const void* piece, size_t bytes, cons
 // rank's slot of `sequence`, in rank order.
 void SharedMemoryCollectives::reduceSlots(uint32_t sequence, size_t at, void* result, size_t count,
                                           DataType type, ReduceOp op) const {
-  const ReduceKernel reduce = reduceKernel(type, op);
-  reduce(result, slot(sequence, 0) + at, slot(sequence, 1) + at, count);
-  for (int r = 2; r < size_; ++r) reduce(result, result, slot(sequence, r) + at, count);
+  reduceInRankOrder(
+      reduceKernel(type, op), result, [&](int r) { return slot(sequence, r) + at; }, count);
 }
 
 // A collective through the slots, in pieces of at most a slot: `total`
@@ -219,12 +218,12 @@ void SharedMemoryCollectives::run(const void* in, void* out, size_t count, DataT
 }
 
 // Allreduce by shares (reduce-scatter, then allgather) through the slots,
-// a piece at a time in two arrivals: each rank copies the other ranks' shares of its piece into
-// its slot; once every rank has, each reduces its own share over every
-// rank's (its own read from its input, in rank order as reduceSlots does,
-// so the bits are run()'s) into its output and into its slot of the next
-// sequence; once every rank has, each copies the other shares out of their
-// reducers' slots. A rank reduces 1/size of the elements instead of all of
+// a piece at a time in two arrivals: each rank copies the other ranks'
+// shares of its piece into its slot; once every rank has, each reduces its
+// own share over every rank's (its own read from its input, in rank order,
+// so the bits are run()'s) into its slot of the next sequence and copies
+// it into its output; once every rank has, each copies the other shares
+// out of their reducers' slots. A rank reduces 1/size of the elements instead of all of
 // them. The second sequence's slots are free to write: every peer posted
 // the first, so each finished reading the set's previous sequence before.
 void SharedMemoryCollectives::runByShares(const void* in, void* out, size_t count, DataType type,
@@ -270,16 +269,14 @@ void SharedMemoryCollectives::reduceShareOfSlots(uint32_t inputs, const char* pi
                                                  ReduceOp op) const {
   const size_t element = sizeOf(type);
   const ReduceKernel reduce = reduceKernel(type, op);
-  auto operand = [&](int r, size_t byte) {
-    return r == rank_ ? piece + byte : slot(inputs, r) + byte;
-  };
   char* shared = slot(inputs + 1, rank_);
   const size_t perBlock = kReduceBlock / element;
   for (size_t at = first; at < end; at += perBlock) {
     const size_t n = std::min(perBlock, end - at);
     const size_t byte = at * element;
-    reduce(shared + byte, operand(0, byte), operand(1, byte), n);
-    for (int r = 2; r < size_; ++r) reduce(shared + byte, shared + byte, operand(r, byte), n);
+    reduceInRankOrder(
+        reduce, shared + byte,
+        [&](int r) { return r == rank_ ? piece + byte : slot(inputs, r) + byte; }, n);
     std::memcpy(result + byte, shared + byte, n * element);
   }
 }
@@ -401,13 +398,13 @@ void SharedMemoryCollectives::reduceShare(const SharedRegions& regions, size_t o
   const size_t element = sizeOf(type);
   const auto [first, end] = shareOf(rank_, count, element);
   const ReduceKernel reduce = reduceKernel(type, op);
-  alignas(kLine) char block[16 << 10];
+  alignas(kLine) char block[kReduceBlock];
   const size_t perBlock = sizeof(block) / element;
   for (size_t at = first; at < end; at += perBlock) {
     const size_t n = std::min(perBlock, end - at);
     const size_t byte = offset + at * element;
-    reduce(block, regions.region(0) + byte, regions.region(1) + byte, n);
-    for (int r = 2; r < size_; ++r) reduce(block, block, regions.region(r) + byte, n);
+    reduceInRankOrder(
+        reduce, block, [&](int r) { return regions.region(r) + byte; }, n);
     if (op == ReduceOp::kAvg) divideInPlace(block, n, type, size_);
     for (int r = 0; r < size_; ++r) std::memcpy(regions.region(r) + byte, block, n * element);
   }

@@ -14,6 +14,7 @@
 #include "distrun/comm/dtype.h"
 #include "distrun/comm/gloo/shm/shared_regions.h"
 #include "distrun/comm/gloo/shm/shared_segment.h"
+#include "distrun/comm/reduce.h"
 
 namespace distrun::comm {
 
@@ -200,6 +201,14 @@ class SharedMemoryCollectives {
                     std::chrono::steady_clock::time_point deadline);
   void reduceSlots(uint32_t sequence, size_t at, void* result, size_t count, DataType type,
                    ReduceOp op) const;
+  // into = OP over ranks r of operand(r), `n` elements: in rank order, the
+  // one order every path takes, so that every rank and every path gives
+  // the same bits.
+  template <typename Operand>
+  void reduceInRankOrder(ReduceKernel reduce, void* into, Operand operand, size_t n) const {
+    reduce(into, operand(0), operand(1), n);
+    for (int r = 2; r < size_; ++r) reduce(into, into, operand(r), n);
+  }
   std::chrono::steady_clock::time_point startCall() const;
   void post(uint32_t sequence);
   void post(uint32_t sequence, const Call& call);
@@ -248,8 +257,8 @@ class SharedMemoryCollectives {
   };
   // What a direct allreduce reads from a peer at a time (it stays in L2).
   static constexpr size_t kDirectChunk = 128 << 10;
-  // What runByShares reduces before copying it out of its slot (it stays
-  // in L1).
+  // What a rank reduces of its share before copying it out (it stays in
+  // L1): runByShares and runInPlace.
   static constexpr size_t kReduceBlock = 16 << 10;
 
   SharedSegment segment_;
