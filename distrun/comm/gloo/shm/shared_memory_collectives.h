@@ -173,7 +173,6 @@ class SharedMemoryCollectives {
  private:
   struct Header;
   struct RankLine;
-  struct Call;
   // What a rank posts it calls. The direct kinds and the allreduce by
   // shares are their own, so that ranks whose thresholds differ fail as a
   // mismatch rather than mix two paths.
@@ -190,7 +189,19 @@ class SharedMemoryCollectives {
     kBroadcastDirect,
     kAllreduceByShares,
   };
+  // What a rank posts it is doing with a sequence number.
+  struct Call {
+    Collective collective;
+    uint32_t regions;  // 0: through the slots; otherwise 1 + the regions' id
+    uint32_t typeAndOp;
+    int32_t root;     // broadcast's; 0 otherwise
+    uint64_t offset;  // slots: the piece's first element; regions: bytes
+    uint64_t count;   // elements in all (not just this piece), per rank
 
+    bool operator==(const Call&) const = default;
+  };
+
+  static uint32_t typeAndOp(DataType type, ReduceOp op);  // as a Call holds them
   Header& header() const;
   RankLine& line(int rank) const;
   char* slot(uint32_t sequence, int rank) const;
