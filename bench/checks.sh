@@ -1,5 +1,6 @@
-# What the bench scripts check before they start, each a one-line error
-# and exit 1. Source it: . "$(dirname "$0")/checks.sh"
+# What the bench scripts share: the checks before they start (each a
+# one-line error and exit 1) and the flags of a timed `distrun bench` band.
+# Source it: . "$(dirname "$0")/checks.sh"
 
 # need_built BUILD_DIR PROGRAM...: each program is built in BUILD_DIR/bin.
 need_built() {
@@ -20,4 +21,13 @@ need_mnist() {
 need_torch() {
   "$1" -c 'import torch.distributed' 2>/dev/null || {
     echo "$1 has no torch: scripts/install-deps" >&2; exit 1; }
+}
+
+# bench_band WARMUP ITERS SIZE...: the `distrun bench` flags that time ITERS
+# calls (after WARMUP) at each size from the first SIZE to the last, x4, as
+# CSV, with the slowest rank's time (-a 3), as the peers' loops report theirs.
+bench_band() {
+  local warmup=$1 n=$2
+  shift 2
+  echo "-b $1 -e ${*: -1} -f 4 -n $n -w $warmup -c 0 -a 3 --format csv"
 }

@@ -69,18 +69,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Each contender appends "bytes,time_us" lines to $tmp/NAME.ROUND, for
 # the band of sizes ITERS and SIZES name.
-band() {  # ITERS SIZE...: the distrun bench flags for one band
-  local n=$1; shift
-  echo "-b $1 -e ${@: -1} -f 4 -n $n -w $warmup -c 0 --format csv"
-}
 distrun_gloo() {
   # shellcheck disable=SC2046
-  "$bin/distrun" bench "$collective" $(band "$2" "${@:3}") --nproc-per-node "$ranks" |
+  "$bin/distrun" bench "$collective" $(bench_band "$warmup" "$2" "${@:3}") --nproc-per-node "$ranks" |
     awk -F, -v c="$column" 'NR>1 {print $4 "," $c}' >>"$tmp/distrun_gloo.$1"
 }
 distrun_tcp() {
   # shellcheck disable=SC2046
-  DISTRUN_COMM_SHM=0 "$bin/distrun" bench "$collective" $(band "$2" "${@:3}") --nproc-per-node "$ranks" |
+  DISTRUN_COMM_SHM=0 "$bin/distrun" bench "$collective" $(bench_band "$warmup" "$2" "${@:3}") --nproc-per-node "$ranks" |
     awk -F, -v c="$column" 'NR>1 {print $4 "," $c}' >>"$tmp/distrun_tcp.$1"
 }
 torch_gloo() {
@@ -90,7 +86,7 @@ torch_gloo() {
 }
 distrun_mpi() {
   # shellcheck disable=SC2046
-  "${mpirun[@]}" "$bin/distrun" bench "$collective" $(band "$2" "${@:3}") --backend mpi |
+  "${mpirun[@]}" "$bin/distrun" bench "$collective" $(bench_band "$warmup" "$2" "${@:3}") --backend mpi |
     awk -F, -v c="$column" 'NR>1 {print $4 "," $c}' >>"$tmp/distrun_mpi.$1"
 }
 bare_mpi() {

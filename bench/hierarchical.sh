@@ -43,10 +43,6 @@ $python -c 'import torch.distributed' 2>/dev/null || have_torch=0
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-band() {  # ITERS SIZE...: the distrun bench flags for one band
-  local n=$1; shift
-  echo "-b $1 -e ${@: -1} -f 4 -n $n -w $warmup -c 0 --format csv"
-}
 free_port() { $python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # two_nodes OUT PROGRAM ARGS...: node 0's output (rank 0's lines) to OUT.
 two_nodes() {
@@ -62,12 +58,12 @@ two_nodes() {
 keep() { awk -F, -v c="$column" '$1 ~ /^[a-z_]+$/ && $2 == "gloo" {print $4 "," $c}'; }
 hierarchical() {
   # shellcheck disable=SC2046
-  two_nodes "$tmp/raw" "$bin/distrun-bench" "$collective" $(band "$2" "${@:3}")
+  two_nodes "$tmp/raw" "$bin/distrun-bench" "$collective" $(bench_band "$warmup" "$2" "${@:3}")
   keep <"$tmp/raw" >>"$tmp/hierarchical.$1"; rm -f "$tmp/raw"
 }
 flat_tcp() {
   # shellcheck disable=SC2046
-  DISTRUN_COMM_SHM=0 two_nodes "$tmp/raw" "$bin/distrun-bench" "$collective" $(band "$2" "${@:3}")
+  DISTRUN_COMM_SHM=0 two_nodes "$tmp/raw" "$bin/distrun-bench" "$collective" $(bench_band "$warmup" "$2" "${@:3}")
   keep <"$tmp/raw" >>"$tmp/flat_tcp.$1"; rm -f "$tmp/raw"
 }
 torch_gloo() {
@@ -76,7 +72,7 @@ torch_gloo() {
 }
 one_node() {
   # shellcheck disable=SC2046
-  "$bin/distrun" bench "$collective" $(band "$2" "${@:3}") --nproc-per-node 4 |
+  "$bin/distrun" bench "$collective" $(bench_band "$warmup" "$2" "${@:3}") --nproc-per-node 4 |
     keep >>"$tmp/one_node.$1"
 }
 
