@@ -130,7 +130,8 @@ endfunction()
 # The test "<name>.build" (label LABEL) that builds TARGET of this tree with every
 # core, niced so the tests running beside it keep theirs; the fixture "<name>.tree".
 # The builds of the trees take turns (RESOURCE_LOCK), before any other test and
-# the ASan tree first, whose tests take longest (COST: the higher, the sooner).
+# the ASan tree first, whose tests take longest (COST: the higher, the sooner;
+# the Debian packages' build, in the same lock, comes second: CMakeLists.txt).
 function(distrun_tree_build_test name label target)
   set(cost 100000)
   if(name STREQUAL "asan")
