@@ -136,6 +136,8 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
       bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_FROM", gloo.sharedDirectFromBytes);
   gloo.sharedAllreduceSharesFromBytes =
       bytesFrom(env, "DISTRUN_COMM_SHM_ALLREDUCE_SHARES_FROM", gloo.sharedAllreduceSharesFromBytes);
+  gloo.sharedStreamingFromBytes =
+      bytesFrom(env, "DISTRUN_COMM_SHM_STREAMING_FROM", gloo.sharedStreamingFromBytes);
   gloo.sharedDirectAllreduceFromBytes =
       bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM", gloo.sharedDirectAllreduceFromBytes);
   gloo.sharedDirectAllreduceBelowBytes = bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_BELOW",

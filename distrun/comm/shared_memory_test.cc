@@ -472,6 +472,54 @@ TEST(SharedMemoryTest, RanksThatDisagreeOnReducingByShareFail) {
             "allreduce(sum, 100 x float)");
 }
 
+// An allgather that streams its output and one that reads its peers
+// directly (their streaming thresholds differ) would mix two protocols.
+TEST(SharedMemoryTest, RanksThatDisagreeOnStreamingAnAllgatherFail) {
+  auto ranks = attachThreads(2, [](int) {});
+  for (auto& rank : ranks) rank->readPeersDirectly(0);
+  ranks[0]->streamOutputsFrom(0);
+  const auto errors = mismatchesOf(ranks, [](SharedMemoryCollectives& rank, float* data, size_t) {
+    rank.allgather(data, data + 50, 25, DataType::kFloat32);
+  });
+  EXPECT_EQ(errors[0],
+            "rank 1 called allgather(25 x float, read directly) where this rank called "
+            "allgather(25 x float)");
+  EXPECT_EQ(errors[1],
+            "rank 0 called allgather(25 x float) where this rank called allgather(25 x float, "
+            "read directly)");
+}
+
+// Streamed allgathers of several slots' worth a rank (4 MiB slots: 2
+// pieces of each block), in place and not: every rank gets every block.
+TEST(SharedMemoryTest, AStreamedAllgatherGivesEveryRankEveryBlock) {
+  constexpr size_t kCount = 1'500'007;
+  for (bool inPlace : {true, false}) {
+    GlooOptions o;
+    o.sharedStreamingFromBytes = 0;
+    auto errors = runGlooThreads(
+        3,
+        [&](Communicator& comm) {
+          std::vector<float> out(3 * kCount, -1.0f);
+          std::vector<float> own(kCount);
+          float* in = inPlace ? out.data() + static_cast<size_t>(comm.rank()) * kCount : own.data();
+          for (size_t i = 0; i < kCount; ++i) {
+            in[i] = static_cast<float>(comm.rank() * 1000 + static_cast<int>(i % 997));
+          }
+          comm.allgather(in, out.data(), kCount, DataType::kFloat32);
+          for (int r = 0; r < 3; ++r) {
+            for (size_t i = 0; i < kCount; i += 1 + i % 13) {
+              ASSERT_EQ(out[static_cast<size_t>(r) * kCount + i],
+                        static_cast<float>(r * 1000 + static_cast<int>(i % 997)))
+                  << "block " << r << ", element " << i << (inPlace ? ", in place" : "");
+            }
+          }
+          EXPECT_EQ(out.back(), static_cast<float>(2000 + static_cast<int>((kCount - 1) % 997)));
+        },
+        o);
+    EXPECT_EQ(errors, std::vector<std::string>(3, ""));
+  }
+}
+
 // The same for a broadcast: one rank reads the root's input directly, the
 // other expects it in the root's slot.
 TEST(SharedMemoryTest, RanksThatDisagreeOnReadingABroadcastDirectlyFail) {

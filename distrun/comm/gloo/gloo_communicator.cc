@@ -197,6 +197,7 @@ void GlooCommunicator::onNodeRanksAttached(SharedMemoryCollectives* collectives)
   if (collectives) {
     collectives->yieldIfOversubscribed();
     collectives->reduceBySharesFrom(options_.sharedAllreduceSharesFromBytes);
+    collectives->streamOutputsFrom(options_.sharedStreamingFromBytes);
   }
   readPeersDirectlyIfAllCan(collectives);
 }

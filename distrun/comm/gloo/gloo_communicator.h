@@ -79,6 +79,14 @@ struct GlooOptions {
   // (process_vm_readv: one copy where the slots take two) when every rank
   // can read every other's memory; DISTRUN_COMM_SHM_DIRECT_FROM overrides.
   size_t sharedDirectFromBytes = 64 << 10;
+  // In shared memory, allgathers whose output holds at least this many
+  // bytes go through the slots and write the output with streaming stores
+  // (SharedMemoryCollectives::streamOutputsFrom), past a cache they would
+  // only fill. None by default: on 2 ranks of the development VM, from 16
+  // MB, 1.6-2.1x Open MPI's single copy in some launches and 0.62-0.66x in
+  // others, where the direct reads were level with Open MPI in every one
+  // (docs/comm.md); DISTRUN_COMM_SHM_STREAMING_FROM sets it (16777216 there).
+  size_t sharedStreamingFromBytes = SIZE_MAX;
   // In shared memory, allreduces of at least this many bytes go by shares
   // (SharedMemoryCollectives::reduceBySharesFrom: each rank reduces 1/n of
   // the elements, in two arrivals instead of one): on 2 ranks 1.3-1.4x

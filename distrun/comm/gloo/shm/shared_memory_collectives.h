@@ -70,6 +70,10 @@ struct SharedMemoryFailure : std::runtime_error {
 // (sched_yield) between polls, as Open MPI does on an oversubscribed node:
 // the peer it waits for may be the one queued behind it on the same CPU.
 //
+// An allgather whose output is larger than the cache (streamOutputsFrom)
+// goes through the slots and writes its output with streaming stores,
+// which send the output's lines to memory without reading them first.
+//
 // With readPeersDirectly, allgather and alltoall blocks from a size up
 // (and with reduceDirectlyBetween and broadcastDirectlyBetween, allreduces
 // and broadcasts in a band of sizes) skip the
@@ -132,6 +136,11 @@ class SharedMemoryCollectives {
   // read from the peers' buffers directly (allreduces: below). Every rank calls it with the
   // same `bytes`, or none does.
   void readPeersDirectly(size_t bytes) { directFromBytes_ = bytes; }
+  // From now on, allgathers whose output holds at least `bytes` go through
+  // the slots (not read directly) and copy out of them with streaming
+  // stores (copyPastTheCache). Every rank calls it with the same `bytes`,
+  // or none does.
+  void streamOutputsFrom(size_t bytes) { streamFromBytes_ = bytes; }
   // From now on, allreduces of at least `bytes` through the slots go by
   // shares (runByShares). Every rank calls it with the same `bytes`, or
   // none does.
@@ -281,6 +290,7 @@ class SharedMemoryCollectives {
   size_t directFromBytes_ = kNever;
   Band directAllreduce_;
   size_t bySharesFromBytes_ = kNever;
+  size_t streamFromBytes_ = kNever;
   Band directBroadcast_;
   bool yieldWhilePolling_ = false;
   uint64_t probe_;             // a known word peers read to see that they can
