@@ -489,37 +489,6 @@ TEST(SharedMemoryTest, RanksThatDisagreeOnStreamingAnAllgatherFail) {
             "read directly)");
 }
 
-// Streamed allgathers of several slots' worth a rank (4 MiB slots: 2
-// pieces of each block), in place and not: every rank gets every block.
-TEST(SharedMemoryTest, AStreamedAllgatherGivesEveryRankEveryBlock) {
-  constexpr size_t kCount = 1'500'007;
-  for (bool inPlace : {true, false}) {
-    GlooOptions o;
-    o.sharedStreamingFromBytes = 0;
-    auto errors = runGlooThreads(
-        3,
-        [&](Communicator& comm) {
-          std::vector<float> out(3 * kCount, -1.0f);
-          std::vector<float> own(kCount);
-          float* in = inPlace ? out.data() + static_cast<size_t>(comm.rank()) * kCount : own.data();
-          for (size_t i = 0; i < kCount; ++i) {
-            in[i] = static_cast<float>(comm.rank() * 1000 + static_cast<int>(i % 997));
-          }
-          comm.allgather(in, out.data(), kCount, DataType::kFloat32);
-          for (int r = 0; r < 3; ++r) {
-            for (size_t i = 0; i < kCount; i += 1 + i % 13) {
-              ASSERT_EQ(out[static_cast<size_t>(r) * kCount + i],
-                        static_cast<float>(r * 1000 + static_cast<int>(i % 997)))
-                  << "block " << r << ", element " << i << (inPlace ? ", in place" : "");
-            }
-          }
-          EXPECT_EQ(out.back(), static_cast<float>(2000 + static_cast<int>((kCount - 1) % 997)));
-        },
-        o);
-    EXPECT_EQ(errors, std::vector<std::string>(3, ""));
-  }
-}
-
 // The same for a broadcast: one rank reads the root's input directly, the
 // other expects it in the root's slot.
 TEST(SharedMemoryTest, RanksThatDisagreeOnReadingABroadcastDirectlyFail) {

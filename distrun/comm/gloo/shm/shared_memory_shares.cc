@@ -82,15 +82,14 @@ void SharedMemoryCollectives::reduceShareOfSlots(uint32_t inputs, const char* pi
 void SharedMemoryCollectives::runInPlace(const SharedRegions& regions, size_t offset, size_t count,
                                          DataType type, ReduceOp op) {
   const auto deadline = startCall();
-  const uint32_t arrived = ++sequence_;
-  post(arrived, Call{.collective = Collective::kAllreduce,
-                     .regions = 1 + regions.id(),
-                     .typeAndOp = typeAndOp(type, op),
-                     .root = 0,
-                     .offset = offset,
-                     .count = count});
-  waitForAll(arrived, deadline);
-  checkCalls(arrived);
+  exchange(nullptr, 0,
+           Call{.collective = Collective::kAllreduce,
+                .regions = 1 + regions.id(),
+                .typeAndOp = typeAndOp(type, op),
+                .root = 0,
+                .offset = offset,
+                .count = count},
+           deadline);
   reduceShare(regions, offset, count, type, op);
   const uint32_t written = ++sequence_;
   post(written);
