@@ -114,12 +114,21 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 copy=$("$bin/copy_bandwidth")
+# What goes through the slots moves from one core's cache to another's;
+# on a VM that speed changes as the host places its vCPUs (docs/comm.md,
+# "What bounds the large sizes"), and the slots' speed with it.
+echo "# from one core's cache to another's: $("$bin/copy_bandwidth" --between-cores)"
 # Large allgather and alltoall blocks and large messages are read from the
 # peers with process_vm_readv: the kernel's copy between processes, whose
 # speed beside memcpy's bounds them.
 case $collective in
   all_gather | alltoall | sendrecv)
     echo "# one copy between processes: $("$bin/copy_bandwidth" --cross-process)"
+    ;;
+  all_reduce)
+    # Every rank reads its input and writes its output at the same time:
+    # what each has of the memory system then bounds a large allreduce.
+    echo "# every rank copying at once: $("$bin/copy_bandwidth" --at-once "$ranks")"
     ;;
 esac
 
