@@ -142,6 +142,10 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
       bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM", gloo.sharedDirectAllreduceFromBytes);
   gloo.sharedDirectAllreduceBelowBytes = bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_BELOW",
                                                    gloo.sharedDirectAllreduceBelowBytes);
+  gloo.sharedAllreduceChoiceFromBytes =
+      bytesFrom(env, "DISTRUN_COMM_SHM_ALLREDUCE_CHOICE_FROM", gloo.sharedAllreduceChoiceFromBytes);
+  gloo.sharedAllgatherChoiceFromBytes =
+      bytesFrom(env, "DISTRUN_COMM_SHM_ALLGATHER_CHOICE_FROM", gloo.sharedAllgatherChoiceFromBytes);
   gloo.sharedDirectBroadcastFromBytes =
       bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_BROADCAST_FROM", gloo.sharedDirectBroadcastFromBytes);
   gloo.sharedDirectBroadcastBelowBytes = bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_BROADCAST_BELOW",

@@ -42,6 +42,19 @@ TEST(CommProcessTest, GlooContractWithDirectReadsOfThePeers) {
   EXPECT_THAT(r.out, HasSubstr("read from the peers directly")) << r.out;
 }
 
+// The contract with every allreduce and allgather going the way rank 0
+// timed faster (chooseAllreducePathFrom, chooseAllgatherPathFrom), so that
+// the way changes between calls of every size: 3 ranks as processes must
+// take the same way each call, or they fail as a mismatch.
+TEST(CommProcessTest, GlooContractWithTheWayOfEveryCallChosenByTime) {
+  CommandResult r = runCommand(
+      "DISTRUN_COMM_SHM_DIRECT_FROM=0 DISTRUN_COMM_SHM_ALLREDUCE_CHOICE_FROM=0 "
+      "DISTRUN_COMM_SHM_ALLGATHER_CHOICE_FROM=0 timeout 300 " +
+      distrun() + " run --nproc-per-node 3 " + quote(binaryPath("comm_contract_worker")) + " gloo");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(lines(r.out).size(), 3u) << r.out;
+}
+
 // Two agents on this machine as the two nodes of one job, two ranks each:
 // the ranks take the hierarchical path (shared memory within each node,
 // TCP between the leaders) and pass the whole contract.

@@ -215,6 +215,8 @@ void GlooCommunicator::readPeersDirectlyIfAllCan(SharedMemoryCollectives* collec
     collectives->readPeersDirectly(options_.sharedDirectFromBytes);
     collectives->reduceDirectlyBetween(options_.sharedDirectAllreduceFromBytes,
                                        options_.sharedDirectAllreduceBelowBytes);
+    collectives->chooseAllreducePathFrom(options_.sharedAllreduceChoiceFromBytes);
+    collectives->chooseAllgatherPathFrom(options_.sharedAllgatherChoiceFromBytes);
     collectives->broadcastDirectlyBetween(options_.sharedDirectBroadcastFromBytes,
                                           options_.sharedDirectBroadcastBelowBytes);
   }

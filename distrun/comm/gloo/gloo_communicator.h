@@ -85,7 +85,8 @@ struct GlooOptions {
   // only fill. None by default: on 2 ranks of the development VM, from 16
   // MB, 1.6-2.1x Open MPI's single copy in some launches and 0.62-0.66x in
   // others, where the direct reads were level with Open MPI in every one
-  // (docs/comm.md); DISTRUN_COMM_SHM_STREAMING_FROM sets it (16777216 there).
+  // (docs/comm.md), so from sharedAllgatherChoiceFromBytes the faster of
+  // the two is chosen by time; DISTRUN_COMM_SHM_STREAMING_FROM forces it.
   size_t sharedStreamingFromBytes = SIZE_MAX;
   // In shared memory, allreduces of at least this many bytes go by shares
   // (SharedMemoryCollectives::reduceBySharesFrom: each rank reduces 1/n of
@@ -103,6 +104,21 @@ struct GlooOptions {
   // DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM and _BELOW set a band.
   size_t sharedDirectAllreduceFromBytes = 0;
   size_t sharedDirectAllreduceBelowBytes = 0;
+  // Where every rank can read every other's memory, allreduces of at least
+  // this many bytes (outside that band) go each by shares or with direct
+  // reads, whichever rank 0 timed faster lately
+  // (SharedMemoryCollectives::chooseAllreducePathFrom): on 2 ranks of the
+  // development VM, by shares is twice the direct reads where one core's
+  // cache hands data to another's at 9-10 GB/s and half of them where it
+  // does so at 2.3, and the host switches between the two at any time
+  // (docs/comm.md); DISTRUN_COMM_SHM_ALLREDUCE_CHOICE_FROM overrides.
+  size_t sharedAllreduceChoiceFromBytes = 16 << 20;
+  // The same for allgathers whose output holds at least this many bytes:
+  // through the slots with streaming stores, or with direct reads
+  // (SharedMemoryCollectives::chooseAllgatherPathFrom): there 1.6-2.1x the
+  // direct reads at 9-10 GB/s cache to cache, 0.6x at 2.3 (docs/comm.md);
+  // DISTRUN_COMM_SHM_ALLGATHER_CHOICE_FROM overrides.
+  size_t sharedAllgatherChoiceFromBytes = 16 << 20;
   // And broadcasts of [from, below) bytes read the root's input directly
   // (SharedMemoryCollectives::broadcastDirectlyBetween): measured level
   // with Open MPI's single copy and 1.1-1.5x the slots from 64 to 256 KB,

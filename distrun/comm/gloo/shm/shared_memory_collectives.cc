@@ -26,7 +26,7 @@ using namespace shm;  // the waiting both kinds of shared-memory operation share
 
 namespace {
 
-constexpr uint64_t kMagic = 0x36766d6873727464;  // "dtrshmv6"
+constexpr uint64_t kMagic = 0x37766d6873727464;  // "dtrshmv7"
 constexpr size_t kRankLine = 4 * kLine;          // what one rank writes
 
 uint64_t pidNamespace() {
@@ -55,6 +55,10 @@ struct SharedMemoryCollectives::Header {
   uint64_t slotBytes;
   int32_t ranks;
   std::atomic<uint32_t> abortedBy;  // 1 + the rank that gave up; 0: none
+  // By kind (ChosenKind), the way of the calls whose way rank 0 chooses, by
+  // the parity of their count: 0 through the slots, 1 with direct reads
+  // (runChosen).
+  std::atomic<uint32_t> ways[kChosenKinds][2];
 };
 
 struct SharedMemoryCollectives::RankLine {
@@ -94,6 +98,7 @@ SharedMemoryCollectives::SharedMemoryCollectives(SharedSegment segment, int rank
       timeout_(timeout),
       probe_(kMagic) {
   static_assert(sizeof(RankLine) <= kRankLine, "a rank's line fits its place");
+  static_assert(sizeof(Header) <= kLine, "the header fits its line");
   if (size < 2) throw std::runtime_error("shared-memory collectives need 2 or more ranks");
   const Header& h = header();
   if (segment_.size() < segmentBytes(size, slotBytes) || h.magic != kMagic || h.ranks != size ||
@@ -199,11 +204,45 @@ void SharedMemoryCollectives::run(const void* in, void* out, size_t count, DataT
   const size_t element = sizeOf(type);
   const size_t bytes = count * element;
   if (directAllreduce_.holds(bytes)) return runDirect(in, out, count, type, op);
+  if (bytes >= choices_[kChosenAllreduce].fromBytes) {
+    return runChosen(
+        kChosenAllreduce, bytes, [&] { runByShares(in, out, count, type, op); },
+        [&] { runDirect(in, out, count, type, op); });
+  }
   if (bytes >= bySharesFromBytes_) return runByShares(in, out, count, type, op);
   throughSlots({Collective::kAllreduce, in, true, count, count, type, op},
                [&](uint32_t sequence, size_t done, size_t n) {
                  reduceSlots(sequence, 0, static_cast<char*>(out) + done * element, n, type, op);
                });
+}
+
+// The way of a kind's call k is in ways[kind][k % 2]. Rank 0 writes it as
+// it starts call k - 1, before that call's first arrival, which every rank
+// waits for before it starts call k and reads it; and it overwrites the
+// way of call k - 2, which every rank read before it posted that call's
+// first arrival, which rank 0 waited for. So every rank takes the same way.
+template <typename ThroughSlots, typename Directly>
+void SharedMemoryCollectives::runChosen(ChosenKind kind, size_t bytes, ThroughSlots throughSlots,
+                                        Directly directly) {
+  Choice& choice = choices_[kind];
+  const uint64_t call = choice.calls++;
+  std::atomic<uint32_t>* ways = header().ways[kind];
+  if (rank_ == 0) {
+    ways[(call + 1) % 2].store(static_cast<uint32_t>(choice.faster.next()),
+                               std::memory_order_relaxed);
+  }
+  const uint32_t way = ways[call % 2].load(std::memory_order_relaxed);
+  const auto start = std::chrono::steady_clock::now();
+  if (way == 1) {
+    directly();
+    ++choice.taken.second;
+  } else {
+    throughSlots();
+    ++choice.taken.first;
+  }
+  if (rank_ != 0) return;
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  choice.faster.took(static_cast<int>(way), bytes, took.count());
 }
 
 void SharedMemoryCollectives::broadcast(const void* in, void* out, size_t count, DataType type,
@@ -220,13 +259,23 @@ void SharedMemoryCollectives::broadcast(const void* in, void* out, size_t count,
 }
 
 // A large output (streamOutputsFrom) goes through the slots with
-// streaming stores (docs/comm.md: 1.6-2.1x Open MPI's single copy from 16 MB
-// in some launches on the development VM, 0.62-0.66x in others).
+// streaming stores; from chooseAllgatherPathFrom, so or with direct reads,
+// whichever was faster lately (docs/comm.md).
 void SharedMemoryCollectives::allgather(const void* in, void* out, size_t count, DataType type) {
   const size_t element = sizeOf(type);
-  const bool stream = count * element * static_cast<size_t>(size_) >= streamFromBytes_;
-  if (direct(count * element) && !stream) return allgatherDirect(in, out, count, type);
-  const auto copy = stream ? copyPastTheCache : [](void* to, const void* from, size_t bytes) {
+  const size_t output = count * element * static_cast<size_t>(size_);
+  if (output >= streamFromBytes_) return allgatherThroughSlots(in, out, count, type, true);
+  if (!direct(count * element)) return allgatherThroughSlots(in, out, count, type, false);
+  if (output < choices_[kChosenAllgather].fromBytes) return allgatherDirect(in, out, count, type);
+  runChosen(
+      kChosenAllgather, output, [&] { allgatherThroughSlots(in, out, count, type, true); },
+      [&] { allgatherDirect(in, out, count, type); });
+}
+
+void SharedMemoryCollectives::allgatherThroughSlots(const void* in, void* out, size_t count,
+                                                    DataType type, bool streamed) {
+  const size_t element = sizeOf(type);
+  const auto copy = streamed ? copyPastTheCache : [](void* to, const void* from, size_t bytes) {
     std::memcpy(to, from, bytes);
   };
   throughSlots({Collective::kAllgather, in, true, count, count, type},
@@ -236,7 +285,7 @@ void SharedMemoryCollectives::allgather(const void* in, void* out, size_t count,
                    copy(block + done * element, slot(sequence, r), n * element);
                  }
                });
-  if (stream) finishCopiesPastTheCache();
+  if (streamed) finishCopiesPastTheCache();
 }
 
 // Pieces of the whole input (size x count); of each, a rank reduces only

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "distrun/comm/dtype.h"
+#include "distrun/comm/gloo/shm/faster_path.h"
 #include "distrun/comm/gloo/shm/shared_regions.h"
 #include "distrun/comm/gloo/shm/shared_segment.h"
 #include "distrun/comm/reduce.h"
@@ -73,6 +74,9 @@ struct SharedMemoryFailure : std::runtime_error {
 // An allgather whose output is larger than the cache (streamOutputsFrom)
 // goes through the slots and writes its output with streaming stores,
 // which send the output's lines to memory without reading them first.
+// Large allreduces and allgathers (chooseAllreducePathFrom,
+// chooseAllgatherPathFrom) go through the slots or read directly, whichever
+// rank 0 timed faster lately.
 //
 // With readPeersDirectly, allgather and alltoall blocks from a size up
 // (and with reduceDirectlyBetween and broadcastDirectlyBetween, allreduces
@@ -149,6 +153,27 @@ class SharedMemoryCollectives {
   // and shares directly (runDirect). Every rank calls it with the same
   // bounds, or none does.
   void reduceDirectlyBetween(size_t from, size_t below) { directAllreduce_ = {from, below}; }
+  // From now on, allreduces of at least `bytes` that the band above does
+  // not take go each by shares or with direct reads, whichever rank 0 timed
+  // faster lately (FasterPath): by shares when one core's cache hands data
+  // to another's fast, directly when it does not (docs/comm.md). Rank 0
+  // writes the way of each such call into the segment's header as it
+  // starts the one before, and every rank reads it there, so all take the
+  // same. Every rank calls it with the same `bytes`, or none does; only
+  // where canReadEveryPeer.
+  void chooseAllreducePathFrom(size_t bytes) { choices_[kChosenAllreduce].fromBytes = bytes; }
+  // The same for allgathers whose output holds at least `bytes` (and whose
+  // blocks readPeersDirectly reads directly): through the slots with
+  // streaming stores (streamOutputsFrom), or with direct reads.
+  void chooseAllgatherPathFrom(size_t bytes) { choices_[kChosenAllgather].fromBytes = bytes; }
+  // How many calls the two above sent each way (through the slots,
+  // directly).
+  std::pair<uint64_t, uint64_t> chosenAllreducePaths() const {
+    return choices_[kChosenAllreduce].taken;
+  }
+  std::pair<uint64_t, uint64_t> chosenAllgatherPaths() const {
+    return choices_[kChosenAllgather].taken;
+  }
   // From now on, broadcasts of [from, below) bytes read the root's input
   // directly (broadcastDirect). Every rank calls it with the same bounds,
   // or none does.
@@ -259,6 +284,19 @@ class SharedMemoryCollectives {
   // (whole cache lines; the last share shorter, some maybe empty).
   std::pair<size_t, size_t> shareOf(int rank, size_t count, size_t element) const;
   void runDirect(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  // The calls whose way rank 0 chooses by time.
+  enum ChosenKind : size_t { kChosenAllreduce, kChosenAllgather, kChosenKinds };
+  struct Choice {
+    size_t fromBytes = kNever;
+    FasterPath faster{kProbeEvery};  // rank 0's
+    uint64_t calls = 0;
+    std::pair<uint64_t, uint64_t> taken;
+  };
+  // Runs a `kind` call of `bytes` through the slots or directly, as rank 0
+  // chose; rank 0 times it for the choice of the next ones.
+  template <typename ThroughSlots, typename Directly>
+  void runChosen(ChosenKind kind, size_t bytes, ThroughSlots throughSlots, Directly directly);
+  void allgatherThroughSlots(const void* in, void* out, size_t count, DataType type, bool streamed);
   void runByShares(const void* in, void* out, size_t count, DataType type, ReduceOp op);
   void reduceShareOfSlots(uint32_t inputs, const char* piece, char* result, size_t first,
                           size_t end, DataType type, ReduceOp op) const;
@@ -280,6 +318,10 @@ class SharedMemoryCollectives {
   // What a rank reduces of its share before copying it out (it stays in
   // L1): runByShares and runInPlace.
   static constexpr size_t kReduceBlock = 16 << 10;
+  // Of the calls chooseAllreducePathFrom and chooseAllgatherPathFrom take,
+  // one in this many goes the way last timed slower, to see whether it
+  // still is.
+  static constexpr uint64_t kProbeEvery = 16;
 
   SharedSegment segment_;
   int rank_;
@@ -291,6 +333,7 @@ class SharedMemoryCollectives {
   Band directAllreduce_;
   size_t bySharesFromBytes_ = kNever;
   size_t streamFromBytes_ = kNever;
+  Choice choices_[kChosenKinds];
   Band directBroadcast_;
   bool yieldWhilePolling_ = false;
   uint64_t probe_;             // a known word peers read to see that they can
