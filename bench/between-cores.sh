@@ -4,8 +4,9 @@
 # another's (copy_bandwidth --between-cores: the path of the slots), memcpy
 # with both ranks copying at once (copy_bandwidth --at-once 2: each rank's
 # share of the memory system), distrun's allreduce of SIZE bytes on 2 ranks
-# (in place, through the slots by shares, the slowest rank's time) and the
-# bare Open MPI loop of the same call. On a VM the first moves between
+# (in place, its default way: from 16 MB by shares through the slots or with
+# direct reads, whichever was faster lately; the slowest rank's time) and
+# the bare Open MPI loop of the same call. On a VM the first moves between
 # speeds as the host places the vCPUs (docs/comm.md, "What bounds the large
 # sizes"), at times between two measurements a second apart, so it is
 # measured before and after the allreduces and a round counts as steady

@@ -37,7 +37,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,13 +51,17 @@ namespace {
 constexpr size_t kBytes = 256u << 20;
 constexpr size_t kChunk = 256u << 10;
 constexpr int kRounds = 5;
+constexpr int kMostProcesses = 64;  // --at-once
 
 double seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+double gbPerSecond(double bytes, double seconds) { return bytes / seconds / 1e9; }
+
+// GB/s of kBytes moved since `start`.
 double gbPerSecond(std::chrono::steady_clock::time_point start) {
-  return static_cast<double>(kBytes) / seconds(start) / 1e9;
+  return gbPerSecond(static_cast<double>(kBytes), seconds(start));
 }
 
 double bestMemcpy(std::vector<char>& from, std::vector<char>& to) {
@@ -131,7 +134,7 @@ std::pair<double, double> bestCrossProcessReads(std::vector<char>& from, std::ve
 // in all of them at once, and each one's time of each round.
 struct AtOnce {
   pthread_barrier_t start;
-  double seconds[kRounds][64];
+  double seconds[kRounds][kMostProcesses];
 };
 
 void copyInRounds(AtOnce& shared, int process) {
@@ -175,7 +178,7 @@ double slowestOfCopiesAtOnce(int processes) {
   for (int round = 0; ok && round < kRounds; ++round) {
     const double slowest =
         *std::max_element(shared->seconds[round], shared->seconds[round] + processes);
-    best = std::max(best, static_cast<double>(kBytes) / slowest / 1e9);
+    best = std::max(best, gbPerSecond(static_cast<double>(kBytes), slowest));
   }
   ::munmap(memory, sizeof(AtOnce));
   return best;
@@ -219,7 +222,7 @@ double readPieces(Pieces& shared) {
     std::memcpy(to.data(), shared.piece[k % 2], kChunk);
     shared.read.store(k + 1, std::memory_order_release);
   }
-  return static_cast<double>(kPiecesMoved * kChunk) / seconds(start) / 1e9;
+  return gbPerSecond(static_cast<double>(kPiecesMoved * kChunk), seconds(start));
 }
 
 bool mayRunOn(int cpu) {
@@ -275,7 +278,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "--at-once") {
     const int processes = argc > 2 ? std::atoi(argv[2]) : 0;
-    if (processes < 1 || processes > 64) return usage();
+    if (processes < 1 || processes > kMostProcesses) return usage();
     std::vector<char> from(kBytes, 1), to(kBytes, 0);
     const double alone = bestMemcpy(from, to);
     const double each = slowestOfCopiesAtOnce(processes);
