@@ -1,12 +1,17 @@
-# distrun_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...] [PUBLIC_DEPS ...] [INSTALL])
+# distrun_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...] [PUBLIC_DEPS ...] [INSTALL]
+#                    [LIBTORCH])
 #   Creates distrun_<name> with the alias distrun::<name>. DEPS link PRIVATE,
 #   PUBLIC_DEPS link PUBLIC. Sources are listed explicitly, never globbed.
 #   INSTALL: part of the C++ library users build against (`cmake --install`
 #   puts it and its HDRS under the prefix, exported as distrun::<name>).
-# distrun_cc_test(NAME name SRCS ... [DEPS ...] [LABEL l] [RESOURCE_LOCK r])
+#   LIBTORCH: it links LibTorch, whose headers its sources then start with,
+#   precompiled (cmake/DistrunPrecompiledHeaders.cmake).
+# distrun_cc_test(NAME name SRCS ... [DEPS ...] [LABEL l] [RESOURCE_LOCK r] [LIBTORCH])
 #   Creates the GoogleTest binary <name> and registers every test in it with
 #   ctest, each carrying LABEL (default: unit; peers: slurm, mpi, python),
-#   and serialised with other tests holding the same RESOURCE_LOCK. In a
+#   and serialised with other tests holding the same RESOURCE_LOCK. Its
+#   sources start with GoogleTest's headers precompiled, and LibTorch's too
+#   with LIBTORCH, which a test that links LibTorch, directly or not, needs. In a
 #   sanitizer tree (cmake/DistrunSanitizers.cmake) only the binaries that tree
 #   runs are created, each run in shards named asan.<name>.<k> or
 #   tsan.<name>.<k> and labelled asan or tsan.
@@ -28,7 +33,7 @@ function(distrun_apply_warnings target)
 endfunction()
 
 function(distrun_cc_library)
-  cmake_parse_arguments(L "INSTALL" "NAME" "SRCS;HDRS;DEPS;PUBLIC_DEPS" ${ARGN})
+  cmake_parse_arguments(L "INSTALL;LIBTORCH" "NAME" "SRCS;HDRS;DEPS;PUBLIC_DEPS" ${ARGN})
   set(target distrun_${L_NAME})
   add_library(${target} STATIC ${L_SRCS} ${L_HDRS})
   add_library(distrun::${L_NAME} ALIAS ${target})
@@ -39,6 +44,9 @@ function(distrun_cc_library)
   target_link_libraries(${target} PRIVATE ${L_DEPS} PUBLIC ${L_PUBLIC_DEPS})
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   distrun_apply_warnings(${target})
+  if(L_LIBTORCH)
+    distrun_use_pch(${target} distrun_pch_torch)
+  endif()
   if(L_INSTALL)
     set_target_properties(${target} PROPERTIES EXPORT_NAME ${L_NAME})
     install(TARGETS ${target} EXPORT distrunTargets
@@ -57,7 +65,7 @@ function(distrun_cc_test)
   if(NOT DISTRUN_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(T "" "NAME;LABEL;RESOURCE_LOCK" "SRCS;DEPS" ${ARGN})
+  cmake_parse_arguments(T "LIBTORCH" "NAME;LABEL;RESOURCE_LOCK" "SRCS;DEPS" ${ARGN})
   set(labels unit)
   if(T_LABEL)
     set(labels ${T_LABEL})
@@ -72,6 +80,11 @@ function(distrun_cc_test)
     DISTRUN_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     DISTRUN_BINARY_DIR="${PROJECT_BINARY_DIR}")
   distrun_apply_warnings(${T_NAME})
+  if(T_LIBTORCH)
+    distrun_use_pch(${T_NAME} distrun_pch_torch_tests)
+  else()
+    distrun_use_pch(${T_NAME} distrun_pch_tests)
+  endif()
   if(DISTRUN_SANITIZER_LABEL)
     # A sanitizer tree (cmake/DistrunSanitizers.cmake): the binary's shards.
     distrun_sanitizer_register(${T_NAME} ${labels} "${T_RESOURCE_LOCK}")
