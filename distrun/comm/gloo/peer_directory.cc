@@ -1,12 +1,12 @@
 #include "distrun/comm/gloo/peer_directory.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
-#include <cstring>
+#include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <regex>
-#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -24,53 +24,55 @@ std::string peerKey(const std::string& prefix, int rank) {
   return fmt::format("{}/peer/{}", prefix, rank);
 }
 
-// The inodes of this process's sockets, from the /proc/self/fd links.
-std::set<std::string> socketInodes() {
-  std::set<std::string> inodes;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
-    if (target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
-  }
-  return inodes;
-}
-
-// "0100007F:D71B" (tcp) or 32 hex digits ":port" (tcp6) -> "[127.0.0.1]:55067"
-// and the same with the port's two bytes swapped: Gloo 0.5's Address::str()
-// prints the port in network byte order, so its messages name that form.
-std::vector<std::string> formatProcAddress(const std::string& hex, bool v6) {
-  size_t colon = hex.find(':');
-  if (colon == std::string::npos) return {};
-  unsigned char bytes[16] = {};
-  const size_t words = v6 ? 4 : 1;
-  for (size_t w = 0; w < words; ++w) {
-    uint32_t word = static_cast<uint32_t>(std::stoul(hex.substr(w * 8, 8), nullptr, 16));
-    std::memcpy(bytes + w * 4, &word, 4);  // /proc prints host-order words
-  }
+// "[ip]:port" of an IPv4 or IPv6 socket address, and the same with the port's
+// bytes swapped (Gloo 0.5 prints ports in network byte order, so its
+// messages name that form); nothing for other families.
+std::vector<std::string> formatSocketAddress(const sockaddr_storage& address) {
   char text[INET6_ADDRSTRLEN] = {};
-  ::inet_ntop(v6 ? AF_INET6 : AF_INET, bytes, text, sizeof(text));
-  const auto port = static_cast<uint16_t>(std::stoul(hex.substr(colon + 1), nullptr, 16));
+  uint16_t port = 0;
+  if (address.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(address);
+    ::inet_ntop(AF_INET, &in.sin_addr, text, sizeof(text));
+    port = ntohs(in.sin_port);
+  } else if (address.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
+    ::inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
+    port = ntohs(in6.sin6_port);
+  } else {
+    return {};
+  }
   const auto swapped = static_cast<uint16_t>((port >> 8) | (port << 8));
   return {fmt::format("[{}]:{}", text, port), fmt::format("[{}]:{}", text, swapped)};
 }
 
+// The local address of descriptor `fd` if it is a TCP socket (a stream
+// socket of IPv4 or IPv6), else nothing.
+std::vector<std::string> tcpAddressOf(int fd) {
+  int type = 0;
+  socklen_t typeSize = sizeof(type);
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &typeSize) != 0 || type != SOCK_STREAM) {
+    return {};
+  }
+  sockaddr_storage address{};
+  socklen_t addressSize = sizeof(address);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &addressSize) != 0) return {};
+  return formatSocketAddress(address);
+}
+
 }  // namespace
 
+// Asks each descriptor of /proc/self/fd rather than reading /proc/net/tcp,
+// which lists every socket of the network namespace and costs milliseconds
+// (the kernel walks its whole table of connections) on a busy node.
 std::vector<std::string> PeerDirectory::localSocketAddresses() {
-  const std::set<std::string> inodes = socketInodes();
   std::vector<std::string> addresses;
-  for (bool v6 : {false, true}) {
-    std::ifstream table(v6 ? "/proc/self/net/tcp6" : "/proc/self/net/tcp");
-    std::string line;
-    std::getline(table, line);  // header
-    while (std::getline(table, line)) {
-      std::istringstream fields(line);
-      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
-      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
-          timeout >> inode;
-      if (!inodes.count(inode)) continue;
-      for (std::string& a : formatProcAddress(local, v6)) addresses.push_back(std::move(a));
-    }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const std::string name = entry.path().filename().string();
+    int fd = -1;
+    const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), fd);
+    if (error != std::errc() || end != name.data() + name.size()) continue;
+    for (std::string& a : tcpAddressOf(fd)) addresses.push_back(std::move(a));
   }
   return addresses;
 }

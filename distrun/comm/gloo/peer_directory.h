@@ -25,8 +25,9 @@ class PeerDirectory {
     std::vector<std::string> addresses;  // "[ip]:port" of each socket
   };
 
-  // This process's open TCP sockets' local addresses, from /proc, each
-  // also with its port bytes swapped (as Gloo 0.5 prints ports).
+  // This process's open TCP sockets' local addresses (getsockname of each
+  // descriptor), each also with its port bytes swapped (as Gloo 0.5 prints
+  // ports).
   static std::vector<std::string> localSocketAddresses();
   // The addresses in the blob Gloo's connectFullMesh publishes for one rank
   // (`pairs` tcp::Address records, one per peer), as Gloo prints them;

@@ -2,9 +2,15 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <iostream>
+#include <utility>
 
 #include <gloo/transport/tcp/address.h>
 
+#include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/store_server.h"
 
 namespace distrun::comm {
@@ -40,6 +46,58 @@ TEST(PeerDirectoryTest, ListsThisProcessSockets) {
   EXPECT_NE(
       std::find(addresses.begin(), addresses.end(), "[127.0.0.1]:" + std::to_string(server.port())),
       addresses.end());
+}
+
+// A socket of `family` and `type` bound to the loopback address at a port the
+// kernel picks, and that port (0 when this machine has no such loopback).
+std::pair<UniqueFd, uint16_t> boundSocket(int family, int type) {
+  UniqueFd fd(::socket(family, type, 0));
+  sockaddr_storage address{};
+  socklen_t size = 0;
+  if (family == AF_INET) {
+    auto& in = reinterpret_cast<sockaddr_in&>(address);
+    in.sin_family = AF_INET;
+    in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    size = sizeof(in);
+  } else {
+    auto& in6 = reinterpret_cast<sockaddr_in6&>(address);
+    in6.sin6_family = AF_INET6;
+    in6.sin6_addr = in6addr_loopback;
+    size = sizeof(in6);
+  }
+  if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), size) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+    return {std::move(fd), 0};
+  }
+  const uint16_t port = family == AF_INET ? reinterpret_cast<sockaddr_in&>(address).sin_port
+                                          : reinterpret_cast<sockaddr_in6&>(address).sin6_port;
+  return {std::move(fd), ntohs(port)};
+}
+
+bool lists(const std::vector<std::string>& addresses, const std::string& address) {
+  return std::find(addresses.begin(), addresses.end(), address) != addresses.end();
+}
+
+// TCP sockets of IPv4 and IPv6, each port also byte-swapped as Gloo prints
+// it; not a UDP socket, though it has an address of its own.
+TEST(PeerDirectoryTest, ListsTcpSocketsOfBothFamiliesAndNotUdp) {
+  auto [tcp4, port4] = boundSocket(AF_INET, SOCK_STREAM);
+  auto [tcp6, port6] = boundSocket(AF_INET6, SOCK_STREAM);
+  auto [udp, udpPort] = boundSocket(AF_INET, SOCK_DGRAM);
+  const auto swapped = [](uint16_t port) {
+    return static_cast<uint16_t>((port >> 8) | (port << 8));
+  };
+  ASSERT_NE(port4, 0);
+  ASSERT_NE(udpPort, 0);
+  const auto addresses = PeerDirectory::localSocketAddresses();
+  EXPECT_TRUE(lists(addresses, "[127.0.0.1]:" + std::to_string(port4)));
+  EXPECT_TRUE(lists(addresses, "[127.0.0.1]:" + std::to_string(swapped(port4))));
+  EXPECT_FALSE(lists(addresses, "[127.0.0.1]:" + std::to_string(udpPort)));
+  if (port6 == 0) {
+    std::cout << "no IPv6 loopback here: the IPv6 socket is not checked\n";
+  } else {
+    EXPECT_TRUE(lists(addresses, "[::1]:" + std::to_string(port6)));
+  }
 }
 
 gloo::transport::tcp::Address loopback(uint16_t port) {
