@@ -5,14 +5,15 @@
 #   INSTALL: part of the C++ library users build against (`cmake --install`
 #   puts it and its HDRS under the prefix, exported as distrun::<name>).
 #   LIBTORCH: it links LibTorch, whose headers its sources then start with,
-#   precompiled (cmake/DistrunPrecompiledHeaders.cmake).
+#   precompiled, in a tree with DISTRUN_PRECOMPILED_HEADERS
+#   (cmake/DistrunPrecompiledHeaders.cmake).
 # distrun_cc_test(NAME name SRCS ... [DEPS ...] [LABEL l] [RESOURCE_LOCK r] [LIBTORCH])
 #   Creates the GoogleTest binary <name> and registers every test in it with
 #   ctest, each carrying LABEL (default: unit; peers: slurm, mpi, python),
-#   and serialised with other tests holding the same RESOURCE_LOCK. Its
-#   sources start with GoogleTest's headers precompiled, and LibTorch's too
-#   with LIBTORCH, which a test that links LibTorch, directly or not, needs. In a
-#   sanitizer tree (cmake/DistrunSanitizers.cmake) only the binaries that tree
+#   and serialised with other tests holding the same RESOURCE_LOCK. In a tree
+#   with DISTRUN_PRECOMPILED_HEADERS its sources start with GoogleTest's
+#   headers precompiled, and LibTorch's too with LIBTORCH, which a test that
+#   links LibTorch, directly or not, needs. In a sanitizer tree (cmake/DistrunSanitizers.cmake) only the binaries that tree
 #   runs are created, each run in shards named asan.<name>.<k> or
 #   tsan.<name>.<k> and labelled asan or tsan.
 
