@@ -13,9 +13,10 @@
 #   and serialised with other tests holding the same RESOURCE_LOCK. In a tree
 #   with DISTRUN_PRECOMPILED_HEADERS its sources start with GoogleTest's
 #   headers precompiled, and LibTorch's too with LIBTORCH, which a test that
-#   links LibTorch, directly or not, needs. In a sanitizer tree (cmake/DistrunSanitizers.cmake) only the binaries that tree
-#   runs are created, each run in shards named asan.<name>.<k> or
-#   tsan.<name>.<k> and labelled asan or tsan.
+#   links LibTorch, directly or not, needs. In a sanitizer tree
+#   (cmake/DistrunSanitizers.cmake) only the binaries that tree runs are
+#   created, each run in shards named asan.<name>.<k> or tsan.<name>.<k> and
+#   labelled asan or tsan.
 
 set(DISTRUN_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
     -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual -Wimplicit-fallthrough)
