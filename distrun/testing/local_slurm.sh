@@ -156,11 +156,43 @@ watch() {
   rm -rf "$dir"
 }
 
-# Sends SIGTERM to every daemon at once (each takes about 2 s to exit), waits
-# up to 10 s for all of them, then SIGKILLs what is left.
+# The step daemons (slurmstepd) of this cluster's steps, by the configuration
+# they run with. They have no pid file and outlive slurmd: one whose step was
+# still running when its slurmd went keeps retrying to report the step's end,
+# for good, to daemons that are gone.
+step_daemons() {
+  local dir=$1 proc
+  for proc in /proc/[0-9]*; do
+    [[ $(cat "$proc/comm" 2>/dev/null) == slurmstepd ]] || continue
+    if tr '\0' '\n' <"$proc/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$dir/slurm.conf"; then
+      echo "${proc#/proc/}"
+    fi
+  done
+}
+
+# PIDS and every process below them.
+with_descendants() {
+  local table pid
+  local -a todo=("$@")
+  table=$(ps -e -o pid=,ppid=)
+  while ((${#todo[@]})); do
+    pid=${todo[0]}
+    todo=("${todo[@]:1}")
+    echo "$pid"
+    todo+=($(awk -v parent="$pid" '$2 == parent {print $1}' <<<"$table"))
+  done
+}
+
+# SIGKILLs the step daemons and their tasks (test leftovers: a step daemon
+# ignores SIGTERM), all found before any dies, so that no task is orphaned;
+# then sends SIGTERM to every daemon at once (each takes about 2 s to exit),
+# waits up to 10 s for all of them, and SIGKILLs what is left.
 stop() {
   local dir=$1 f pid i pids=()
   [[ -d $dir ]] || return 0
+  local steps
+  steps=$(step_daemons "$dir")
+  [[ -z $steps ]] || kill -9 $(with_descendants $steps) 2>/dev/null || true
   for f in "$dir"/slurmd.*.pid "$dir/slurmctld.pid" "$dir/munge/munged.pid"; do
     [[ -f $f ]] || continue
     pid=$(cat "$f" 2>/dev/null || true)

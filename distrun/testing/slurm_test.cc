@@ -235,5 +235,31 @@ TEST(LocalSlurmClusterTest, AKilledOwnerLeavesNoDaemonsBehind) {
   std::filesystem::remove(pids);
 }
 
+// A cluster stopped while a job still runs leaves nothing behind: not the
+// step daemons (slurmstepd has no pid file and outlives slurmd, retrying for
+// good to report its step's end), not the job's tasks.
+TEST(LocalSlurmClusterTest, StoppingItWhileAJobRunsLeavesNoProcess) {
+  if (const std::string why = LocalSlurmCluster::unavailableReason(); !why.empty()) {
+    GTEST_SKIP() << why;
+  }
+  std::string conf;
+  {
+    LocalSlurmCluster cluster(1);
+    conf = cluster.dir() + "/slurm.conf";
+    ASSERT_EQ(runCommand(cluster.env() + "sbatch -N1 --wrap 'srun sleep 317'").exitCode, 0);
+    // "slee[p]": the pattern does not match the shell that runs pgrep.
+    ASSERT_EQ(runCommand("for i in $(seq 150); do pgrep -f 'slee[p] 317$' >/dev/null && exit 0; "
+                         "sleep 0.2; done; exit 1")
+                  .exitCode,
+              0)
+        << "the job's task never started";
+  }
+  const CommandResult left = runCommand(
+      "pgrep -af 'slee[p] 317'; for p in $(pgrep -x slurmstepd); do "
+      "tr '\\0' '\\n' <\"/proc/$p/environ\" 2>/dev/null | grep -qxF " +
+      quote("SLURM_CONF=" + conf) + " && echo \"slurmstepd $p\"; done; true");
+  EXPECT_EQ(left.out, "");
+}
+
 }  // namespace
 }  // namespace distrun::testing
