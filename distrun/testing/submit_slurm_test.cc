@@ -214,12 +214,12 @@ TEST_F(PreemptionTest, AWarnedJobSnapshotsRequeuesAndEndsAsIfUninterrupted) {
 // about 80 s here, whatever this machine's speed (epochsLasting), so the
 // first run is warned by Slurm itself, snapshots and requeues; once the
 // requeued run has resumed, the test lifts the limit so that the training
-// ends, with an uninterrupted run's parameters.
+// ends on every rank with the same parameters. That the resumed run ends
+// with an uninterrupted run's parameters is the test above's check (the same
+// snapshot and resume, only the warning's sender differs): a reference run
+// here would be 80 s more of training, the costliest part of the test.
 TEST_F(PreemptionTest, AOneMinuteLimitSignalsRequeuesAndFinishesTheTraining) {
   const int epochs = epochsLasting(80);
-  const std::string want = uninterruptedChecksum(training(epochs));
-  ASSERT_NE(want, "");
-  std::filesystem::remove(dir_ / "run.snap");
   const std::string log = (dir_ / "submit.log").string();
   int pid = startSubmit("--nodes 2 --time 1 --signal-grace 50 --output " +
                             quote((dir_ / "%j.out").string()) + " --" + training(epochs),
@@ -242,8 +242,10 @@ TEST_F(PreemptionTest, AOneMinuteLimitSignalsRequeuesAndFinishesTheTraining) {
   EXPECT_EQ(slurm("scontrol update JobId=" + id + " TimeLimit=30").exitCode, 0);
   EXPECT_EQ(waitCommand(pid), 0) << read(log);
   const std::string out = read(log);
+  EXPECT_THAT(out, HasSubstr("resumed from "));
   EXPECT_THAT(out, HasSubstr("ended COMPLETED with exit code 0"));
-  EXPECT_EQ(lastChecksum(out), want) << out;
+  EXPECT_THAT(out, HasSubstr("epoch " + std::to_string(epochs) + "/" + std::to_string(epochs)));
+  EXPECT_NE(lastChecksum(out), "") << "no 'parameters identical on all 4 ranks' line: " << out;
 }
 
 }  // namespace
