@@ -42,7 +42,7 @@ class Checker {
   std::vector<std::string> run() {
     reducible_ = comm_.allocateReducible(reducibleBytes());
     for (bool async : {false, true}) {
-      for (DataType t : kAllDataTypes) {
+      for (DataType t : options_.types) {
         for (bool inPlace : {false, true}) {
           for (size_t count : options_.counts) {
             addReductions(t, count, inPlace);
@@ -220,7 +220,7 @@ class Checker {
     if (size_ == 1) return;
     const int next = (rank_ + 1) % size_;
     const int previous = (rank_ + size_ - 1) % size_;
-    for (DataType t : kAllDataTypes) {
+    for (DataType t : options_.types) {
       for (size_t n : options_.counts) {
         std::vector<char> a(n * sizeOf(t) + 1), b(n * sizeOf(t) + 1);
         std::vector<char> ra(a.size()), rb(b.size());

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@ struct ContractOptions {
   // Element counts per rank (per block for allgather, reduce_scatter and
   // alltoall): 0, 1 and odd ones included.
   std::vector<size_t> counts = {0, 1, 2, 7, 33, 1031};
+  // The data types checked: all of them unless a run chooses fewer.
+  std::vector<DataType> types{std::begin(kAllDataTypes), std::end(kAllDataTypes)};
 };
 
 // The Communicator contract, checked on a live communicator: every
