@@ -40,12 +40,14 @@ TEST(PeerDirectoryTest, NamesTheRankBehindAnAddressInAnError) {
   EXPECT_EQ(directory.describe(2), "rank 2 (host c, pid 12)");
 }
 
+bool lists(const std::vector<std::string>& addresses, const std::string& address) {
+  return std::find(addresses.begin(), addresses.end(), address) != addresses.end();
+}
+
 TEST(PeerDirectoryTest, ListsThisProcessSockets) {
   rdzv::StoreServer server("127.0.0.1", 0, "t");
-  auto addresses = PeerDirectory::localSocketAddresses();
-  EXPECT_NE(
-      std::find(addresses.begin(), addresses.end(), "[127.0.0.1]:" + std::to_string(server.port())),
-      addresses.end());
+  EXPECT_TRUE(
+      lists(PeerDirectory::localSocketAddresses(), "[127.0.0.1]:" + std::to_string(server.port())));
 }
 
 // A socket of `family` and `type` bound to the loopback address at a port the
@@ -72,10 +74,6 @@ std::pair<UniqueFd, uint16_t> boundSocket(int family, int type) {
   const uint16_t port = family == AF_INET ? reinterpret_cast<sockaddr_in&>(address).sin_port
                                           : reinterpret_cast<sockaddr_in6&>(address).sin6_port;
   return {std::move(fd), ntohs(port)};
-}
-
-bool lists(const std::vector<std::string>& addresses, const std::string& address) {
-  return std::find(addresses.begin(), addresses.end(), address) != addresses.end();
 }
 
 // TCP sockets of IPv4 and IPv6, each port also byte-swapped as Gloo prints
