@@ -161,13 +161,20 @@ watch() {
 # still running when its slurmd went keeps retrying to report the step's end,
 # for good, to daemons that are gone.
 step_daemons() {
-  local dir=$1 proc
-  for proc in /proc/[0-9]*; do
-    [[ $(cat "$proc/comm" 2>/dev/null) == slurmstepd ]] || continue
-    if tr '\0' '\n' <"$proc/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$dir/slurm.conf"; then
-      echo "${proc#/proc/}"
+  local dir=$1 pid
+  for pid in $(pgrep -x slurmstepd); do
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$dir/slurm.conf"; then
+      echo "$pid"
     fi
   done
+}
+
+# SIGKILLs the step daemons and their tasks, all found before any dies, so
+# that no task is orphaned (a step daemon ignores SIGTERM).
+kill_steps() {
+  local steps
+  steps=$(step_daemons "$1")
+  [[ -z $steps ]] || kill -9 $(with_descendants $steps) 2>/dev/null || true
 }
 
 # PIDS and every process below them.
@@ -183,16 +190,15 @@ with_descendants() {
   done
 }
 
-# SIGKILLs the step daemons and their tasks (test leftovers: a step daemon
-# ignores SIGTERM), all found before any dies, so that no task is orphaned;
-# then sends SIGTERM to every daemon at once (each takes about 2 s to exit),
-# waits up to 10 s for all of them, and SIGKILLs what is left.
+# Kills the steps (test leftovers), then sends SIGTERM to every daemon at
+# once (each takes about 2 s to exit), waits up to 10 s for all of them,
+# SIGKILLs what is left, and kills the steps again: a step that slurmd was
+# launching while the first search ran (srun had asked for it) appears only
+# after it, and once slurmd is gone no new one can.
 stop() {
   local dir=$1 f pid i pids=()
   [[ -d $dir ]] || return 0
-  local steps
-  steps=$(step_daemons "$dir")
-  [[ -z $steps ]] || kill -9 $(with_descendants $steps) 2>/dev/null || true
+  kill_steps "$dir"
   for f in "$dir"/slurmd.*.pid "$dir/slurmctld.pid" "$dir/munge/munged.pid"; do
     [[ -f $f ]] || continue
     pid=$(cat "$f" 2>/dev/null || true)
@@ -201,10 +207,11 @@ stop() {
   for ((i = 0; i < 100; i++)); do
     local alive=0
     for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [[ $alive -eq 0 ]] && return 0
+    [[ $alive -eq 0 ]] && break
     sleep 0.1
   done
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  kill_steps "$dir"
 }
 
 case ${1:-} in

@@ -237,7 +237,10 @@ TEST(LocalSlurmClusterTest, AKilledOwnerLeavesNoDaemonsBehind) {
 
 // A cluster stopped while a job still runs leaves nothing behind: not the
 // step daemons (slurmstepd has no pid file and outlives slurmd, retrying for
-// good to report its step's end), not the job's tasks.
+// good to report its step's end), not the job's tasks. The pattern waited for
+// matches srun as well as its task, so the stop may come while slurmd is still
+// launching the step: a step daemon that appears after the stop's first
+// search for them must be found too.
 TEST(LocalSlurmClusterTest, StoppingItWhileAJobRunsLeavesNoProcess) {
   if (const std::string why = LocalSlurmCluster::unavailableReason(); !why.empty()) {
     GTEST_SKIP() << why;
