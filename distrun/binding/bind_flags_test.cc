@@ -5,6 +5,7 @@
 
 #include "distrun/binding/local_topology.h"
 #include "distrun/common/error.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::binding {
 namespace {

@@ -5,6 +5,7 @@
 
 #include "distrun/cluster/site_profile.h"
 #include "distrun/common/error.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::binding {
 namespace {

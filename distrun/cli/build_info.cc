@@ -18,8 +18,25 @@ BuildInfo thisBuild() {
                    .backends = comm::availableBackends(),
                    .mpiLibrary = comm::mpiLibrary(),
                    .libtorch = DISTRUN_BUILD_TORCH_VERSION,
-                   .nccl = false};
+                   .nccl = false,
+                   .cuda = DISTRUN_BUILD_CUDA_VERSION,
+                   .ncclLibrary = DISTRUN_BUILD_NCCL_VERSION};
 }
+
+namespace {
+
+// The GPU toolchain line of `distrun --version`.
+std::string gpuText(const BuildInfo& b) {
+  if (b.cuda.empty()) return "no CUDA toolkit (none found at build time, or -DDISTRUN_NCCL=OFF)";
+  if (b.ncclLibrary.empty()) return fmt::format("CUDA {}, no NCCL found at build time", b.cuda);
+  return fmt::format("CUDA {}, NCCL {} (found at build time)", b.cuda, b.ncclLibrary);
+}
+
+nlohmann::ordered_json stringOrNull(const std::string& s) {
+  return s.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s);
+}
+
+}  // namespace
 
 std::string versionText(const BuildInfo& b) {
   std::string backends = join(b.backends, ", ");
@@ -31,10 +48,11 @@ std::string versionText(const BuildInfo& b) {
   return fmt::format(
       "distrun {} (commit {}, {} {})\n"
       "backends: {}; nccl: {}\n"
+      "gpu: {}\n"
       "training: {}\n"
       "containers: built in (distrun wrap, --container; bubblewrap and squashfuse at run time)",
       b.version, b.commit, b.compiler, b.buildType.empty() ? "build" : b.buildType, backends,
-      b.nccl ? "built" : "not built", training);
+      b.nccl ? "built" : "not built", gpuText(b), training);
 }
 
 nlohmann::ordered_json toJson(const BuildInfo& b) {
@@ -45,9 +63,10 @@ nlohmann::ordered_json toJson(const BuildInfo& b) {
   j["build_type"] = b.buildType;
   j["backends"] = b.backends;
   j["mpi_library"] = b.mpiLibrary;
-  j["libtorch"] =
-      b.libtorch.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(b.libtorch);
+  j["libtorch"] = stringOrNull(b.libtorch);
   j["nccl"] = b.nccl;
+  j["cuda"] = stringOrNull(b.cuda);
+  j["nccl_library"] = stringOrNull(b.ncclLibrary);
   j["containers"] = true;
   return j;
 }

@@ -20,6 +20,9 @@ struct BuildInfo {
                                       // (asked of the library at run time)
   std::string libtorch;               // the LibTorch version distrun-train links
   bool nccl = false;                  // a NCCL backend (not built yet)
+  std::string cuda;                   // the CUDA toolkit found at build time, "13.0.88";
+                                      // empty when none was (or -DDISTRUN_NCCL=OFF)
+  std::string ncclLibrary;            // the NCCL found beside it, "2.28.9"; empty likewise
 };
 
 BuildInfo thisBuild();

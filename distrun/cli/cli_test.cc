@@ -9,6 +9,7 @@
 #include "distrun/cli/build_info.h"
 #include "distrun/common/error.h"
 #include "distrun/config.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::cli {
 namespace {
@@ -159,6 +160,14 @@ TEST(CliTest, VersionNamesTheCommitAndThePartsBuiltIn) {
                        "GNU [0-9.]+ [A-Za-z]*\\)\n(.|\n)*"));
   EXPECT_THAT(out, HasSubstr(DISTRUN_WITH_MPI ? "backends: gloo, mpi (" : "backends: gloo; "));
   EXPECT_THAT(out, HasSubstr("nccl: not built"));
+  EXPECT_THAT(out, HasSubstr("\ngpu: "));
+  if (DISTRUN_WITH_NCCL) {
+    EXPECT_THAT(out, ::testing::ContainsRegex(
+                         "\ngpu: CUDA [0-9]+\\.[0-9]+\\.[0-9]+, NCCL [0-9]+\\.[0-9]+\\.[0-9]+ "
+                         "\\(found at build time\\)\n"));
+  } else {
+    EXPECT_THAT(out, ::testing::Not(HasSubstr("NCCL ")));
+  }
   EXPECT_THAT(out, ::testing::ContainsRegex("training: LibTorch [0-9]+\\.[0-9]+"));
   EXPECT_THAT(out, HasSubstr("containers: built in"));
   const BuildInfo build = thisBuild();
@@ -175,6 +184,25 @@ TEST(CliTest, VersionOfABuildWithoutTheTrainingRuntimeSaysSo) {
               HasSubstr("\ntraining: not built (-DDISTRUN_TRAIN=OFF: no distrun-train, no "
                         "libdistrun training library)\n"));
   EXPECT_TRUE(toJson(build)["libtorch"].is_null());
+}
+
+// The GPU toolchain line for each thing CMake may have found: both, CUDA
+// alone, or neither; JSON has null where nothing was found.
+TEST(CliTest, VersionNamesTheGpuToolchainFoundOrItsAbsence) {
+  BuildInfo build = thisBuild();
+  build.cuda = "13.0.88";
+  build.ncclLibrary = "2.28.9";
+  EXPECT_THAT(versionText(build),
+              HasSubstr("\ngpu: CUDA 13.0.88, NCCL 2.28.9 (found at build time)\n"));
+  EXPECT_EQ(toJson(build)["nccl_library"], "2.28.9");
+  build.ncclLibrary = "";
+  EXPECT_THAT(versionText(build), HasSubstr("\ngpu: CUDA 13.0.88, no NCCL found at build time\n"));
+  build.cuda = "";
+  EXPECT_THAT(
+      versionText(build),
+      HasSubstr("\ngpu: no CUDA toolkit (none found at build time, or -DDISTRUN_NCCL=OFF)\n"));
+  EXPECT_TRUE(toJson(build)["cuda"].is_null());
+  EXPECT_TRUE(toJson(build)["nccl_library"].is_null());
 }
 
 TEST(EnvCommandTest, ContradictoryEnvironmentIsAConfigError) {

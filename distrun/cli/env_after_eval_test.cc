@@ -10,6 +10,7 @@
 #include "distrun/cli/cli.h"
 #include "distrun/cluster/leftovers.h"
 #include "distrun/common/strings.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::cli {
 namespace {

@@ -19,6 +19,7 @@
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
 #include "distrun/launch/run_options.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::cli {
 

@@ -14,6 +14,7 @@
 #include "distrun/cli/source_paths_testing.h"
 #include "distrun/common/error.h"
 #include "distrun/launch/run_options.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::cli {
 namespace {

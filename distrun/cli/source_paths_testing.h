@@ -2,6 +2,7 @@
 // For the cli tests: files and folders of the source tree they give distrun
 // as arguments (the test binary is built with DISTRUN_SOURCE_DIR).
 #include <string>
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::cli::testing {
 

@@ -5,6 +5,7 @@
 
 #include "distrun/cli/cli.h"
 #include "distrun/submit/job_watch.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::cli {
 namespace {

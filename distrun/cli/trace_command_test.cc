@@ -12,6 +12,7 @@
 
 #include "distrun/cli/cli.h"
 #include "distrun/common/environment.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::cli {
 namespace {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/common/error.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::cluster {
 namespace {

@@ -13,6 +13,7 @@
 #include "distrun/comm_bench/report.h"
 #include "distrun/comm_bench/runner.h"
 #include "distrun/common/error.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::comm_bench {
 namespace {

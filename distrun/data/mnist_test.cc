@@ -7,6 +7,7 @@
 
 #include "distrun/data/idx.h"
 #include "distrun/data/test_files.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::data {
 namespace {

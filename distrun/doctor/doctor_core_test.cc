@@ -13,6 +13,7 @@
 #include "distrun/doctor/doctor_cli.h"
 #include "distrun/doctor/job_report.h"
 #include "distrun/doctor/meeting.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::doctor {
 namespace {

@@ -12,6 +12,7 @@
 #include "distrun/common/error.h"
 #include "distrun/doctor/checks.h"
 #include "distrun/doctor/report_format.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::doctor {
 namespace {

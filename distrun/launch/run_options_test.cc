@@ -8,6 +8,7 @@
 #include "distrun/cluster/master_port.h"
 #include "distrun/common/error.h"
 #include "distrun/common/user_secret.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::launch {
 namespace {

@@ -11,6 +11,7 @@
 
 #include "distrun/binding/bind_flags.h"
 #include "distrun/binding/local_topology.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::launch {
 namespace {

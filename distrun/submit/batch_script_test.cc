@@ -10,6 +10,7 @@
 #include "distrun/common/system.h"
 #include "distrun/submit/batch_job.h"
 #include "distrun/submit/submit_plan.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::submit {
 namespace {

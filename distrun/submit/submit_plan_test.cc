@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/common/error.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::submit {
 namespace {

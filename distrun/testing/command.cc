@@ -11,6 +11,7 @@
 #include "distrun/common/strings.h"
 #include "distrun/common/system.h"
 #include "distrun/common/unique_fd.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::testing {
 

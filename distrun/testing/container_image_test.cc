@@ -21,6 +21,7 @@
 #include "distrun/container/sif.h"
 #include "distrun/testing/command.h"
 #include "distrun/testing/container_tools.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::testing {
 namespace {

@@ -13,6 +13,7 @@
 #include "distrun/binding/binding_plan.h"
 #include "distrun/common/system.h"
 #include "distrun/testing/command.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::testing {
 namespace {

@@ -17,6 +17,7 @@
 
 #include "distrun/common/temp_dir_testing.h"
 #include "distrun/testing/command.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::testing {
 namespace {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/testing/command.h"
+#include "distrun/testing/tree_paths.h"
 #include "distrun/trace_merge/merge.h"
 #include "distrun/trace_merge/trace_test_folder.h"
 

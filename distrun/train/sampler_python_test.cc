@@ -19,6 +19,7 @@
 
 #include "distrun/common/unique_fd.h"
 #include "distrun/data/synthetic.h"
+#include "distrun/testing/tree_paths.h"
 #include "distrun/train/sampler.h"
 
 namespace distrun::train {
