@@ -6,12 +6,12 @@
 // definitions, so that no other object holds the clone's path and ccache
 // serves a second clone of the same commit (docs/development.md).
 
-namespace distrun::testing {
+namespace distrun::tree_paths {
 
 const char* sourceDir();
 const char* binaryDir();
 
-}  // namespace distrun::testing
+}  // namespace distrun::tree_paths
 
-#define DISTRUN_SOURCE_DIR (::distrun::testing::sourceDir())
-#define DISTRUN_BINARY_DIR (::distrun::testing::binaryDir())
+#define DISTRUN_SOURCE_DIR (::distrun::tree_paths::sourceDir())
+#define DISTRUN_BINARY_DIR (::distrun::tree_paths::binaryDir())
