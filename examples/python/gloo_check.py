@@ -35,8 +35,12 @@ def check_contract():
     missing = [name for name in CONTRACT if name not in os.environ]
     if missing:
         fail(f"missing variables: {', '.join(missing)}")
-    if os.environ["TORCHELASTIC_USE_AGENT_STORE"] != "False":
-        fail("TORCHELASTIC_USE_AGENT_STORE must be False")
+    # Who hosts the workers' store: rank 0 (False: distrun, torchrun 1.x) or
+    # the agent, at MASTER_ADDR:MASTER_PORT (True: torchrun 2.4 and later).
+    # init_process_group below then shows that the value was right.
+    if os.environ["TORCHELASTIC_USE_AGENT_STORE"] not in ("False", "True"):
+        fail("TORCHELASTIC_USE_AGENT_STORE must be False or True, not "
+             + repr(os.environ["TORCHELASTIC_USE_AGENT_STORE"]))
     if hasattr(dist, "is_torchelastic_launched") and not dist.is_torchelastic_launched():
         fail("torch does not see a torchelastic launch")
 
