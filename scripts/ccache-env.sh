@@ -14,4 +14,11 @@ use_ccache() {
   export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-16G}
   export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
+  # __FILE__ (every GoogleTest TEST, DISTRUN_ENFORCE) and the debug
+  # information name sources relative to the clone, so an object is the same
+  # in every clone: without it each unity batch, which includes its sources
+  # by absolute path, missed the cache in a new folder. CMake takes CXXFLAGS
+  # and CFLAGS when it first configures a tree.
+  export CXXFLAGS="${CXXFLAGS:+$CXXFLAGS }-ffile-prefix-map=$PWD/="
+  export CFLAGS="${CFLAGS:+$CFLAGS }-ffile-prefix-map=$PWD/="
 }

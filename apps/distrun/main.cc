@@ -21,11 +21,12 @@ int main(int argc, char** argv) {
       .toolDir = executable.substr(0, executable.rfind('/')),
   };
   std::vector<std::string> args(argv + 1, argv + argc);
-  // Through a link named torchrun, distrun is `distrun run`: it drops into
-  // containers and scripts in torchrun's place.
+  // Through a link named torchrun, distrun is `distrun run` with torchrun's
+  // rule for PROGRAM: it drops into containers and scripts in torchrun's place.
   std::string name = argv[0];
   if (name.substr(name.rfind('/') + 1) == "torchrun") {
     args.insert(args.begin(), "run");
+    ctx.asTorchrun = true;
   }
   return distrun::cli::runCli(args, ctx);
 }

@@ -70,6 +70,9 @@ struct CliContext {
   // Parse and check the command line and start nothing: how `distrun
   // submit` checks its job's commands before sbatch (checkCommandLine).
   bool checkOnly = false;
+  // Started through a link named torchrun (apps/distrun/main.cc): `run`,
+  // whose PROGRAM runs under Python unless --no-python, as torchrun's does.
+  bool asTorchrun = false;
 };
 
 // Runs `distrun ARGS...` (args excludes the program name) and returns the

@@ -182,6 +182,7 @@ int runLauncher(launch::RunOptions& o, CliContext& ctx) {
 
 Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program) {
   auto options = std::make_shared<RunOptions>();
+  options->pythonByDefault = ctx.asTorchrun;
   auto ignored = std::make_shared<std::string>();
   CLI::App* cmd =
       app.add_subcommand("run",

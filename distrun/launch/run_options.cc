@@ -360,8 +360,8 @@ std::string randomHex() { return distrun::randomHex(16); }
 
 bool runsUnderPython(const RunOptions& o) {
   const std::string& program = o.program.front();
-  return o.module || o.runPath ||
-         (!o.noPython && program.size() > 3 && program.compare(program.size() - 3, 3, ".py") == 0);
+  const bool pythonFile = program.size() > 3 && program.compare(program.size() - 3, 3, ".py") == 0;
+  return o.module || o.runPath || (!o.noPython && (o.pythonByDefault || pythonFile));
 }
 
 PythonChoice choosePython(const RunOptions& o, const Environment& env) {

@@ -31,6 +31,9 @@ struct RunOptions {
   bool module = false;
   bool noPython = false;
   bool runPath = false;
+  // torchrun's rule, through the torchrun link: PROGRAM runs under Python
+  // whatever its name, unless --no-python. Otherwise only a .py PROGRAM does.
+  bool pythonByDefault = false;
   std::optional<std::string> logDir;
   std::string redirects = "0";
   std::string tee = "0";

@@ -54,6 +54,22 @@ TEST(WorkerCommandTest, PythonOnlyForPythonPrograms) {
   EXPECT_EQ(workerCommand(withProgram({"t.py"}), custom).front(), "/usr/bin/python3");
 }
 
+// Through the torchrun link, as torchrun: any PROGRAM is a Python script
+// (a training script without .py, the cause of "Permission denied" before),
+// unless --no-python; -m still runs a module.
+TEST(WorkerCommandTest, AsTorchrunEveryProgramRunsUnderPythonButWithNoPython) {
+  MapEnvironment env;
+  RunOptions o = withProgram({"train", "--lr", "1"});
+  o.pythonByDefault = true;
+  EXPECT_THAT(workerCommand(o, env), ElementsAre("python3", "-u", "train", "--lr", "1"));
+  o.noPython = true;
+  EXPECT_THAT(workerCommand(o, env), ElementsAre("train", "--lr", "1"));
+  RunOptions m = withProgram({"pkg.train"});
+  m.pythonByDefault = true;
+  m.module = true;
+  EXPECT_THAT(workerCommand(m, env), ElementsAre("python3", "-u", "-m", "pkg.train"));
+}
+
 TEST(WorkerCommandTest, ThePythonAndWhereItCameFrom) {
   RunOptions o = withProgram({"train.py"});
   AgentConfig c = resolve(o);

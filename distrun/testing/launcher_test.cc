@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -273,6 +274,21 @@ TEST_F(LauncherTest, TorchrunNameIsDistrunRun) {
   EXPECT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("[0:0] 0\n"));
   EXPECT_THAT(r.out, HasSubstr("[0:1] 1\n"));
+}
+
+// A script without .py through the torchrun link is run by Python, as
+// torchrun runs it (here `python3 -u` from PATH).
+TEST_F(LauncherTest, TorchrunNameRunsAScriptWithoutPyUnderPython) {
+  const std::string script = dir_ + "/train";
+  {
+    std::ofstream out(script);
+    out << "import os\nprint('python', os.environ['RANK'])\n";
+  }
+  CommandResult r =
+      runCommand(quote(binaryPath("torchrun")) + " --nproc_per_node=2 " + quote(script));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[0:0] python 0"));
+  EXPECT_THAT(r.out, HasSubstr("[0:1] python 1"));
 }
 
 TEST_F(LauncherTest, PetVariablesAndRedirects) {
