@@ -190,7 +190,7 @@ TEST(NodeTopologyVariableTest, ReadsTheXmlItNames) {
   NodeTopology node = readNodeTopology(env, "here");
   EXPECT_EQ(node.gpus.size(), 2u);
   EXPECT_EQ(node.cpus, (CpuList{0, 1}));
-  EXPECT_EQ(readNodeTopology(MapEnvironment(), "here").source, "hwloc on here");
+  EXPECT_EQ(readNodeTopology(MapEnvironment(), "here").source, "sysfs on here");
 }
 
 }  // namespace

@@ -7,22 +7,18 @@
 
 namespace distrun::binding {
 
-// The node this process runs on: the cores it may use (a Slurm step's
-// cgroup hides the others) and its NUMA domains, read with hwloc, and its
-// GPUs (PCI 3D controllers, and display controllers of NVIDIA and AMD; a
-// server's management VGA is not one), read from the kernel's PCI device
-// folders `pciDevices` without hwloc's walk of every device's configuration
-// space (each read about 1 ms on VMs: docs/launcher.md), numbered in PCI
-// bus order as CUDA_DEVICE_ORDER=PCI_BUS_ID and ROCm number them, each with
-// the cores of its local_cpulist. `host` names the source. SystemError (71)
-// when hwloc cannot read the node.
-inline constexpr const char* kPciDevicesFolder = "/sys/bus/pci/devices";
-NodeTopology readLocalTopology(const std::string& host,
-                               const std::string& pciDevices = kPciDevicesFolder);
+// The node this process runs on, from the kernel's files in /sys
+// (readSysfsTopology: sysfs_topology.h): the cores it may use (a Slurm
+// step's cgroup hides the others), its NUMA domains, and its GPUs, numbered
+// in PCI bus order as CUDA_DEVICE_ORDER=PCI_BUS_ID and ROCm number them.
+// `host` names the source ("sysfs on HOST"). IoError (74) when the kernel's
+// CPU list cannot be read.
+NodeTopology readLocalTopology(const std::string& host);
 
-// The same from an hwloc XML export (`lstopo node.xml`) or a synthetic
-// description ("pack:2 numa:1 core:4 pu:2", hwloc's syntax): how a node
-// type is described without running on it, and how tests fake one.
+// The same from an hwloc XML export (`lstopo node.xml`), read with hwloc,
+// or a synthetic description ("pack:2 numa:1 core:4 pu:2", hwloc's
+// syntax): how a node type is described without running on it, and how
+// tests fake one. SystemError (71) when hwloc cannot read it.
 NodeTopology readTopologyXml(const std::string& path);
 NodeTopology readSyntheticTopology(const std::string& description);
 

@@ -2,10 +2,12 @@
 
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "distrun/binding/node_topology.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/exit_code.h"
 #include "distrun/common/system.h"
@@ -73,6 +75,10 @@ struct CliContext {
   // Started through a link named torchrun (apps/distrun/main.cc): `run`,
   // whose PROGRAM runs under Python unless --no-python, as torchrun's does.
   bool asTorchrun = false;
+  // This node's topology, read once a command: `distrun run` checks its
+  // flags against it before the agent starts, and the agent plans on the
+  // same value (run_command.cc). Unset until first read.
+  std::optional<binding::NodeTopology> nodeTopology = std::nullopt;
 };
 
 // Runs `distrun ARGS...` (args excludes the program name) and returns the

@@ -133,12 +133,13 @@ namespace {
 
 launch::RunContext runContext(const Environment& env, CliContext& ctx) {
   HostFacts host = ctx.hostFacts();
+  if (!ctx.nodeTopology) ctx.nodeTopology = binding::readNodeTopology(env, host.hostname);
   return launch::RunContext{env,
                             host,
                             usableCpus(),
                             ctx.builtinSiteDir,
                             visibleGpus(env),
-                            binding::readNodeTopology(env, host.hostname),
+                            ctx.nodeTopology,
                             consoleIsTerminal(env)};
 }
 
