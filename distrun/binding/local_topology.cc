@@ -55,9 +55,7 @@ CpuList coresIn(hwloc_topology_t t, hwloc_const_cpuset_t set) {
 }
 
 bool isGpu(const hwloc_obj_t pci) {
-  int baseAndSub = pci->attr->pcidev.class_id;
-  bool gpuVendor = pci->attr->pcidev.vendor_id == 0x10de || pci->attr->pcidev.vendor_id == 0x1002;
-  return baseAndSub == 0x0302 || baseAndSub == 0x0380 || (baseAndSub == 0x0300 && gpuVendor);
+  return isPciGpu(pci->attr->pcidev.class_id, pci->attr->pcidev.vendor_id);
 }
 
 void addGpus(hwloc_topology_t t, NodeTopology& node) {

@@ -116,13 +116,6 @@ long deviceNumber(const fs::path& device, const char* attribute) {
   }
 }
 
-bool isGpu(long pciClass, long vendor) {
-  if (pciClass < 0) return false;
-  const long baseAndSub = pciClass >> 8;
-  const bool gpuVendor = vendor == 0x10de || vendor == 0x1002;
-  return baseAndSub == 0x0302 || baseAndSub == 0x0380 || (baseAndSub == 0x0300 && gpuVendor);
-}
-
 void addGpus(const fs::path& sysRoot, const std::map<int, int>& core, NodeTopology& node) {
   std::error_code error;
   std::vector<fs::path> devices;
@@ -131,7 +124,8 @@ void addGpus(const fs::path& sysRoot, const std::map<int, int>& core, NodeTopolo
   }
   std::sort(devices.begin(), devices.end());  // "dddd:bb:dd.f": name order is bus order
   for (const fs::path& device : devices) {
-    if (!isGpu(deviceNumber(device, "class"), deviceNumber(device, "vendor"))) continue;
+    const long pciClass = deviceNumber(device, "class");  // 0x030200: base, sub, interface
+    if (pciClass < 0 || !isPciGpu(pciClass >> 8, deviceNumber(device, "vendor"))) continue;
     CpuList cores = coresIn(core, readCpuListFile(device / "local_cpulist").value_or(CpuList{}));
     if (cores.empty()) cores = node.cpus;
     int numa = static_cast<int>(std::max(0L, deviceNumber(device, "numa_node")));
@@ -140,6 +134,11 @@ void addGpus(const fs::path& sysRoot, const std::map<int, int>& core, NodeTopolo
 }
 
 }  // namespace
+
+bool isPciGpu(long baseAndSub, long vendor) {
+  const bool gpuVendor = vendor == 0x10de || vendor == 0x1002;
+  return baseAndSub == 0x0302 || baseAndSub == 0x0380 || (baseAndSub == 0x0300 && gpuVendor);
+}
 
 NodeTopology readSysfsTopology(const std::string& sysRoot, const std::string& source) {
   const fs::path root(sysRoot);

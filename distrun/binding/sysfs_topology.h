@@ -28,4 +28,9 @@ namespace distrun::binding {
 // cannot be read or a CPU list there is malformed.
 NodeTopology readSysfsTopology(const std::string& sysRoot, const std::string& source);
 
+// Whether a PCI device is a GPU by the rule above: `baseAndSub` is its
+// class's base and subclass bytes (0x0302), `vendor` its vendor id. The one
+// rule for sysfs and for hwloc's PCI objects of an XML description.
+bool isPciGpu(long baseAndSub, long vendor);
+
 }  // namespace distrun::binding
