@@ -39,13 +39,6 @@ std::vector<std::string> listAfter(const std::string& value, const std::string& 
   return split(value.substr(prefix.size()), ',');
 }
 
-CpuList onlyWithin(const CpuList& cpus, const CpuList& allowed) {
-  CpuList kept;
-  std::set_intersection(cpus.begin(), cpus.end(), allowed.begin(), allowed.end(),
-                        std::back_inserter(kept));
-  return kept;
-}
-
 bool hasGpus(const NodeTopology& node, const BindRequest& r) {
   if (r.gpu) return r.gpu->mode == GpuBind::Mode::kClosest && !node.gpus.empty();
   return !node.gpus.empty();

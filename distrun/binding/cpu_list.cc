@@ -77,4 +77,11 @@ CpuList without(const CpuList& cpus, const CpuList& removed) {
   return kept;
 }
 
+CpuList onlyWithin(const CpuList& cpus, const CpuList& allowed) {
+  CpuList kept;
+  std::set_intersection(cpus.begin(), cpus.end(), allowed.begin(), allowed.end(),
+                        std::back_inserter(kept));
+  return kept;
+}
+
 }  // namespace distrun::binding

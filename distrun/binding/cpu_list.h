@@ -25,4 +25,7 @@ std::string cpuMask(const CpuList& cpus);
 // The CPUs of `cpus` that are not in `removed`.
 CpuList without(const CpuList& cpus, const CpuList& removed);
 
+// The CPUs of `cpus` that are also in `allowed`.
+CpuList onlyWithin(const CpuList& cpus, const CpuList& allowed);
+
 }  // namespace distrun::binding

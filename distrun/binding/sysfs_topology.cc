@@ -28,13 +28,6 @@ std::optional<CpuList> readCpuListFile(const fs::path& path) {
   }
 }
 
-CpuList within(const CpuList& cpus, const CpuList& allowed) {
-  CpuList kept;
-  std::set_intersection(cpus.begin(), cpus.end(), allowed.begin(), allowed.end(),
-                        std::back_inserter(kept));
-  return kept;
-}
-
 // This process's cgroup cpuset under sysRoot/fs/cgroup: v2's
 // cpuset.cpus.effective at its path ("0::/job_12/step_0"), else v1's
 // cpuset.cpus ("4:cpuset:/slurm/job_12"). nullopt when neither is there.
@@ -62,7 +55,7 @@ CpuList allowedCpus(const fs::path& sysRoot) {
   std::optional<CpuList> cpus = readCpuListFile(online);
   if (!cpus) throw IoError(fmt::format("cannot read the node's CPUs from {}", online.string()));
   std::optional<CpuList> cgroup = cgroupCpus(sysRoot);
-  return cgroup ? within(*cpus, *cgroup) : *cpus;
+  return cgroup ? onlyWithin(*cpus, *cgroup) : *cpus;
 }
 
 // The core of every allowed CPU, as the first allowed thread of that core.
@@ -73,7 +66,7 @@ std::map<int, int> coresOf(const fs::path& sysRoot, const CpuList& allowed) {
                                                              "thread_siblings_list",
                                                              cpu))
                            .value_or(CpuList{cpu});
-    CpuList allowedSiblings = within(siblings, allowed);
+    CpuList allowedSiblings = onlyWithin(siblings, allowed);
     core[cpu] = allowedSiblings.empty() ? cpu : allowedSiblings.front();
   }
   return core;
