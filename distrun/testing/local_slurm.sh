@@ -163,31 +163,43 @@ watch() {
 step_daemons() {
   local dir=$1 pid
   for pid in $(pgrep -x slurmstepd); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$dir/slurm.conf"; then
+    if tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF "SLURM_CONF=$dir/slurm.conf"; then
       echo "$pid"
     fi
   done
 }
 
 # SIGKILLs the step daemons and their tasks, all found before any dies, so
-# that no task is orphaned (a step daemon ignores SIGTERM).
+# that no task is orphaned (a step daemon ignores SIGTERM). A step daemon may be
+# forking its task while the process table is read, and a child forked after
+# that read would outlive its killed parent: so the tree is first frozen
+# (SIGSTOP; a fork that a pending signal meets is undone by the kernel) and
+# read again until a reading finds no process that the last one missed.
 kill_steps() {
-  local steps
+  local steps tree frozen=""
   steps=$(step_daemons "$1")
-  [[ -z $steps ]] || kill -9 $(with_descendants $steps) 2>/dev/null || true
+  [[ -n $steps ]] || return 0
+  while :; do
+    tree=$(with_descendants $steps | sort -n)
+    kill -STOP $tree 2>/dev/null || true
+    [[ $tree == "$frozen" ]] && break
+    frozen=$tree
+  done
+  kill -9 $tree 2>/dev/null || true
 }
 
-# PIDS and every process below them.
+# PIDS and every process below them, from one reading of the process table.
 with_descendants() {
-  local table pid
-  local -a todo=("$@")
-  table=$(ps -e -o pid=,ppid=)
-  while ((${#todo[@]})); do
-    pid=${todo[0]}
-    todo=("${todo[@]:1}")
-    echo "$pid"
-    todo+=($(awk -v parent="$pid" '$2 == parent {print $1}' <<<"$table"))
-  done
+  ps -e -o pid=,ppid= | awk -v roots="$*" '
+    { children[$2] = children[$2] " " $1 }
+    END {
+      n = split(roots, todo, " ")
+      for (i = 1; i <= n; i++) {
+        print todo[i]
+        m = split(children[todo[i]], below, " ")
+        for (j = 1; j <= m; j++) todo[++n] = below[j]
+      }
+    }'
 }
 
 # Kills the steps (test leftovers), then sends SIGTERM to every daemon at

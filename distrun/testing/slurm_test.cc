@@ -264,5 +264,27 @@ TEST(LocalSlurmClusterTest, StoppingItWhileAJobRunsLeavesNoProcess) {
   EXPECT_EQ(left.out, "");
 }
 
+// The race behind the test above, made certain: a step daemon that forks
+// without pause (a copy of bash named slurmstepd, with the cluster's
+// configuration in its environment) has a child that no reading of the
+// process table saw; the stop must kill that child too. Needs no cluster.
+TEST(LocalSlurmClusterTest, StoppingItKillsAChildForkedWhileTheStepsAreRead) {
+  const std::string dir = ::testing::TempDir() + "forking-step-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir + "/cluster");
+  std::filesystem::copy_file("/bin/bash", dir + "/slurmstepd");
+  const std::string marker = "slee[p] 3" + std::to_string(::getpid() % 1000) + "1$";
+  const std::string task = "sleep 3" + std::to_string(::getpid() % 1000) + "1";
+  const CommandResult stop = runCommand(
+      "SLURM_CONF=" + quote(dir + "/cluster/slurm.conf") + " setsid " + quote(dir + "/slurmstepd") +
+      " -c " + quote("while :; do " + task + " & kill $! 2>/dev/null; done") +
+      " </dev/null >/dev/null 2>&1 & sleep 1; bash " +
+      quote(sourcePath("distrun/testing/local_slurm.sh")) + " stop " + quote(dir + "/cluster") +
+      "; sleep 0.5; pgrep -af " + quote(marker) + "; pgrep -f " + quote("^" + dir + "/slurmstepd") +
+      " && echo 'the step daemon'; true");
+  runCommand("pkill -9 -f " + quote(marker) + "; pkill -9 -f " + quote("^" + dir + "/slurmstepd"));
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(stop.out, "");
+}
+
 }  // namespace
 }  // namespace distrun::testing
