@@ -117,7 +117,10 @@ void applyCpuMode(std::vector<RankBinding>& plan, const NodeTopology& node, cons
 
 void applyGpuMode(std::vector<RankBinding>& plan, const NodeTopology& node, const BindRequest& r) {
   if (!r.gpu || r.gpu->mode == GpuBind::Mode::kClosest) return;
-  for (RankBinding& b : plan) b.gpus.clear();
+  for (RankBinding& b : plan) {
+    b.gpus.clear();
+    b.device = -1;
+  }
   if (r.gpu->mode == GpuBind::Mode::kNone) return;
   if (node.gpus.empty()) {
     throw UsageError(fmt::format(
@@ -127,11 +130,12 @@ void applyGpuMode(std::vector<RankBinding>& plan, const NodeTopology& node, cons
     int gpu = r.gpu->map[static_cast<size_t>(b.localRank)];
     if (gpu >= static_cast<int>(node.gpus.size())) {
       throw UsageError(
-          fmt::format("--gpu-bind map:...: GPU {} for local rank {}, but the node has "
+          fmt::format("--gpu-bind map:...: GPU {} for local rank {}, but the agent has "
                       "{} (0-{}, from {})",
                       gpu, b.localRank, node.gpus.size(), node.gpus.size() - 1, node.source));
     }
-    b.gpus = {gpu};
+    b.gpus = {node.gpus[static_cast<size_t>(gpu)].index};
+    b.device = gpu;
   }
 }
 

@@ -20,10 +20,13 @@ struct CpuBind {
   std::vector<CpuList> masks;  // kMask: one per local rank
 };
 
-// `--gpu-bind`: which GPUs each local rank sees.
-//   closest   the plan's GPUs (the default where the node has GPUs)
-//   none      nothing set: every rank sees what the agent sees
-//   map:LIST  the GPU index of each local rank ("map:0,1,2,3")
+// `--gpu-bind`: which of the agent's GPUs is each local rank's (cuda:N of
+// the list every worker sees; agent_gpus.h). No mode narrows what a worker
+// sees: that is --virtual-local-rank's.
+//   closest   the plan's: GPU r for local rank r, cores near it (the default)
+//   none      no GPU in the plan: cores only, DISTRUN_LOCAL_DEVICE unset
+//   map:LIST  each local rank's position in the agent's GPUs ("map:3,2,1,0");
+//             its list is reordered so that this GPU is cuda:LOCAL_RANK
 struct GpuBind {
   enum class Mode { kNone, kClosest, kMap };
   Mode mode = Mode::kClosest;
@@ -53,7 +56,8 @@ struct BindRequest {
 };
 
 // The plan applied (docs/launcher.md, "Binding"). `node` is this node's
-// topology (hwloc, or DISTRUN_NODE_TOPOLOGY). Without GPUs in use, the
+// topology (sysfs, hwloc or DISTRUN_NODE_TOPOLOGY) with only the agent's
+// GPUs, in the agent's order (AgentGpus::node). Without GPUs in use, the
 // cores plan is splitEvenly(allowed), and no affinity when the ranks
 // outnumber the allowed CPUs. UsageError naming the flag when the request
 // cannot be met (site without `node` lines, map on a GPU-less node, a GPU

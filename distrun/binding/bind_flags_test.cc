@@ -136,10 +136,11 @@ TEST(BindRanksTest, GpuBindNoneAndMap) {
   r.gpu = parseGpuBind("map:1,1");
   std::vector<RankBinding> plan = bindRanks(twoGpus(), r);
   EXPECT_THAT(plan[0].gpus, ElementsAre(1));
+  EXPECT_EQ(plan[0].device, 1);
   EXPECT_EQ(plan[0].cpus, CpuList{0}) << "the cores do not follow a map";
   r.gpu = parseGpuBind("map:0,2");
   EXPECT_THAT(usageError([&] { bindRanks(twoGpus(), r); }),
-              ::testing::StartsWith("--gpu-bind map:...: GPU 2 for local rank 1, but the node "
+              ::testing::StartsWith("--gpu-bind map:...: GPU 2 for local rank 1, but the agent "
                                     "has 2 (0-1, from hwloc XML "));
   r.gpu = parseGpuBind("map:0,0");
   EXPECT_THAT(usageError([&] { bindRanks(readSyntheticTopology("core:2 pu:1"), r); }),
@@ -153,7 +154,7 @@ TEST(BindRanksTest, DefaultGpusFallBackToAnEvenSplitWhereTheyCannotBeShared) {
   BindRequest asked = request(3, {0, 1, 2, 3});
   asked.gpu = parseGpuBind("closest");
   EXPECT_EQ(usageError([&] { bindRanks(twoGpus(), asked); }),
-            "--nproc-per-node 3 cannot share 2 GPUs evenly: use a divisor or a multiple of 2");
+            "--nproc-per-node 3 cannot share 2 GPUs evenly: use at most 2 or a multiple of 2");
 }
 
 TEST(BindRanksTest, SiteUsesTheProfilesNodeOrNamesTheProfile) {
@@ -177,10 +178,11 @@ TEST(BindRanksTest, SiteUsesTheProfilesNodeOrNamesTheProfile) {
             "but this agent may use only 0-1: run on the site's nodes or use --cpu-bind cores");
 }
 
-TEST(RankGpusTest, TheGpuEachRankSeesWhateverItsCores) {
-  EXPECT_THAT(rankGpus(twoGpus(), 1, 2), ElementsAre(1));
-  EXPECT_THAT(rankGpus(twoGpus(), 3, 4), ElementsAre(1));
-  EXPECT_THAT(rankGpus(readSyntheticTopology("core:2 pu:1"), 0, 2), IsEmpty());
+TEST(RankDeviceTest, TheGpuOfEachRankWhateverItsCores) {
+  EXPECT_EQ(rankDevice(twoGpus(), 1, 2), 1);
+  EXPECT_EQ(rankDevice(twoGpus(), 3, 4), 1);
+  EXPECT_EQ(rankDevice(twoGpus(), 0, 1), 0);
+  EXPECT_EQ(rankDevice(readSyntheticTopology("core:2 pu:1"), 0, 2), -1);
 }
 
 TEST(NodeTopologyVariableTest, ReadsTheXmlItNames) {

@@ -20,38 +20,46 @@ std::vector<NodeTopology::Gpu> requestedGpus(const NodeTopology& node, const Pla
   return {node.gpus.begin(), node.gpus.begin() + used};
 }
 
-// Ranks and GPUs pair up when one count divides the other.
+// Each rank has a GPU of its own, or the GPUs are shared by as many ranks each.
 void checkRanksShareGpus(int ranks, int gpus) {
-  if (ranks % gpus == 0 || gpus % ranks == 0) return;
+  if (ranks <= gpus || ranks % gpus == 0) return;
   throw UsageError(fmt::format(
-      "--nproc-per-node {} cannot share {} GPUs evenly: use a divisor or a multiple of {}", ranks,
-      gpus, gpus));
+      "--nproc-per-node {} cannot share {} GPUs evenly: use at most {} or a multiple of {}", ranks,
+      gpus, gpus, gpus));
 }
 
-// The positions in `gpus` of local rank `rank`'s GPUs: an even share of
-// them, or one shared with ranks / gpus other ranks.
-std::vector<size_t> gpuShare(size_t gpus, int rank, int ranks) {
-  int gpusEach = std::max(1, static_cast<int>(gpus) / ranks);
+// The position in the GPUs of local rank `rank`'s GPU: its own when the
+// GPUs are as many as the ranks or more, else one shared with ranks / gpus
+// neighbouring ranks.
+size_t gpuPosition(size_t gpus, int rank, int ranks) {
   int ranksEach = std::max(1, ranks / static_cast<int>(gpus));
-  std::vector<size_t> share;
-  for (int g = rank / ranksEach * gpusEach; static_cast<int>(share.size()) < gpusEach; ++g) {
-    share.push_back(static_cast<size_t>(g));
+  return static_cast<size_t>(rank / ranksEach);
+}
+
+// The cores of GPU `position`, and when the GPUs outnumber the ranks those of
+// the GPUs no rank's LOCAL_RANK names, dealt out in turn: one rank on a node
+// of 8 GPUs keeps the whole node.
+CpuList coresOf(const std::vector<NodeTopology::Gpu>& gpus, size_t position, int ranks) {
+  CpuList cores = gpus[position].cpus;
+  for (size_t g = static_cast<size_t>(ranks); g < gpus.size(); ++g) {
+    if (g % static_cast<size_t>(ranks) != position) continue;
+    cores.insert(cores.end(), gpus[g].cpus.begin(), gpus[g].cpus.end());
   }
-  return share;
+  std::sort(cores.begin(), cores.end());
+  cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
+  return cores;
 }
 
 RankBinding bindingOnGpus(const NodeTopology& node, const std::vector<NodeTopology::Gpu>& gpus,
                           int rank, int ranks) {
   int ranksEach = std::max(1, ranks / static_cast<int>(gpus.size()));
+  size_t position = gpuPosition(gpus.size(), rank, ranks);
   RankBinding b;
   b.localRank = rank;
-  CpuList closest;
-  for (size_t g : gpuShare(gpus.size(), rank, ranks)) {
-    b.gpus.push_back(gpus[g].index);
-    closest.insert(closest.end(), gpus[g].cpus.begin(), gpus[g].cpus.end());
-  }
-  std::sort(closest.begin(), closest.end());
-  std::vector<CpuList> shares = splitEvenly(without(closest, node.reserved), ranksEach);
+  b.gpus = {gpus[position].index};
+  b.device = static_cast<int>(position);
+  std::vector<CpuList> shares =
+      splitEvenly(without(coresOf(gpus, position, ranks), node.reserved), ranksEach);
   if (!shares.empty()) b.cpus = shares[static_cast<size_t>(rank % ranksEach)];
   return b;
 }
@@ -86,12 +94,10 @@ std::vector<CpuList> splitEvenly(const CpuList& cpus, int parts) {
   return shares;
 }
 
-std::vector<int> rankGpus(const NodeTopology& node, int rank, int ranks) {
-  std::vector<int> indices;
-  if (node.gpus.empty()) return indices;
+int rankDevice(const NodeTopology& node, int rank, int ranks) {
+  if (node.gpus.empty()) return -1;
   checkRanksShareGpus(ranks, static_cast<int>(node.gpus.size()));
-  for (size_t g : gpuShare(node.gpus.size(), rank, ranks)) indices.push_back(node.gpus[g].index);
-  return indices;
+  return static_cast<int>(gpuPosition(node.gpus.size(), rank, ranks));
 }
 
 std::vector<RankBinding> planBinding(const NodeTopology& node, const PlanRequest& request) {
@@ -127,14 +133,15 @@ std::string srunCpuBind(const std::vector<RankBinding>& plan) {
 
 std::string formatPlanTable(const std::vector<RankBinding>& plan,
                             const std::vector<std::string>& hosts) {
-  std::string out = fmt::format("{:<6} {:<12} {:<16} {:<20} {:<5} {}\n", "rank", "node", "cores",
-                                "mask", "gpu", "numa");
+  constexpr std::string_view kRow = "{:<6} {:<12} {:<16} {:<20} {:<5} {:<7} {}\n";
+  std::string out = fmt::format(kRow, "rank", "node", "cores", "mask", "gpu", "device", "numa");
   for (size_t n = 0; n < hosts.size(); ++n) {
     for (const RankBinding& b : plan) {
       std::string gpus = b.gpus.empty() ? "-" : fmt::format("{}", fmt::join(b.gpus, ","));
-      out += fmt::format("{:<6} {:<12} {:<16} {:<20} {:<5} {}\n",
-                         n * plan.size() + static_cast<size_t>(b.localRank), hosts[n],
-                         formatCpuList(b.cpus), cpuMask(b.cpus), gpus, fmt::join(b.numa, ","));
+      std::string device = b.device < 0 ? "-" : fmt::format("cuda:{}", b.device);
+      out +=
+          fmt::format(kRow, n * plan.size() + static_cast<size_t>(b.localRank), hosts[n],
+                      formatCpuList(b.cpus), cpuMask(b.cpus), gpus, device, fmt::join(b.numa, ","));
     }
   }
   return out;

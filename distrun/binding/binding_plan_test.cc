@@ -35,13 +35,21 @@ TEST(BindingPlanTest, LumiEightRanksGiveThePublishedMasksAndGcds) {
   EXPECT_EQ(numa, (std::vector<int>{3, 3, 1, 1, 0, 0, 2, 2}));
 }
 
-TEST(BindingPlanTest, LumiFourRanksTakeTwoGcdsAndBothTheirCcds) {
+// torchrun's contract: local rank r uses cuda:r. The GCDs no LOCAL_RANK
+// names leave their cores to the ranks in turn (GCD 4's CCD to rank 0).
+TEST(BindingPlanTest, LumiFourRanksTakeGcdsZeroToThreeAndTheLeftOverCcdsInTurn) {
   std::vector<RankBinding> plan = planBinding(siteNode("lumi"), {.ranksPerNode = 4});
   ASSERT_EQ(plan.size(), 4u);
-  EXPECT_EQ(plan[0].gpus, (std::vector<int>{0, 1}));
-  EXPECT_EQ(formatCpuList(plan[0].cpus), "49-55,57-63");
-  EXPECT_EQ(plan[2].gpus, (std::vector<int>{4, 5}));
-  EXPECT_EQ(formatCpuList(plan[2].cpus), "1-7,9-15");
+  EXPECT_EQ(gpusOf(plan), (std::vector<int>{0, 1, 2, 3}));
+  for (const RankBinding& b : plan) EXPECT_EQ(b.device, b.localRank);
+  EXPECT_EQ(formatCpuList(plan[0].cpus), "1-7,49-55");
+  EXPECT_EQ(formatCpuList(plan[2].cpus), "17-23,33-39");
+}
+
+TEST(BindingPlanTest, ThreeRanksOnEightGcdsEachHaveTheirOwn) {
+  std::vector<RankBinding> plan = planBinding(siteNode("lumi"), {.ranksPerNode = 3});
+  EXPECT_EQ(gpusOf(plan), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(plan[2].device, 2);
 }
 
 TEST(BindingPlanTest, LumiSixteenRanksShareEachGcdsCores) {
@@ -62,9 +70,10 @@ TEST(BindingPlanTest, MareNostrum5GivesTwentyCoresPerGpuOnItsSocket) {
   EXPECT_EQ(gpusOf(plan), (std::vector<int>{0, 1, 2, 3}));
 }
 
-TEST(BindingPlanTest, OneRankPerNodeSeesEveryGpuAndUsableCore) {
+TEST(BindingPlanTest, OneRankPerNodeUsesGpuZeroAndKeepsEveryUsableCore) {
   std::vector<RankBinding> plan = planBinding(siteNode("lumi"), {.ranksPerNode = 1});
-  EXPECT_EQ(plan[0].gpus.size(), 8u);
+  EXPECT_EQ(plan[0].gpus, (std::vector<int>{0}));
+  EXPECT_EQ(plan[0].device, 0);
   EXPECT_EQ(plan[0].cpus.size(), 56u);
   EXPECT_EQ(plan[0].numa, (std::vector<int>{0, 1, 2, 3}));
 }
@@ -102,8 +111,8 @@ TEST(BindingPlanTest, WhatTheNodeCannotHoldIsAUsageErrorNamingTheFlag) {
       " (from the site profile " + std::string(DISTRUN_SOURCE_DIR) + "/share/sites/lumi.site)";
   EXPECT_EQ(refusal("lumi", {.ranksPerNode = 8, .gpusPerNode = 9}),
             "--gpus-per-node 9: the node has 8 GPUs" + from);
-  EXPECT_EQ(refusal("lumi", {.ranksPerNode = 3}),
-            "--nproc-per-node 3 cannot share 8 GPUs evenly: use a divisor or a multiple of 8");
+  EXPECT_EQ(refusal("lumi", {.ranksPerNode = 12}),
+            "--nproc-per-node 12 cannot share 8 GPUs evenly: use at most 8 or a multiple of 8");
   EXPECT_EQ(refusal("lumi", {.ranksPerNode = 8, .cpusPerRank = 8}),
             "--cpus-per-task 8: local rank 0 has 7 usable cores (49-55) of the node's 56" + from);
   EXPECT_EQ(refusal("lumi", {.ranksPerNode = 128}),
@@ -114,9 +123,10 @@ TEST(BindingPlanTest, TheTableListsEveryRankOfEveryNode) {
   std::vector<RankBinding> plan = planBinding(siteNode("marenostrum5"), {.ranksPerNode = 2});
   std::string table = formatPlanTable(plan, {"gs01r1b01", "gs01r1b02"});
   EXPECT_THAT(table, ::testing::StartsWith("rank   node         cores            mask"));
-  EXPECT_THAT(table,
-              ::testing::HasSubstr(
-                  "\n3      gs01r1b02    40-79            0xffffffffff0000000000 2,3   1\n"));
+  // Two ranks use GPUs 0 and 1 (cuda:LOCAL_RANK); GPUs 2 and 3 leave them
+  // their cores, on the other socket.
+  EXPECT_THAT(table, ::testing::HasSubstr("\n3      gs01r1b02    20-39,60-79      "
+                                          "0xfffff00000fffff00000 1     cuda:1  0,1\n"));
 }
 
 }  // namespace

@@ -244,9 +244,9 @@ TEST(ExecCommandTest, ThreadsFromTheHostsCpusAndTheDetectedSite) {
   EXPECT_EQ(noSite.value("DISTRUN_SITE"), "<unset>");
 }
 
-// --gpu-bind: the task's GPUs from the plan in the site's variable; by
-// default nothing is set.
-TEST(ExecCommandTest, GpuBindSetsTheVisibilityVariableOfTheLocalRank) {
+// --gpu-bind: the task's GPU from the plan as cuda:LOCAL_RANK of what srun
+// gave it; by default nothing is set.
+TEST(ExecCommandTest, GpuBindMakesThePlansGpuCudaLocalRank) {
   auto vars = slurmTask();
   vars["DISTRUN_NODE_TOPOLOGY"] =
       std::string(DISTRUN_SOURCE_DIR) + "/distrun/binding/testdata/two_cpus_two_gpus.xml";
@@ -256,13 +256,21 @@ TEST(ExecCommandTest, GpuBindSetsTheVisibilityVariableOfTheLocalRank) {
   CliRun closest(vars);
   EXPECT_EQ(closest({"exec", "--site", "none", "--gpu-bind", "closest", "--", "true"}),
             ExitCode::kSuccess);
-  EXPECT_EQ(closest.value("CUDA_VISIBLE_DEVICES"), "0,1") << "one task on the node: both GPUs";
+  EXPECT_EQ(closest.value("CUDA_VISIBLE_DEVICES"), "<unset>") << "the task sees both GPUs";
   EXPECT_EQ(closest.value("DISTRUN_LOCAL_DEVICE"), "0");
-  CliRun lumi(vars);
-  EXPECT_EQ(lumi({"exec", "--site", "lumi", "--gpu-bind", "map:5", "--", "true"}),
+  vars["CUDA_VISIBLE_DEVICES"] = "1,0";
+  CliRun inherited(vars);
+  EXPECT_EQ(inherited({"exec", "--site", "none", "--gpu-bind", "map:1", "--", "true"}),
             ExitCode::kSuccess);
-  EXPECT_EQ(lumi.value("ROCR_VISIBLE_DEVICES"), "5") << "LUMI's node description, its variable";
-  EXPECT_EQ(lumi.value("CUDA_VISIBLE_DEVICES"), "<unset>");
+  EXPECT_EQ(inherited.value("CUDA_VISIBLE_DEVICES"), "0,1") << "position 1 made cuda:0";
+  vars.erase("CUDA_VISIBLE_DEVICES");
+  CliRun lumiNode(vars);
+  EXPECT_EQ(lumiNode({"exec", "--site", "lumi", "--gpu-bind", "map:5", "--", "true"}),
+            ExitCode::kSuccess);
+  EXPECT_EQ(lumiNode.value("ROCR_VISIBLE_DEVICES"), "5,1,2,3,4,0,6,7")
+      << "LUMI's node description, its variable, GCD 5 as cuda:0";
+  EXPECT_EQ(lumiNode.value("CUDA_VISIBLE_DEVICES"), "<unset>");
+  EXPECT_EQ(lumiNode.value("DISTRUN_LOCAL_DEVICE"), "0");
 }
 
 TEST(ExecCommandTest, ProgramWithoutDashDash) {

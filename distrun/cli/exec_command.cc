@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "distrun/binding/agent_gpus.h"
 #include "distrun/binding/bind_flags.h"
 #include "distrun/binding/local_topology.h"
 
@@ -54,23 +55,30 @@ void setVariable(Variables& variables, const std::string& name, const std::strin
   variables.emplace_back(name, value);
 }
 
-std::vector<int> taskGpus(const binding::GpuBind& bind, const binding::NodeTopology& node,
-                          const cluster::JobLayout& layout) {
+// The position of this task's GPU among the task's GPUs (-1: none).
+int taskDevice(const binding::GpuBind& bind, const binding::NodeTopology& node,
+               const cluster::JobLayout& layout) {
   if (bind.mode == binding::GpuBind::Mode::kClosest) {
-    return binding::rankGpus(node, layout.localRank, layout.localWorldSize);
+    return binding::rankDevice(node, layout.localRank, layout.localWorldSize);
   }
   binding::checkGpuBindCount(bind, layout.localWorldSize);
+  int device = bind.map.at(static_cast<size_t>(layout.localRank));
   if (node.gpus.empty()) {
-    throw UsageError(
-        fmt::format("--gpu-bind map:...: this node has no GPU (from {}): leave "
-                    "--gpu-bind out",
-                    node.source));
+    throw UsageError(fmt::format(
+        "--gpu-bind map:...: this node has no GPU (from {}): leave --gpu-bind out", node.source));
   }
-  return {bind.map.at(static_cast<size_t>(layout.localRank))};
+  if (device >= static_cast<int>(node.gpus.size())) {
+    throw UsageError(
+        fmt::format("--gpu-bind map:...: GPU {} for local rank {}, but the task has "
+                    "{} (from {})",
+                    device, layout.localRank, node.gpus.size(), node.source));
+  }
+  return device;
 }
 
-// --gpu-bind: this task's GPUs from the plan (the site profile's node
-// description, else this node's), in the site's visibility variable.
+// --gpu-bind: this task's GPU from the plan (the site profile's node
+// description, else this node's) made cuda:LOCAL_RANK of the GPUs srun or
+// mpirun gave the task (workerGpus), as `distrun run` does for its workers.
 void addVisibleGpus(const ExecOptions& o, CliContext& ctx, const Environment& env,
                     const cluster::ThisTask& task, Variables& variables) {
   if (!o.gpuBind) return;
@@ -80,12 +88,14 @@ void addVisibleGpus(const ExecOptions& o, CliContext& ctx, const Environment& en
       cluster::selectSiteProfile(o.site, env, cluster::siteSearchPath(env, ctx.builtinSiteDir));
   binding::NodeTopology node =
       site && site->node ? *site->node : binding::readNodeTopology(env, ctx.hostFacts().hostname);
-  std::vector<int> gpus = taskGpus(bind, node, task.layout);
-  if (gpus.empty()) return;
-  std::string variable =
+  std::string fallback =
       site && !site->gpuVisibility.empty() ? site->gpuVisibility : "CUDA_VISIBLE_DEVICES";
-  setVariable(variables, variable, fmt::format("{}", fmt::join(gpus, ",")));
-  setVariable(variables, "DISTRUN_LOCAL_DEVICE", "0");  // the first it sees
+  binding::AgentGpus gpus = binding::agentGpus(node, env, fallback);
+  binding::WorkerGpus shown = binding::workerGpus(
+      gpus.ids, taskDevice(bind, gpus.node, task.layout), task.layout.localRank, false);
+  if (shown.localDevice < 0) return;
+  if (shown.visible) setVariable(variables, gpus.variable, *shown.visible);
+  setVariable(variables, "DISTRUN_LOCAL_DEVICE", std::to_string(shown.localDevice));
 }
 
 int runExec(const ExecOptions& o, CliContext& ctx) {
@@ -125,8 +135,9 @@ Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::str
                          "distrun with PROGRAM (one task per rank: srun/mpirun ... distrun exec "
                          "-- PROGRAM)");
   cmd->add_option("--site", options->site, "site profile NAME, or 'none' (default: detected)");
-  cmd->add_option("--gpu-bind", options->gpuBind,
-                  "closest (this rank's GPUs from the plan), map:0,1,... or none (default)");
+  cmd->add_option(
+      "--gpu-bind", options->gpuBind,
+      "closest (this rank's GPU from the plan as cuda:LOCAL_RANK), map:0,1,... or none (default)");
   cmd->add_flag("-v,--verbose", options->verbose, "print every variable set to stderr first");
   addContainerFlags(cmd, options->container);
   // PROGRAM and everything after it are left unparsed for the program.

@@ -77,6 +77,15 @@ void addTorchrunFlags(CLI::App* cmd, RunOptions& o, std::string& ignored) {
       ->envname("PET_TEE");
   option(cmd, "local-ranks-filter", o.localRanksFilter, "local ranks shown on the console");
   option(cmd, "local-addr", o.localAddr, "this node's address for the others");
+  flag(cmd, "virtual-local-rank", o.virtualLocalRank,
+       "each worker sees only its GPU, as device 0, with LOCAL_RANK=0");
+  cmd->add_option(names("shutdown-timeout"), o.termTimeout,
+                  "seconds between SIGTERM and SIGKILL (torchrun's name for --term-timeout)")
+      ->envname("TORCH_ELASTIC_SHUTDOWN_TIMEOUT");
+  cmd->add_option(names("log-line-prefix-template"), o.logLinePrefixTemplate,
+                  "console prefix as torchrun spells it: ${role_name} ${rank} ${local_rank} "
+                  "${hostname}")
+      ->envname("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE");
 }
 
 void addDistrunFlags(CLI::App* cmd, RunOptions& o) {

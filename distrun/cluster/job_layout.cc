@@ -31,15 +31,6 @@ std::string defaultRunId(const JobLayout& layout) {
   return layout.jobId + "." + layout.stepId;
 }
 
-std::pair<std::vector<std::string>, std::string> readVisibleDevices(const Environment& env) {
-  for (const char* name :
-       {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "SLURM_STEP_GPUS"}) {
-    std::optional<std::string> value = env.get(name);
-    if (value && !value->empty()) return {split(*value, ','), name};
-  }
-  return {};
-}
-
 namespace detail {
 
 std::optional<int> readInt(const Environment& env, const std::string& name) {

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "distrun/binding/agent_gpus.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/system.h"
 
@@ -44,10 +45,8 @@ struct JobLayout {
 // or "none" without a job id (torchrun's default).
 std::string defaultRunId(const JobLayout& layout);
 
-// The GPU ids this process may use and the variable that says so: the first
-// of CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and
-// SLURM_STEP_GPUS that is set and not empty. Empty when none is.
-std::pair<std::vector<std::string>, std::string> readVisibleDevices(const Environment& env);
+// The GPU ids this process may use (binding/agent_gpus.h).
+using binding::readVisibleDevices;
 
 // Reads the layout from the environment. Precedence, innermost launcher
 // first: Open MPI (OMPI_COMM_WORLD_*), a Slurm step task (SLURM_PROCID with

@@ -38,7 +38,6 @@ std::optional<std::vector<int>> visibleIndices(const GpuFacts& f) {
       return std::nullopt;
     }
   }
-  std::sort(indices.begin(), indices.end());
   return indices;
 }
 
@@ -53,40 +52,41 @@ std::string visibleText(const GpuFacts& f) {
   return f.visibleVariable + "=" + join(f.visibleDevices, ",");
 }
 
-std::string gpuList(const std::vector<int>& gpus) {
-  std::vector<std::string> parts;
-  for (int g : gpus) parts.push_back(std::to_string(g));
-  return (gpus.size() == 1 ? "GPU " : "GPUs ") + join(parts, ",");
-}
-
 constexpr const char* kPlanFix =
-    "let distrun choose each rank's GPU: distrun exec --gpu-bind closest (or srun "
-    "--gpus-per-task=1 --gpu-bind=closest)";
+    "give every task the node's GPUs (srun --gpus-per-node=N, not --gpus-per-task) and let "
+    "distrun make the plan's GPU cuda:LOCAL_RANK: distrun exec --gpu-bind closest";
 
+// torchrun's contract: device LOCAL_RANK of what the task sees is its GPU,
+// and the plan's (the closest to its cores).
 Finding planFinding(const GpuFacts& f, const std::vector<int>& visible) {
-  const std::vector<int>& plan = *f.planGpus;
-  std::string rank = fmt::format("local rank {}", f.localRank);
-  if (physicalIndices(f) && visible != plan) {
+  const int plan = *f.planGpu;
+  if (static_cast<size_t>(f.localRank) >= visible.size()) {
     return {CheckState::kWarn,
-            fmt::format("{} but the plan gives {} {}, the closest to its cores", visibleText(f),
-                        rank, gpuList(plan)),
+            fmt::format("{} shows local rank {} {}: cuda:{} (cuda:LOCAL_RANK) is not a device "
+                        "it sees, and scripts written for torchrun fail with 'invalid device "
+                        "ordinal' (cuda:DISTRUN_LOCAL_DEVICE works)",
+                        visibleText(f), f.localRank, counted(visible.size(), "GPU"), f.localRank),
             kPlanFix};
   }
-  if (visible.size() != plan.size()) {
+  const int device = visible[static_cast<size_t>(f.localRank)];
+  if (physicalIndices(f) && device != plan) {
     return {CheckState::kWarn,
-            fmt::format("{} shows {} {} but the plan gives it {}", visibleText(f), rank,
-                        counted(visible.size(), "GPU"), plan.size()),
+            fmt::format("{}: cuda:{} (LOCAL_RANK) is GPU {} but the plan gives local rank {} "
+                        "GPU {}, the closest to its cores",
+                        visibleText(f), f.localRank, device, f.localRank, plan),
             kPlanFix};
   }
   return {CheckState::kOk,
-          fmt::format("{}: {}'s {} in the plan", visibleText(f), rank, gpuList(plan)), ""};
+          fmt::format("{}: cuda:{} (LOCAL_RANK) is GPU {}, local rank {}'s in the plan",
+                      visibleText(f), f.localRank, physicalIndices(f) ? device : plan, f.localRank),
+          ""};
 }
 
 std::vector<Finding> visibilityFindings(const GpuFacts& f) {
   if (f.visibleDevices.empty()) {
-    std::string plan = f.planGpus ? fmt::format(" (local rank {}'s in the plan: {})", f.localRank,
-                                                gpuList(*f.planGpus))
-                                  : "";
+    std::string plan =
+        f.planGpu ? fmt::format(" (local rank {}'s in the plan: GPU {})", f.localRank, *f.planGpu)
+                  : "";
     return {{CheckState::kOk, "no visibility variable: the task sees every GPU" + plan, ""}};
   }
   std::optional<std::vector<int>> visible = visibleIndices(f);
@@ -94,14 +94,15 @@ std::vector<Finding> visibilityFindings(const GpuFacts& f) {
     return {{CheckState::kOk, visibleText(f) + " (ids, not compared with the plan)", ""}};
   int reach = static_cast<int>(f.gpus.size());
   bool renumbered = f.visibleVariable != "SLURM_STEP_GPUS";
-  if (renumbered && !visible->empty() && visible->back() >= reach) {
+  const int highest = visible->empty() ? -1 : *std::max_element(visible->begin(), visible->end());
+  if (renumbered && highest >= reach) {
     return {{CheckState::kFail,
-             fmt::format("{} names GPU {} but the task reaches {}", visibleText(f), visible->back(),
+             fmt::format("{} names GPU {} but the task reaches {}", visibleText(f), highest,
                          counted(static_cast<uint64_t>(reach), "GPU")),
-             fmt::format("set {} to GPUs below {}, or let distrun exec --gpu-bind closest set it",
+             fmt::format("set {} to GPUs below {}, or leave it to Slurm (srun --gpus-per-node)",
                          f.visibleVariable, reach)}};
   }
-  if (f.planGpus) return {planFinding(f, *visible)};
+  if (f.planGpu) return {planFinding(f, *visible)};
   if (f.ranks.source == "--nproc-per-node" && f.ranks.ranks > static_cast<int>(visible->size())) {
     return {{CheckState::kWarn,
              fmt::format("{} shows {} to {} ranks per node (--nproc-per-node): ranks share GPUs",
@@ -238,7 +239,8 @@ GpuFacts readGpuFacts(const ProbeContext& ctx, const ToolRunner& run, const std:
     f.oneTaskPerRank = ctx.layout.localWorldSize > 1;
     f.localRank = ctx.layout.localRank;
     if (f.oneTaskPerRank && f.topologyGpus > 0) {
-      f.planGpus = binding::rankGpus(node, f.localRank, f.ranks.ranks);
+      int device = binding::rankDevice(node, f.localRank, f.ranks.ranks);
+      f.planGpu = node.gpus[static_cast<size_t>(device)].index;
     }
   } catch (const Error& e) {
     f.planNote = e.what();

@@ -76,10 +76,10 @@ struct GpuFacts {
   // The GPUs this task sees (cluster::readVisibleDevices) and the variable.
   std::vector<std::string> visibleDevices;
   std::string visibleVariable;
-  // The plan (binding::rankGpus on the site's node, else hwloc's): this
-  // local rank's GPUs, when the step runs one task per rank and the plan
-  // could be made; `planNote` says why not otherwise.
-  std::optional<std::vector<int>> planGpus;
+  // The plan (binding::rankDevice on the site's node, else this node's):
+  // this local rank's GPU, the node's index, when the step runs one task per
+  // rank and the plan could be made; `planNote` says why not otherwise.
+  std::optional<int> planGpu;
   std::string planNote;
   int topologyGpus = 0;  // the GPUs of the plan's node
   bool oneTaskPerRank = false;

@@ -33,7 +33,7 @@ GpuFacts rankOf(int rank, const std::vector<std::string>& visible) {
   f.oneTaskPerRank = true;
   f.localRank = rank;
   f.ranks = {4, "tasks on this node"};
-  f.planGpus = std::vector<int>{rank};
+  f.planGpu = rank;
   f.visibleDevices = visible;
   f.visibleVariable = "CUDA_VISIBLE_DEVICES";
   return f;
@@ -44,8 +44,8 @@ GpuProcess on(int gpu, long pid, const std::string& name, double mib) {
 }
 
 constexpr const char* kPlanFix =
-    "let distrun choose each rank's GPU: distrun exec --gpu-bind closest (or srun "
-    "--gpus-per-task=1 --gpu-bind=closest)";
+    "give every task the node's GPUs (srun --gpus-per-node=N, not --gpus-per-task) and let "
+    "distrun make the plan's GPU cuda:LOCAL_RANK: distrun exec --gpu-bind closest";
 
 TEST(GpuCheckTest, ANodeWithoutGpusSkips) {
   CheckResult r = judgeGpus(GpuFacts{});
@@ -113,13 +113,26 @@ TEST(GpuCheckTest, AHealthyNodePasses) {
   EXPECT_EQ(r.facts.at("tool"), "nvidia-smi");
 }
 
-TEST(GpuCheckTest, ARankSeeingItsPlannedGpuPasses) {
-  CheckResult r = judgeGpus(rankOf(1, {"1"}));
+TEST(GpuCheckTest, ARankWhoseLocalRankDeviceIsItsPlannedGpuPasses) {
+  CheckResult r = judgeGpus(rankOf(1, {"0", "1", "2", "3"}));
   EXPECT_EQ(r.state, CheckState::kOk);
   EXPECT_EQ(r.detail,
-            "4 GPUs answer nvidia-smi (NVIDIA A100-SXM4-80GB); CUDA_VISIBLE_DEVICES=1: local "
-            "rank 1's GPU 1 in the plan; no other process holds them");
-  EXPECT_EQ(r.facts.at("visible_devices"), "1");
+            "4 GPUs answer nvidia-smi (NVIDIA A100-SXM4-80GB); CUDA_VISIBLE_DEVICES=0,1,2,3: "
+            "cuda:1 (LOCAL_RANK) is GPU 1, local rank 1's in the plan; no other process holds "
+            "them");
+  EXPECT_EQ(r.facts.at("visible_devices"), "0,1,2,3");
+  // distrun's reordering for map:LIST puts the plan's GPU at LOCAL_RANK.
+  EXPECT_EQ(judgeGpus(rankOf(1, {"0", "1", "3", "2"})).state, CheckState::kOk);
+}
+
+TEST(GpuCheckTest, ATaskNarrowedToOneGpuLeavesCudaLocalRankInvalid) {
+  CheckResult r = judgeGpus(rankOf(1, {"1"}));
+  EXPECT_EQ(r.state, CheckState::kWarn);
+  EXPECT_EQ(r.detail,
+            "CUDA_VISIBLE_DEVICES=1 shows local rank 1 1 GPU: cuda:1 (cuda:LOCAL_RANK) is not a "
+            "device it sees, and scripts written for torchrun fail with 'invalid device ordinal' "
+            "(cuda:DISTRUN_LOCAL_DEVICE works)");
+  EXPECT_EQ(r.fix, kPlanFix);
 }
 
 TEST(GpuCheckTest, ARankWithoutAVisibilityVariableIsToldItsPlannedGpu) {
@@ -131,24 +144,22 @@ TEST(GpuCheckTest, ARankWithoutAVisibilityVariableIsToldItsPlannedGpu) {
       << r.detail;
 }
 
-TEST(GpuCheckTest, ARankSeeingAnotherGpuWarns) {
-  CheckResult r = judgeGpus(rankOf(1, {"0"}));
+TEST(GpuCheckTest, ARankWhoseLocalRankDeviceIsAnotherGpuWarns) {
+  CheckResult r = judgeGpus(rankOf(1, {"1", "0", "2", "3"}));
   EXPECT_EQ(r.state, CheckState::kWarn);
   EXPECT_EQ(r.detail,
-            "CUDA_VISIBLE_DEVICES=0 but the plan gives local rank 1 GPU 1, the closest to its "
-            "cores");
+            "CUDA_VISIBLE_DEVICES=1,0,2,3: cuda:1 (LOCAL_RANK) is GPU 0 but the plan gives local "
+            "rank 1 GPU 1, the closest to its cores");
   EXPECT_EQ(r.fix, kPlanFix);
 }
 
-TEST(GpuCheckTest, RenumberedDevicesAreComparedByCount) {
+TEST(GpuCheckTest, RenumberedDevicesAreCheckedForLocalRankOnly) {
   // A device cgroup left this task 2 GPUs, renumbered from 0.
-  GpuFacts f = rankOf(3, {"0"});
+  GpuFacts f = rankOf(1, {"0", "1"});
   f.gpus = {a100(0), a100(1)};
   EXPECT_EQ(judgeGpus(f).state, CheckState::kOk);
-  f.visibleDevices = {"0", "1"};
-  CheckResult r = judgeGpus(f);
-  EXPECT_EQ(r.state, CheckState::kWarn);
-  EXPECT_EQ(r.detail, "CUDA_VISIBLE_DEVICES=0,1 shows local rank 3 2 GPUs but the plan gives it 1");
+  f.visibleDevices = {"0"};
+  EXPECT_EQ(judgeGpus(f).state, CheckState::kWarn);
 }
 
 TEST(GpuCheckTest, AVisibleIndexBeyondTheGpusFails) {
@@ -156,14 +167,14 @@ TEST(GpuCheckTest, AVisibleIndexBeyondTheGpusFails) {
   EXPECT_EQ(r.state, CheckState::kFail);
   EXPECT_EQ(r.detail, "CUDA_VISIBLE_DEVICES=5 names GPU 5 but the task reaches 4 GPUs");
   EXPECT_EQ(r.fix,
-            "set CUDA_VISIBLE_DEVICES to GPUs below 4, or let distrun exec --gpu-bind closest set "
-            "it");
+            "set CUDA_VISIBLE_DEVICES to GPUs below 4, or leave it to Slurm (srun "
+            "--gpus-per-node)");
 }
 
 TEST(GpuCheckTest, SlurmsPhysicalIdsAreNotIndices) {
   GpuFacts f = rankOf(1, {"5"});
   f.visibleVariable = "SLURM_STEP_GPUS";
-  f.planGpus.reset();
+  f.planGpu.reset();
   f.oneTaskPerRank = false;
   EXPECT_EQ(judgeGpus(f).state, CheckState::kOk);
 }
@@ -191,7 +202,7 @@ TEST(GpuCheckTest, MoreRanksThanVisibleGpusWarns) {
 }
 
 TEST(GpuCheckTest, ProcessesOfThisJobAreNotForeign) {
-  GpuFacts f = rankOf(2, {"2"});
+  GpuFacts f = rankOf(2, {"1", "3", "2"});
   f.processes = {on(2, 48213, "/usr/bin/python3", 40120)};
   f.processCgroups[48213] = "0::/system.slice/slurmstepd.scope/job_77/step_0/user/task_2\n";
   CheckResult r = judgeGpus(f);
@@ -200,7 +211,7 @@ TEST(GpuCheckTest, ProcessesOfThisJobAreNotForeign) {
 }
 
 TEST(GpuCheckTest, AnotherJobsProcessOnTheTasksGpuFails) {
-  GpuFacts f = rankOf(2, {"2"});
+  GpuFacts f = rankOf(2, {"1", "3", "2"});
   f.processes = {on(2, 48213, "/usr/bin/python3", 40120)};
   f.processCgroups[48213] = "12:memory:/slurm/uid_1000/job_770/step_0\n";  // not job 77
   CheckResult r = judgeGpus(f);
@@ -216,14 +227,14 @@ TEST(GpuCheckTest, AnotherJobsProcessOnTheTasksGpuFails) {
 }
 
 TEST(GpuCheckTest, AProcessWhoseCgroupCannotBeReadIsForeign) {
-  GpuFacts f = rankOf(2, {"2"});
+  GpuFacts f = rankOf(2, {"1", "3", "2"});
   f.processes = {on(2, 48213, "python3", 512)};
   f.processCgroups[48213] = std::nullopt;
   EXPECT_EQ(judgeGpus(f).state, CheckState::kFail);
 }
 
 TEST(GpuCheckTest, ProcessesOnOtherGpusDoNotMatter) {
-  GpuFacts f = rankOf(2, {"2"});
+  GpuFacts f = rankOf(2, {"1", "3", "2"});
   f.processes = {on(0, 48213, "python3", 512)};
   EXPECT_EQ(judgeGpus(f).state, CheckState::kOk);
 }

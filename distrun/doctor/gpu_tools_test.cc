@@ -226,7 +226,7 @@ TEST(ReadGpuFactsTest, PlansTheLocalRanksGpusOnTheSiteNode) {
   ctx.layout.localWorldSize = 4;
   ctx.layout.localRank = 2;
   ctx.env.set("SLURM_JOB_ID", "77");
-  ctx.env.set("CUDA_VISIBLE_DEVICES", "2");
+  ctx.env.set("CUDA_VISIBLE_DEVICES", "0,1,2,3");
   ctx.options.timeLimit = std::chrono::seconds(60);
   FakeTools tools;
   tools.answers = {{0, kNvidiaGpus, ""}, {0, "", ""}};
@@ -234,11 +234,11 @@ TEST(ReadGpuFactsTest, PlansTheLocalRanksGpusOnTheSiteNode) {
   EXPECT_EQ(f.vendor, GpuVendor::kNvidia);
   EXPECT_EQ(f.limit, std::chrono::seconds(20));
   EXPECT_EQ(f.jobId, "77");
-  EXPECT_EQ(f.visibleDevices, (std::vector<std::string>{"2"}));
+  EXPECT_EQ(f.visibleDevices, (std::vector<std::string>{"0", "1", "2", "3"}));
   EXPECT_EQ(f.visibleVariable, "CUDA_VISIBLE_DEVICES");
   EXPECT_EQ(f.topologyGpus, 4);
   EXPECT_TRUE(f.oneTaskPerRank);
-  EXPECT_EQ(f.planGpus, (std::vector<int>{2}));
+  EXPECT_EQ(f.planGpu, 2);
   EXPECT_EQ(judgeGpus(f).state, CheckState::kOk);
 }
 

@@ -68,11 +68,18 @@ struct AgentConfig {
   std::map<int, int> tee;
   std::optional<std::set<int>> consoleRanks;  // --local-ranks-filter
   std::vector<int> cpus;                      // this node's usable CPUs (the agent's affinity)
-  // Each local rank's cores (empty: no affinity) and GPUs (empty: no
-  // visibility variable set), from --cpu-bind/--gpu-bind (bindRanks). A
-  // worker missing from it gets an even share of `cpus`.
+  // Each local rank's cores (empty: no affinity) and GPU (device -1: none),
+  // from --cpu-bind/--gpu-bind (bindRanks). A worker missing from it gets an
+  // even share of `cpus`.
   std::vector<binding::RankBinding> plan;
+  // The agent's GPUs as its workers see them (AgentGpus::ids), and the
+  // variable that lists them: the inherited one, else the site's, else
+  // CUDA_VISIBLE_DEVICES.
+  std::vector<std::string> gpuIds;
   std::string gpuVisibilityVariable = "CUDA_VISIBLE_DEVICES";
+  // torchrun 2.x's --virtual-local-rank: each worker sees only its GPU, as
+  // device 0, with LOCAL_RANK=0.
+  bool virtualLocalRank = false;
   std::optional<cluster::SiteProfile> site;
   std::optional<ElasticSpec> elastic;  // unset: fixed node ranks (--node-rank, Slurm)
   // The live status line (--status, resolved: kLine on a terminal) and the

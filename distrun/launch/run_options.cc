@@ -393,13 +393,36 @@ std::optional<cluster::SiteProfile> selectSite(const RunOptions& o, const RunCon
                                     cluster::siteSearchPath(ctx.env, ctx.builtinSiteDir));
 }
 
-binding::NodeTopology nodeOf(const RunContext& ctx) {
-  if (ctx.topology) return *ctx.topology;
-  binding::NodeTopology node;
-  node.source = "this node's usable CPUs";
-  node.cpus = ctx.cpus;
-  return node;
+// torchrun's prefix template (string.Template: $name or ${name}) in
+// --log-prefix's words.
+std::string fromTorchrunTemplate(std::string text) {
+  const std::pair<const char*, const char*> names[] = {{"role_name", "{role}"},
+                                                       {"local_rank", "{local_rank}"},
+                                                       {"rank", "{rank}"},
+                                                       {"hostname", "{host}"}};
+  for (const auto& [name, ours] : names) {
+    for (const std::string& spelled : {"${" + std::string(name) + "}", "$" + std::string(name)}) {
+      for (size_t at = text.find(spelled); at != std::string::npos; at = text.find(spelled, at)) {
+        text.replace(at, spelled.size(), ours);
+      }
+    }
+  }
+  return text;
 }
+
+// This node's topology with only the agent's GPUs (agentGpus).
+binding::AgentGpus agentGpusOf(const RunContext& ctx, const std::string& fallbackVariable) {
+  binding::NodeTopology node;
+  if (ctx.topology) {
+    node = *ctx.topology;
+  } else {
+    node.source = "this node's usable CPUs";
+    node.cpus = ctx.cpus;
+  }
+  return binding::agentGpus(node, ctx.env, fallbackVariable);
+}
+
+binding::NodeTopology nodeOf(const RunContext& ctx) { return agentGpusOf(ctx, "").node; }
 
 binding::BindRequest bindRequest(const RunOptions& o, const RunContext& ctx,
                                  const std::optional<cluster::SiteProfile>& site, int nproc) {
@@ -460,13 +483,18 @@ AgentConfig resolveAgentConfig(const RunOptions& o, const RunContext& ctx) {
   c.joinTimeout =
       seconds(o.joinTimeout.value_or(secondsFrom(o.rdzvConf, "join_timeout").value_or(300)));
   c.role = o.role;
-  c.logPrefix = o.logPrefix;
+  c.logPrefix =
+      o.logLinePrefixTemplate ? fromTorchrunTemplate(*o.logLinePrefixTemplate) : o.logPrefix;
   expandPrefix(c.logPrefix, 0, 0, 0, c.role, c.host);  // checks the template
   placeLogs(o, c);
   c.cpus = ctx.cpus;
   c.site = selectSite(o, ctx);
   if (c.site && !c.site->gpuVisibility.empty()) c.gpuVisibilityVariable = c.site->gpuVisibility;
-  c.plan = binding::bindRanks(nodeOf(ctx), bindRequest(o, ctx, c.site, nproc));
+  binding::AgentGpus gpus = agentGpusOf(ctx, c.gpuVisibilityVariable);
+  c.gpuIds = gpus.ids;
+  c.gpuVisibilityVariable = gpus.variable;
+  c.virtualLocalRank = o.virtualLocalRank;
+  c.plan = binding::bindRanks(gpus.node, bindRequest(o, ctx, c.site, nproc));
   c.status = resolveStatusMode(parseStatusMode(o.status), ctx.terminal);
   c.statusFile = ctx.env.getOr("DISTRUN_STATUS_FILE", "");
   return c;

@@ -44,8 +44,11 @@ struct RunOptions {
   double hangTimeout = 0;  // seconds without progress before a worker is hung; 0: off
   std::optional<double> joinTimeout;
   std::string logPrefix = "[{node}:{rank}] ";
+  // torchrun's --log-line-prefix-template (${rank} ...), over logPrefix.
+  std::optional<std::string> logLinePrefixTemplate;
   std::string cpuBind = "cores";       // none | cores | numa | site | mask:LIST
   std::optional<std::string> gpuBind;  // closest | none | map:LIST; unset: closest
+  bool virtualLocalRank = false;       // torchrun 2.x --virtual-local-rank
   bool explain = false;                // print the binding plan, start nothing
   std::optional<std::string> site;
   std::string status = "auto";          // --status: auto | line | plain | none

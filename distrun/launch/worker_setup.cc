@@ -71,13 +71,15 @@ void setVariable(cluster::RankEnvironment& rank, const std::string& name,
   rank.variables.push_back(added);
 }
 
-// The worker's GPUs (--gpu-bind) in the site's visibility variable; the
-// worker's device is then the first it sees.
+// The worker's GPU (the plan's device) as cuda:LOCAL_RANK of the agent's
+// list (workerGpus): the list reordered or narrowed only when it must be.
 void addVisibleGpus(const AgentConfig& config, int localRank, cluster::RankEnvironment& rank) {
-  std::vector<int> gpus = rankBinding(config, localRank).gpus;
-  if (gpus.empty()) return;
-  setVariable(rank, config.gpuVisibilityVariable, fmt::format("{}", fmt::join(gpus, ",")));
-  setVariable(rank, "DISTRUN_LOCAL_DEVICE", "0");
+  binding::WorkerGpus gpus = binding::workerGpus(
+      config.gpuIds, rankBinding(config, localRank).device, localRank, config.virtualLocalRank);
+  if (gpus.localDevice < 0) return;
+  if (gpus.visible) setVariable(rank, config.gpuVisibilityVariable, *gpus.visible);
+  if (gpus.localRank) setVariable(rank, "LOCAL_RANK", std::to_string(*gpus.localRank));
+  setVariable(rank, "DISTRUN_LOCAL_DEVICE", std::to_string(gpus.localDevice));
 }
 
 cluster::RankEnvironment workerRankEnvironment(const AgentConfig& config, const rdzv::World& world,

@@ -190,22 +190,50 @@ TEST(WorkerSpecTest, MaskModeGivesEachWorkerItsMask) {
   EXPECT_THAT(workerSpec(c, worldOfSix(), 29400, 2, MapEnvironment()).cpus, ElementsAre(6));
 }
 
-TEST(WorkerSpecTest, ClosestGpuInTheSitesVisibilityVariable) {
+// torchrun's contract: every worker sees the agent's GPUs and uses
+// cuda:LOCAL_RANK, the plan's GPU; the cores follow it.
+TEST(WorkerSpecTest, ThePlansGpuIsCudaLocalRankOfTheAgentsList) {
   AgentConfig c = nodeOne();
   c.layout.localWorldSize = 2;
   c.cpus = {0, 1};
+  c.gpuIds = {"0", "1"};
   c.plan = binding::bindRanks(twoGpus(), bindRequest(c, "cores"));
   WorkerSpec second = workerSpec(c, worldOfSix(), 29400, 1, MapEnvironment());
   EXPECT_THAT(second.cpus, ElementsAre(1));
-  EXPECT_EQ(valueIn(second.environment, "CUDA_VISIBLE_DEVICES"), "1");
-  EXPECT_EQ(valueIn(second.environment, "DISTRUN_LOCAL_DEVICE"), "0");
+  EXPECT_EQ(valueIn(second.environment, "CUDA_VISIBLE_DEVICES"), "<unset>");
+  EXPECT_EQ(valueIn(second.environment, "LOCAL_RANK"), "1");
+  EXPECT_EQ(valueIn(second.environment, "DISTRUN_LOCAL_DEVICE"), "1");
+}
+
+// map:LIST reorders the list in the agent's variable so that the mapped
+// GPU is cuda:LOCAL_RANK.
+TEST(WorkerSpecTest, AMappedGpuIsSwappedToLocalRankInTheAgentsVariable) {
+  AgentConfig c = nodeOne();
+  c.layout.localWorldSize = 2;
+  c.cpus = {0, 1};
+  c.gpuIds = {"0", "1"};
   c.gpuVisibilityVariable = "ROCR_VISIBLE_DEVICES";
   binding::BindRequest map = bindRequest(c, "cores");
   map.gpu = binding::parseGpuBind("map:1,0");
   c.plan = binding::bindRanks(twoGpus(), map);
   WorkerSpec first = workerSpec(c, worldOfSix(), 29400, 0, MapEnvironment());
-  EXPECT_EQ(valueIn(first.environment, "ROCR_VISIBLE_DEVICES"), "1");
+  EXPECT_EQ(valueIn(first.environment, "ROCR_VISIBLE_DEVICES"), "1,0");
   EXPECT_EQ(valueIn(first.environment, "CUDA_VISIBLE_DEVICES"), "<unset>");
+  EXPECT_EQ(valueIn(first.environment, "DISTRUN_LOCAL_DEVICE"), "0");
+}
+
+TEST(WorkerSpecTest, VirtualLocalRankShowsOneGpuAsDeviceZero) {
+  AgentConfig c = nodeOne();
+  c.layout.localWorldSize = 2;
+  c.cpus = {0, 1};
+  c.gpuIds = {"GPU-a", "GPU-b"};
+  c.virtualLocalRank = true;
+  c.plan = binding::bindRanks(twoGpus(), bindRequest(c, "cores"));
+  WorkerSpec second = workerSpec(c, worldOfSix(), 29400, 1, MapEnvironment());
+  EXPECT_EQ(valueIn(second.environment, "CUDA_VISIBLE_DEVICES"), "GPU-b");
+  EXPECT_EQ(valueIn(second.environment, "LOCAL_RANK"), "0");
+  EXPECT_EQ(valueIn(second.environment, "RANK"), "4") << "the global rank is unchanged";
+  EXPECT_EQ(valueIn(second.environment, "DISTRUN_LOCAL_DEVICE"), "0");
 }
 
 TEST(WorkerSpecTest, FewerCpusThanWorkersGiveOneThreadEach) {
