@@ -175,6 +175,9 @@ int runLauncher(launch::RunOptions& o, CliContext& ctx) {
   cluster::UserEnvironment user(ctx.env);
   for (const auto& [name, value] : o.environment) user.env.set(name, value);
   launch::AgentConfig config = launch::resolveAgentConfig(o, runContext(user.env, ctx));
+  for (const std::string& note : launch::rdzvConfNotes(o.rdzvConf)) {
+    ctx.err << "distrun run: note: " << note << "\n";
+  }
   if (o.explain) {
     ctx.out << binding::formatPlanTable(config.plan, {ctx.hostFacts().hostname});
     return 0;

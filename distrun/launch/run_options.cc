@@ -74,16 +74,11 @@ const std::vector<std::string> kRdzvConfKeys = {"join_timeout",        "last_cal
                                                 "close_timeout",       "heartbeat_timeout",
                                                 "keep_alive_interval", "keep_alive_max_attempt",
                                                 "read_timeout",        "is_host",
-                                                "use_libuv",           "timeout"};
+                                                "use_libuv",           "timeout",
+                                                "store_type"};
 
-std::string unknownRdzvConfKey(const std::string& key) {
-  const std::optional<std::string> near = closestName(key, kRdzvConfKeys);
-  return fmt::format("--rdzv-conf: unknown key '{}'{} (known: {})", key,
-                     near ? fmt::format(": did you mean {}?", *near) : "",
-                     join(kRdzvConfKeys, ", "));
-}
-
-// --rdzv-conf key=value,...: every key one of kRdzvConfKeys.
+// --rdzv-conf key=value,...: torchrun takes any key, and so does distrun
+// (rdzvConfNotes names those nobody reads).
 std::map<std::string, std::string> parseRdzvConf(const std::string& conf) {
   std::map<std::string, std::string> pairs;
   for (const std::string& pair : split(conf, ',')) {
@@ -92,11 +87,7 @@ std::map<std::string, std::string> parseRdzvConf(const std::string& conf) {
     if (eq == std::string::npos) {
       throw UsageError(fmt::format("--rdzv-conf '{}': expected key=value pairs", conf));
     }
-    const std::string key = pair.substr(0, eq);
-    if (std::find(kRdzvConfKeys.begin(), kRdzvConfKeys.end(), key) == kRdzvConfKeys.end()) {
-      throw UsageError(unknownRdzvConfKey(key));
-    }
-    pairs[key] = pair.substr(eq + 1);
+    pairs[pair.substr(0, eq)] = pair.substr(eq + 1);
   }
   return pairs;
 }
@@ -498,6 +489,20 @@ AgentConfig resolveAgentConfig(const RunOptions& o, const RunContext& ctx) {
   c.status = resolveStatusMode(parseStatusMode(o.status), ctx.terminal);
   c.statusFile = ctx.env.getOr("DISTRUN_STATUS_FILE", "");
   return c;
+}
+
+std::vector<std::string> rdzvConfNotes(const std::string& conf) {
+  std::vector<std::string> notes;
+  for (const auto& [key, value] : parseRdzvConf(conf)) {
+    if (std::find(kRdzvConfKeys.begin(), kRdzvConfKeys.end(), key) != kRdzvConfKeys.end()) {
+      continue;
+    }
+    const std::optional<std::string> near = closestName(key, kRdzvConfKeys);
+    notes.push_back(fmt::format(
+        "--rdzv-conf {}={}: a key neither torchrun's rendezvous nor distrun reads, ignored{}", key,
+        value, near ? fmt::format(" (did you mean {}?)", *near) : ""));
+  }
+  return notes;
 }
 
 }  // namespace distrun::launch

@@ -84,14 +84,19 @@ void checkBindOptions(const RunOptions& options, const RunContext& ctx);
 
 // The checks that need neither the host nor the filesystem, made before
 // anything starts (`distrun run` makes them before the agent, and
-// resolveAgentConfig again): a PROGRAM is given, every --rdzv-conf key is
-// one torchrun knows, --standalone is not contradicted by a flag placing
+// resolveAgentConfig again): a PROGRAM is given, --rdzv-conf is key=value
+// pairs, --standalone is not contradicted by a flag placing
 // the store or the node, and distrun run is not one of several tasks of an
 // mpirun job (`layout`, the scheduler's) without flags that place the
 // nodes, --hang-timeout is 0 or at least 1 second, and --status is one
 // of auto, line, plain, none. Throws UsageError
 // naming the flag or variable.
 void checkRunOptions(const RunOptions& options, const cluster::JobLayout& layout);
+
+// One note per --rdzv-conf key that neither torchrun's c10d or static
+// rendezvous nor distrun reads: the key is ignored, as torchrun ignores it,
+// with the nearest known key when it looks like a typo.
+std::vector<std::string> rdzvConfNotes(const std::string& conf);
 
 // Decides the node's role, the store, the token and the workers' command.
 // Standalone (--standalone, or one node and no scheduler): a private store

@@ -253,17 +253,17 @@ TEST(ResolveTest, StandaloneContradictsAFlagThatPlacesTheStoreOrTheNode) {
   EXPECT_EQ(resolve(o).layout.nodeRank, 0);
 }
 
-TEST(ResolveTest, UnknownRdzvConfKeysAreRefusedWithTheKnownOnes) {
+// torchrun takes any --rdzv-conf key; distrun too, with a note for those
+// nobody reads.
+TEST(ResolveTest, EveryRdzvConfKeyIsTakenAndTheUnreadOnesNoted) {
   RunOptions o = withProgram({"true"});
-  o.rdzvConf = "join_timout=60";
-  EXPECT_EQ(usageError(o),
-            "--rdzv-conf: unknown key 'join_timout': did you mean join_timeout? (known: "
-            "join_timeout, last_call_timeout, close_timeout, heartbeat_timeout, "
-            "keep_alive_interval, keep_alive_max_attempt, read_timeout, is_host, use_libuv, "
-            "timeout)");
-  o.rdzvConf = "read_timeout=60,frobnicate=1";
-  EXPECT_THAT(usageError(o),
-              ::testing::StartsWith("--rdzv-conf: unknown key 'frobnicate' (known: "));
+  o.rdzvConf = "store_type=file,use_libuv=0,read_timeout=60,join_timout=60,frobnicate=1";
+  EXPECT_NO_THROW(resolve(o));
+  EXPECT_THAT(rdzvConfNotes(o.rdzvConf),
+              ElementsAre("--rdzv-conf frobnicate=1: a key neither torchrun's rendezvous nor "
+                          "distrun reads, ignored",
+                          "--rdzv-conf join_timout=60: a key neither torchrun's rendezvous nor "
+                          "distrun reads, ignored (did you mean join_timeout?)"));
   o.rdzvConf = "join_timeout";
   EXPECT_EQ(usageError(o), "--rdzv-conf 'join_timeout': expected key=value pairs");
 }
