@@ -58,6 +58,25 @@ std::vector<RankBinding> evenPlan(const NodeTopology& node, const BindRequest& r
   return plan;
 }
 
+// The even plan, each rank still given GPU LOCAL_RANK (or its share) where
+// the cores near the GPUs cannot hold the ranks (an affinity narrower than
+// the GPUs' cores): cuda:LOCAL_RANK stays the plan's GPU.
+std::vector<RankBinding> evenPlanWithGpus(const NodeTopology& node, const BindRequest& r) {
+  std::vector<RankBinding> plan = evenPlan(node, r);
+  try {
+    for (RankBinding& b : plan) {
+      b.device = rankDevice(node, b.localRank, r.ranks);
+      b.gpus = {node.gpus[static_cast<size_t>(b.device)].index};
+    }
+  } catch (const UsageError&) {
+    for (RankBinding& b : plan) {
+      b.device = -1;
+      b.gpus.clear();
+    }
+  }
+  return plan;
+}
+
 std::vector<RankBinding> sitePlan(const BindRequest& r) {
   if (r.site == nullptr && r.siteName.empty()) {
     throw UsageError(
@@ -90,7 +109,7 @@ std::vector<RankBinding> cpuPlan(const NodeTopology& node, const BindRequest& r)
   try {
     return planBinding(narrowed, PlanRequest{r.ranks, 0, -1});
   } catch (const UsageError&) {
-    return evenPlan(node, r);  // the defaults never refuse to start
+    return evenPlanWithGpus(node, r);  // the defaults never refuse to start
   }
 }
 

@@ -148,9 +148,14 @@ TEST(BindRanksTest, GpuBindNoneAndMap) {
 }
 
 TEST(BindRanksTest, DefaultGpusFallBackToAnEvenSplitWhereTheyCannotBeShared) {
+  // 3 ranks cannot split GPU 0's 2 cores: the cores split evenly, and every
+  // rank still uses GPU 0.
   std::vector<RankBinding> plan = bindRanks(twoSockets(), request(3, {0, 1, 2, 3}));
   EXPECT_EQ(plan[0].cpus, (CpuList{0, 1}));
-  EXPECT_THAT(plan[0].gpus, IsEmpty());
+  EXPECT_THAT(plan[2].gpus, ElementsAre(0));
+  EXPECT_EQ(plan[2].device, 0);
+  // 3 ranks cannot share 2 GPUs: no GPU in the plan.
+  EXPECT_THAT(bindRanks(twoGpus(), request(3, {0, 1}))[0].gpus, IsEmpty());
   BindRequest asked = request(3, {0, 1, 2, 3});
   asked.gpu = parseGpuBind("closest");
   EXPECT_EQ(usageError([&] { bindRanks(twoGpus(), asked); }),

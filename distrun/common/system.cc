@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -148,6 +149,20 @@ void raiseOpenFileLimit() {
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
   limit.rlim_cur = limit.rlim_max;
   ::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
+std::string userFolder(const Environment& env) {
+  std::string tmp = env.getOr("TMPDIR", "");
+  if (tmp.empty()) tmp = "/tmp";
+  const std::string mine = tmp + "/distrun-" + std::to_string(::getuid());
+  if (::mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST) throw SystemError("mkdir", mine, errno);
+  struct stat st {};
+  if (::lstat(mine.c_str(), &st) != 0) throw SystemError("lstat", mine, errno);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 022) != 0) {
+    throw ConfigError(mine + " is not a folder of this user's (uid " + std::to_string(::getuid()) +
+                      ") that only it may write: remove it, or set TMPDIR to another folder");
+  }
+  return mine;
 }
 
 }  // namespace distrun

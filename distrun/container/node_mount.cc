@@ -114,27 +114,10 @@ std::vector<std::string> folderNames(const std::string& base) {
   return names;
 }
 
-// `path` is a folder of this user's that no one else may write.
-void checkOwnFolder(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) throw SystemError("lstat", path, errno);
-  if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 022) != 0) {
-    throw ConfigError(
-        fmt::format("{} is not a folder of this user's (uid {}) that only it may "
-                    "write: remove it, or set TMPDIR to another folder",
-                    path, ::getuid()));
-  }
-}
-
 }  // namespace
 
 std::string nodeMountBase(const Environment& env) {
-  std::string tmp = env.getOr("TMPDIR", "");
-  if (tmp.empty()) tmp = "/tmp";
-  std::string mine = fmt::format("{}/distrun-{}", tmp, ::getuid());
-  makeFolder(mine, 0700);
-  checkOwnFolder(mine);
-  std::string base = mine + "/containers";
+  std::string base = userFolder(env) + "/containers";
   makeFolder(base, 0700);
   return base;
 }

@@ -456,8 +456,36 @@ const Clock& Agent::steadyClock() {
   return clock;
 }
 
+// The private run folder (privateRunFolder) for the workers' error files,
+// and for their log files when -r/-t asked for files without --log-dir.
+// Returns the folder to remove when the job ends (the error files' only),
+// empty when none is. A folder that cannot be made costs the error files,
+// never the job.
+std::string Agent::placeRunFolder() {
+  if (!config_.errorRoot.empty()) return "";  // --log-dir
+  std::string folder;
+  try {
+    folder = privateRunFolder(env_);
+  } catch (const Error& e) {
+    err_ << "distrun: note: " << e.what() << ": the workers get no TORCHELASTIC_ERROR_FILE\n";
+    return "";
+  }
+  config_.errorRoot = folder;
+  if (!config_.logDirIsPrivate) return folder;
+  config_.logDir = folder;
+  err_ << "distrun: -r/-t without --log-dir: the workers' files go to " << folder << "\n";
+  return "";
+}
+
 int Agent::run() {
   becomeSubreaper();
+  struct RemovedAtEnd {
+    std::string path;
+    ~RemovedAtEnd() {
+      std::error_code ec;
+      if (!path.empty()) std::filesystem::remove_all(path, ec);
+    }
+  } removed{placeRunFolder()};
   return Loop(*this).run();
 }
 

@@ -37,6 +37,7 @@ class Agent {
 
  private:
   class Loop;
+  std::string placeRunFolder();
 
   AgentConfig config_;
   const Environment& env_;

@@ -63,7 +63,14 @@ struct AgentConfig {
   std::chrono::milliseconds hangTimeout{0};  // --hang-timeout; 0: off
   std::string role = "default";
   std::string logPrefix = "[{node}:{rank}] ";
-  std::string logDir;            // empty: no per-rank files
+  std::string logDir;  // empty: no per-rank files
+  // -r/-t without --log-dir: the files go to a fresh folder private to the
+  // user and the run (the agent makes it: privateRunFolder), kept.
+  bool logDirIsPrivate = false;
+  // Where the workers' TORCHELASTIC_ERROR_FILEs go: logDir, else a private
+  // run folder the agent makes and removes when the job ends. Empty: none
+  // could be made (the workers get no error file).
+  std::string errorRoot;
   std::map<int, int> redirects;  // parseStreamSpec
   std::map<int, int> tee;
   std::optional<std::set<int>> consoleRanks;  // --local-ranks-filter

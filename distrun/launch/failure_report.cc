@@ -71,6 +71,18 @@ void printHangAdvice(const WorkerFailure& f, std::ostream& out) {
       f.rank, f.pid, f.pid, f.host);
 }
 
+// The exception as @record wrote it: its words first, then its traceback.
+void printRecordedError(const WorkerFailure& f, std::ostream& out) {
+  out << fmt::format("distrun: rank {} raised {} (its error file, TORCHELASTIC_ERROR_FILE)\n",
+                     f.rank, f.errorMessage);
+  constexpr size_t kLines = 40;  // the innermost frames matter most
+  size_t skip = f.errorTraceback.size() > kLines ? f.errorTraceback.size() - kLines : 0;
+  if (skip > 0) out << fmt::format("  | ... ({} lines of the traceback left out)\n", skip);
+  for (size_t i = skip; i < f.errorTraceback.size(); ++i) {
+    out << "  | " << f.errorTraceback[i] << "\n";
+  }
+}
+
 }  // namespace
 
 std::string signalName(int signal) {
@@ -101,6 +113,11 @@ std::string WorkerFailure::toJson() const {
   j["time"] = time;
   j["stderr_tail"] = stderrTail;
   j["python"] = python;
+  if (errorTimestamp != 0 || !errorMessage.empty()) {
+    j["error_message"] = errorMessage;
+    j["error_traceback"] = errorTraceback;
+    j["error_timestamp"] = errorTimestamp;
+  }
   if (hung()) {
     j["hung_seconds"] = hungSeconds;
     j["hang_timeout"] = hangTimeout;
@@ -124,6 +141,9 @@ WorkerFailure WorkerFailure::fromJson(const std::string& text) {
     f.time = j.at("time");
     f.stderrTail = j.at("stderr_tail").get<std::vector<std::string>>();
     f.python = j.value("python", "");
+    f.errorMessage = j.value("error_message", "");
+    f.errorTraceback = j.value("error_traceback", std::vector<std::string>{});
+    f.errorTimestamp = j.value("error_timestamp", 0LL);
     f.hungSeconds = j.value("hung_seconds", 0.0);
     f.hangTimeout = j.value("hang_timeout", 0.0);
     f.stopped = j.value("stopped", false);
@@ -158,6 +178,10 @@ void printFailureReport(const WorkerFailure& f, const std::string& runId, int re
   }
   if (f.hung()) printHangAdvice(f, out);
   if (!f.python.empty()) out << fmt::format("distrun: rank {} ran Python {}\n", f.rank, f.python);
+  if (!f.errorMessage.empty()) {
+    printRecordedError(f, out);
+    return;
+  }
   if (f.stderrTail.empty()) {
     out << "distrun: rank " << f.rank << " wrote nothing to stderr\n";
     return;

@@ -19,6 +19,12 @@ struct WorkerFailure {
   int signal = 0;    // when a signal killed it (0: it exited)
   std::string time;  // UTC, ISO 8601
   std::vector<std::string> stderrTail;
+  // What PyTorch's @record wrote to the worker's TORCHELASTIC_ERROR_FILE
+  // (error_file.h): the exception's own words and traceback, and its time
+  // (seconds since the epoch; 0: no error file), which orders failures.
+  std::string errorMessage;
+  std::vector<std::string> errorTraceback;
+  long long errorTimestamp = 0;
   // For a Python program, the Python that ran it and where it came from:
   // "/usr/bin/python3 (the first python3 on PATH)". Empty otherwise.
   std::string python;
@@ -50,7 +56,8 @@ std::string signalName(int signal);
 std::string utcNow();
 
 // Writes the human report: one header, the root cause, the Python that ran
-// (for a Python program), the stderr tail; when the tail shows a Python
+// (for a Python program), the exception its error file recorded with its
+// traceback, else the stderr tail; when the tail shows a Python
 // import that failed (ModuleNotFoundError), a last line naming the Python
 // and how to choose another.
 // `restart` is the round that failed (TORCHELASTIC_RESTART_COUNT, 0 for the

@@ -275,7 +275,8 @@ void placeLogs(const RunOptions& o, AgentConfig& c) {
   for (int r = 0; r < c.layout.localWorldSize; ++r) {
     wantsFiles |= (streamBits(c.redirects, r) | streamBits(c.tee, r)) != 0;
   }
-  if (c.logDir.empty() && wantsFiles) c.logDir = "/tmp/distrun-logs";
+  c.logDirIsPrivate = c.logDir.empty() && wantsFiles;
+  c.errorRoot = c.logDir;
   if (o.localRanksFilter) {
     std::set<int> ranks;
     for (const std::string& r : split(*o.localRanksFilter, ',')) {

@@ -363,7 +363,8 @@ TEST(ResolveTest, RdzvConfJoinTimeoutAndLogs) {
   o.localRanksFilter = "0,2";
   AgentConfig c = resolve(o);
   EXPECT_EQ(c.joinTimeout, std::chrono::seconds(42));
-  EXPECT_EQ(c.logDir, "/tmp/distrun-logs");
+  EXPECT_EQ(c.logDir, "") << "a private run folder, made by the agent";
+  EXPECT_TRUE(c.logDirIsPrivate);
   EXPECT_EQ(*c.consoleRanks, (std::set<int>{0, 2}));
   o.logPrefix = "{nope}";
   EXPECT_THAT(usageError(o), ::testing::StartsWith("--log-prefix '{nope}'"));

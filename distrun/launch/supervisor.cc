@@ -81,6 +81,13 @@ struct Describe {
   std::string operator()(const EndWithError& a) const { return "error " + a.message; }
 };
 
+// torchrun's order of failures: by their error files' times, the first
+// error being the root cause; failures without one keep the store's order.
+bool raisedEarlier(const WorkerFailure& failure, const WorkerFailure& than) {
+  return failure.errorTimestamp > 0 && than.errorTimestamp > 0 &&
+         failure.errorTimestamp < than.errorTimestamp;
+}
+
 }  // namespace
 
 void append(Actions& to, Actions more) {
@@ -261,6 +268,7 @@ Actions Supervisor::failurePublished(const WorkerFailure& failure, TimePoint now
   if (!inRound()) return {};  // an event of a round already over
   if (isEcho(failure)) return echoPublished(failure, now);
   if (!state_.rootCause && !state_.lostNode) state_.rootCause = failure;
+  if (state_.rootCause && raisedEarlier(failure, *state_.rootCause)) state_.rootCause = failure;
   return endRoundIfOver(stopWorkers(now));
 }
 

@@ -347,6 +347,34 @@ TEST_F(SupervisorTest, TheFirstFailureInTheStoresOrderIsTheRootCause) {
   EXPECT_THAT(printed(end), ::testing::Not(HasSubstr("rank 1 (local rank 1)")));
 }
 
+// torchrun's order: the failure whose @record error file is earliest is
+// the root cause, whatever the store's order; the report gives the
+// exception's own words and traceback, which cross nodes in the record.
+TEST_F(SupervisorTest, TheEarliestErrorFileIsTheRootCauseInItsOwnWords) {
+  Supervisor s(nodeOfTwo(0, 2), kPort);
+  startJob(s, 0, 4);
+  WorkerFailure later = exitOf(1, 1, 1);
+  later.errorMessage = "RuntimeError: NCCL communicator was aborted";
+  later.errorTimestamp = 1764640009;
+  WorkerFailure first = exitOf(3, 1, 1, 0, 1);
+  first.errorMessage = "ValueError: bad batch";
+  first.errorTraceback = {"Traceback (most recent call last):", "  File \"train.py\", line 9",
+                          "ValueError: bad batch"};
+  first.errorTimestamp = 1764640003;
+  WorkerFailure crossed = WorkerFailure::fromJson(first.toJson());
+  EXPECT_EQ(crossed.errorTraceback, first.errorTraceback);
+  EXPECT_EQ(crossed.errorTimestamp, 1764640003);
+  s.storeEvent(published(s.workerExited(later, now())), now());
+  s.storeEvent(JobEvent{JobEvent::Kind::kFailure, first.toJson()}, now());
+  std::string report = printed(s.workerExited(exitOf(0, 0, 0, SIGTERM), now()));
+  EXPECT_THAT(report, HasSubstr("root cause was rank 3 (local rank 1) on node 1"));
+  EXPECT_THAT(report, HasSubstr("\ndistrun: rank 3 raised ValueError: bad batch (its error file, "
+                                "TORCHELASTIC_ERROR_FILE)\n  | Traceback (most recent call "
+                                "last):\n  |   File \"train.py\", line 9\n  | ValueError: bad "
+                                "batch\n"));
+  EXPECT_THAT(report, ::testing::Not(HasSubstr("last lines of rank 3's stderr")));
+}
+
 TEST_F(SupervisorTest, SignalAfterThisNodeFinishedEndsTheJobWithIt) {
   Supervisor s(nodeOfTwo(0, 2), kPort);
   startJob(s, 0, 4);

@@ -14,6 +14,7 @@ struct WorkerSpec {
   std::vector<std::string> argv;         // argv[0] is looked up in PATH
   std::vector<std::string> environment;  // "NAME=value", the whole environment
   std::vector<int> cpus;                 // affinity; empty: inherit
+  std::string errorFile = {};            // its TORCHELASTIC_ERROR_FILE, read when it fails
 };
 
 // The descriptor on which a worker reports its progress (--hang-timeout;

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "distrun/launch/error_file.h"
+
 namespace distrun::launch {
 
 WorkerGroup::WorkerGroup(ProcessLauncher& launcher, int nodeRank, std::string host)
@@ -21,7 +23,7 @@ WorkerGroup::~WorkerGroup() {
 
 int WorkerGroup::add(int rank, int localRank, const WorkerSpec& spec,
                      std::unique_ptr<WorkerOutput> output) {
-  Member m{rank, localRank, launcher_.start(spec), std::move(output)};
+  Member m{rank, localRank, launcher_.start(spec), std::move(output), spec.errorFile};
   members_.push_back(std::move(m));
   return members_.back().process.pid;
 }
@@ -165,6 +167,12 @@ WorkerFailure WorkerGroup::recordOf(const Member& m) const {
   f.signal = m.signal;
   f.time = utcNow();
   f.stderrTail.assign(m.output->stderrTail().begin(), m.output->stderrTail().end());
+  if (m.running || m.errorFile.empty() || (m.exitCode == 0 && m.signal == 0)) return f;
+  if (std::optional<RecordedError> error = readErrorFile(m.errorFile)) {
+    f.errorMessage = error->message;
+    f.errorTraceback = error->traceback;
+    f.errorTimestamp = error->timestamp;
+  }
   return f;
 }
 

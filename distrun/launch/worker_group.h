@@ -65,6 +65,7 @@ class WorkerGroup {
     int localRank;
     WorkerProcess process;
     std::unique_ptr<WorkerOutput> output;
+    std::string errorFile;
     bool running = true;
     int exitCode = 0;
     int signal = 0;

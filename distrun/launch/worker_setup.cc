@@ -1,12 +1,18 @@
 #include "distrun/launch/worker_setup.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "distrun/cluster/rank_env.h"
+#include "distrun/common/error.h"
+#include "distrun/common/system.h"
 #include "distrun/launch/worker.h"
 
 namespace distrun::launch {
@@ -49,10 +55,9 @@ cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config, const rdz
                          {"DISTRUN_TOKEN", config.token},
                          {"DISTRUN_RUN_ID", config.runId},
                          {"DISTRUN_PROGRESS_FD", std::to_string(kProgressFd)}};
-  if (!config.logDir.empty()) {
+  if (!config.errorRoot.empty()) {
     o.launcherVariables.push_back(
-        {"TORCHELASTIC_ERROR_FILE",
-         workerLogFolder(config, world.round, localRank) + "/error.json"});
+        {"TORCHELASTIC_ERROR_FILE", workerErrorFile(config, world.round, localRank)});
   }
   return o;
 }
@@ -103,10 +108,35 @@ std::vector<std::string> environmentStrings(const cluster::RankEnvironment& rank
   return out;
 }
 
+// The error file's folder made, and no error of an earlier run with the
+// same folder and run id left in it.
+void freshErrorFile(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path file(path);
+  std::filesystem::create_directories(file.parent_path(), ec);
+  if (ec) {
+    throw IoError(
+        fmt::format("TORCHELASTIC_ERROR_FILE {}: cannot make its folder: {}", path, ec.message()));
+  }
+  std::filesystem::remove(file, ec);
+}
+
 }  // namespace
 
 std::string workerLogFolder(const AgentConfig& config, int round, int localRank) {
   return fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId, round, localRank);
+}
+
+std::string workerErrorFile(const AgentConfig& config, int round, int localRank) {
+  if (config.errorRoot.empty()) return "";
+  return fmt::format("{}/{}/attempt_{}/{}/error.json", config.errorRoot, config.runId, round,
+                     localRank);
+}
+
+std::string privateRunFolder(const Environment& env) {
+  std::string path = userFolder(env) + "/run-XXXXXX";
+  if (::mkdtemp(path.data()) == nullptr) throw SystemError("mkdtemp", path, errno);
+  return path;
 }
 
 int workerRank(const rdzv::World& world, int localRank) { return world.firstRank + localRank; }
@@ -133,8 +163,10 @@ WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world, int s
   const cluster::RankEnvironment rank =
       workerRankEnvironment(config, world, storePort, localRank, env);
   cluster::makeNodeDirs(rank);
+  const std::string errorFile = workerErrorFile(config, world.round, localRank);
+  if (!errorFile.empty()) freshErrorFile(errorFile);
   return WorkerSpec{config.program, environmentStrings(rank, env),
-                    rankBinding(config, localRank).cpus};
+                    rankBinding(config, localRank).cpus, errorFile};
 }
 
 std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round, int rank,

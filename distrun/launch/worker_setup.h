@@ -49,6 +49,16 @@ WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world, int s
 // the round being the restart count): <log-dir>/<run-id>/attempt_<round>/<local>.
 std::string workerLogFolder(const AgentConfig& config, int round, int localRank);
 
+// Local rank `localRank`'s TORCHELASTIC_ERROR_FILE in round `round`, a
+// fresh path per rank and restart under config.errorRoot:
+// ROOT/RUN_ID/attempt_ROUND/LOCAL_RANK/error.json. Empty without a root.
+std::string workerErrorFile(const AgentConfig& config, int round, int localRank);
+
+// A new folder private to this user and run, ${TMPDIR:-/tmp}/distrun-UID/
+// run-XXXXXX (torchrun's per-run temporary log folder). Throws ConfigError
+// or SystemError naming the folder when it cannot be made.
+std::string privateRunFolder(const Environment& env);
+
 // Where a worker's output goes: prefixed console lines and, with a log
 // folder or --redirects/--tee, <log-dir>/<run-id>/attempt_<round>/<local>/.
 std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round, int rank,

@@ -105,6 +105,7 @@ TEST(WorkerSpecTest, CreatesTheSiteProfilesNodeFolders) {
 TEST(WorkerEnvironmentTest, TheRankContractOverTheAgentsEnvironment) {
   AgentConfig c = nodeOne();
   c.logDir = "/logs";
+  c.errorRoot = "/logs";  // resolveAgentConfig: --log-dir
   MapEnvironment env({{"PATH", "/opt/bin"}, {"RANK", "99"}, {"HOME", "/home/u"}});
   std::vector<std::string> vars = workerEnvironment(c, worldOfSix(1), 29400, 1, env);
   EXPECT_EQ(valueIn(vars, "PATH"), "/opt/bin");

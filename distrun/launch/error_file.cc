@@ -1,0 +1,50 @@
+#include "distrun/launch/error_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include "distrun/common/strings.h"
+#include "distrun/common/system.h"
+
+namespace distrun::launch {
+namespace {
+
+long long timestampOf(const nlohmann::json& holder) {
+  if (!holder.is_object() || !holder.contains("timestamp")) return 0;
+  const nlohmann::json& t = holder.at("timestamp");
+  if (t.is_number_integer()) return t.get<long long>();
+  if (!t.is_string()) return 0;
+  try {
+    return std::stoll(t.get<std::string>());
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+std::optional<RecordedError> readErrorFile(const std::string& path) {
+  const std::optional<std::string> text = readFileIfPresent(path);
+  if (!text || text->empty()) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("message")) return std::nullopt;
+  const nlohmann::json& message = j.at("message");
+  RecordedError e;
+  if (message.is_string()) {
+    e.message = message.get<std::string>();
+    e.timestamp = timestampOf(j);
+  } else if (message.is_object() && message.value("message", nlohmann::json()).is_string()) {
+    e.message = message.at("message").get<std::string>();
+    const nlohmann::json extra = message.value("extraInfo", nlohmann::json::object());
+    if (extra.is_object() && extra.value("py_callstack", nlohmann::json()).is_string()) {
+      for (const std::string& line : split(extra.at("py_callstack").get<std::string>(), '\n')) {
+        if (!line.empty()) e.traceback.push_back(line);
+      }
+    }
+    e.timestamp = timestampOf(extra);
+  } else {
+    return std::nullopt;
+  }
+  return e;
+}
+
+}  // namespace distrun::launch
