@@ -61,8 +61,9 @@ void addTorchrunFlags(CLI::App* cmd, RunOptions& o, std::string& ignored) {
   option(cmd, "start-method", ignored, "accepted for torchrun; workers are processes");
   option(cmd, "logs-specs", ignored, "accepted for torchrun; see --log-dir");
   option(cmd, "event-log-handler", ignored, "accepted for torchrun; no effect");
-  option(cmd, "signals-to-handle", ignored,
-         "accepted for torchrun; distrun handles TERM INT HUP QUIT USR1 USR2");
+  option(cmd, "signals-to-handle", o.signalsToHandle,
+         "the workers' TORCHELASTIC_SIGNALS_TO_HANDLE; distrun forwards TERM INT HUP QUIT USR1 "
+         "USR2 whatever it says");
   option(cmd, "numa-binding", ignored, "accepted for torchrun; see --cpu-bind");
   flag(cmd, "standalone", o.standalone, "one node, private store on a free port");
   option(cmd, "max-restarts", o.maxRestarts, "restarts of all workers after a failure");

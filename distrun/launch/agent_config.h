@@ -87,6 +87,7 @@ struct AgentConfig {
   // torchrun 2.x's --virtual-local-rank: each worker sees only its GPU, as
   // device 0, with LOCAL_RANK=0.
   bool virtualLocalRank = false;
+  std::string signalsToHandle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // --signals-to-handle
   std::optional<cluster::SiteProfile> site;
   std::optional<ElasticSpec> elastic;  // unset: fixed node ranks (--node-rank, Slurm)
   // The live status line (--status, resolved: kLine on a terminal) and the

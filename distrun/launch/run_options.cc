@@ -186,17 +186,16 @@ void placeStore(const RunOptions& o, const std::string& nodes, AgentConfig& c) {
 }
 
 // The job's token: DISTRUN_TOKEN; in a Slurm step, the keyed hash of its
-// ids; else, with --rdzv-id, the keyed hash of that id (every node must
-// then share the user's secret, a shared home does).
+// ids; else the keyed hash of --rdzv-id, or without one (torchrun's static
+// `--master-addr A --master-port P`, which needs no run id) of the store's
+// endpoint: every node must then share the user's secret, as a shared home
+// does (docs/security.md).
 void placeToken(const RunOptions& o, const RunContext& ctx, AgentConfig& c) {
   std::optional<std::string> token = ctx.env.get("DISTRUN_TOKEN");
   if (!token && inSlurmStep(c.layout)) token = slurmToken(c.layout, ctx.env);
   if (!token && o.rdzvId) token = derivedToken(ctx.env, "rdzv:" + *o.rdzvId);
   if (!token) {
-    throw UsageError(
-        "a run of several nodes outside Slurm needs DISTRUN_TOKEN or --rdzv-id: set the "
-        "same secret on every node (e.g. export DISTRUN_TOKEN=$(openssl rand -hex 16)), or "
-        "give every node the same --rdzv-id and a shared home (docs/security.md)");
+    token = derivedToken(ctx.env, fmt::format("store:{}:{}", c.storeHost, c.storePort));
   }
   c.token = *token;
 }
@@ -486,6 +485,7 @@ AgentConfig resolveAgentConfig(const RunOptions& o, const RunContext& ctx) {
   c.gpuIds = gpus.ids;
   c.gpuVisibilityVariable = gpus.variable;
   c.virtualLocalRank = o.virtualLocalRank;
+  c.signalsToHandle = o.signalsToHandle;
   c.plan = binding::bindRanks(gpus.node, bindRequest(o, ctx, c.site, nproc));
   c.status = resolveStatusMode(parseStatusMode(o.status), ctx.terminal);
   c.statusFile = ctx.env.getOr("DISTRUN_STATUS_FILE", "");

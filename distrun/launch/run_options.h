@@ -49,6 +49,9 @@ struct RunOptions {
   std::string cpuBind = "cores";       // none | cores | numa | site | mask:LIST
   std::optional<std::string> gpuBind;  // closest | none | map:LIST; unset: closest
   bool virtualLocalRank = false;       // torchrun 2.x --virtual-local-rank
+  // torchrun 2.x's --signals-to-handle: passed on in the workers'
+  // TORCHELASTIC_SIGNALS_TO_HANDLE (torchrun's default when unset).
+  std::string signalsToHandle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   bool explain = false;                // print the binding plan, start nothing
   std::optional<std::string> site;
   std::string status = "auto";          // --status: auto | line | plain | none

@@ -195,14 +195,12 @@ TEST(ResolveTest, SlurmWithSeveralTasksPerNodeIsRefused) {
             "--nproc-per-node for the workers");
 }
 
-TEST(ResolveTest, ExplicitNodesNeedEndpointRankAndToken) {
+TEST(ResolveTest, ExplicitNodesNeedAnEndpointAndTakeAToken) {
   RunOptions o = withProgram({"true"});
   o.nnodes = "2";
   o.nodeRank = 1;
   EXPECT_THAT(usageError(o), ::testing::StartsWith("--nnodes 2 needs --rdzv-endpoint"));
   o.rdzvEndpoint = "head:1234";
-  EXPECT_THAT(usageError(o),
-              ::testing::StartsWith("a run of several nodes outside Slurm needs DISTRUN_TOKEN"));
   AgentConfig c = resolve(o, {{"DISTRUN_TOKEN", "s3cret"}});
   EXPECT_EQ(c.storeHost, "head");
   EXPECT_EQ(c.storePort, 1234);
@@ -322,8 +320,15 @@ TEST(ResolveTest, NodesWithoutANodeRankMeetByArrival) {
   EXPECT_EQ(c.runId, "4242");
   EXPECT_EQ(c.token.size(), 64u) << "keyed with the user's secret from --rdzv-id";
   EXPECT_EQ(resolve(o, secret).token, c.token) << "the same on every node sharing the secret";
+  // torchrun's static line needs no run id: the token is keyed by the
+  // store's endpoint, the same on every node sharing the secret.
   o.rdzvId.reset();
-  EXPECT_THAT(usageError(o), ::testing::HasSubstr("needs DISTRUN_TOKEN or --rdzv-id"));
+  o.nodeRank = 1;
+  AgentConfig noId = resolve(o, secret);
+  EXPECT_EQ(noId.token.size(), 64u);
+  EXPECT_NE(noId.token, c.token);
+  EXPECT_EQ(resolve(o, secret).token, noId.token);
+  EXPECT_EQ(noId.runId, "none") << "torchrun's default";
 }
 
 TEST(ResolveTest, AnElasticRangeReadsItsLastCallAndRefusesANodeRank) {

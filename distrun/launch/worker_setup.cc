@@ -54,7 +54,8 @@ cluster::RankEnvironmentOptions rankOptions(const AgentConfig& config, const rdz
   o.launcherVariables = {{"DISTRUN_STORE", fmt::format("{}:{}", config.storeHost, storePort)},
                          {"DISTRUN_TOKEN", config.token},
                          {"DISTRUN_RUN_ID", config.runId},
-                         {"DISTRUN_PROGRESS_FD", std::to_string(kProgressFd)}};
+                         {"DISTRUN_PROGRESS_FD", std::to_string(kProgressFd)},
+                         {"TORCHELASTIC_SIGNALS_TO_HANDLE", config.signalsToHandle}};
   if (!config.errorRoot.empty()) {
     o.launcherVariables.push_back(
         {"TORCHELASTIC_ERROR_FILE", workerErrorFile(config, world.round, localRank)});
@@ -95,6 +96,9 @@ cluster::RankEnvironment workerRankEnvironment(const AgentConfig& config, const 
   cluster::RankEnvironment rank =
       cluster::buildRankEnvironment(layout, env, rankOptions(config, world, storePort, localRank));
   addVisibleGpus(config, localRank, rank);
+  // The agent's counts, never what the agent inherited (torchrun's).
+  setVariable(rank, "TORCHELASTIC_RESTART_COUNT", std::to_string(world.restarts));
+  setVariable(rank, "TORCHELASTIC_MAX_RESTARTS", std::to_string(config.maxRestarts));
   return rank;
 }
 
