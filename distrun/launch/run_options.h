@@ -52,7 +52,7 @@ struct RunOptions {
   // torchrun 2.x's --signals-to-handle: passed on in the workers'
   // TORCHELASTIC_SIGNALS_TO_HANDLE (torchrun's default when unset).
   std::string signalsToHandle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
-  bool explain = false;                // print the binding plan, start nothing
+  bool explain = false;  // print the binding plan, start nothing
   std::optional<std::string> site;
   std::string status = "auto";          // --status: auto | line | plain | none
   bool verbose = false;                 // -v: the workers' command first
