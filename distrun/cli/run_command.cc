@@ -10,7 +10,9 @@
 #include "distrun/cli/flag_check.h"
 #include "distrun/cluster/job_layout.h"
 #include "distrun/cluster/leftovers.h"
+#include "distrun/common/error.h"
 #include "distrun/common/live_line.h"
+#include "distrun/common/strings.h"
 #include "distrun/container/container_session.h"
 #include "distrun/launch/agent.h"
 #include "distrun/launch/poll_sources.h"
@@ -78,6 +80,13 @@ void addTorchrunFlags(CLI::App* cmd, RunOptions& o, std::string& ignored) {
       ->envname("PET_TEE");
   option(cmd, "local-ranks-filter", o.localRanksFilter, "local ranks shown on the console");
   option(cmd, "local-addr", o.localAddr, "this node's address for the others");
+  option(cmd, "duplicate-stdout-filters", o.duplicateStdoutFilters,
+         "also write the workers' stdout lines holding one of these words (a,b; ,, for a comma) "
+         "to filtered_stdout.log in the attempt's log folder");
+  option(cmd, "duplicate-stderr-filters", o.duplicateStderrFilters,
+         "the same for stderr, to filtered_stderr.log");
+  option(cmd, "print-completion", o.printCompletion,
+         "print a shell completion script for torchrun and distrun run (bash, zsh, tcsh)");
   flag(cmd, "virtual-local-rank", o.virtualLocalRank,
        "each worker sees only its GPU, as device 0, with LOCAL_RANK=0");
   cmd->add_option(names("shutdown-timeout"), o.termTimeout,
@@ -194,6 +203,28 @@ int runLauncher(launch::RunOptions& o, CliContext& ctx) {
   return launch::Agent(std::move(config), user.env, ctx.err).run();
 }
 
+// torchrun's --print-completion: the flags of `cmd` as a completion script
+// for `torchrun` (the link) and `distrun` in shell `shell`.
+int printCompletion(const CLI::App& cmd, const std::string& shell, std::ostream& out) {
+  std::vector<std::string> words;
+  for (const CLI::Option* option : cmd.get_options()) {
+    for (const std::string& name : option->get_lnames()) words.push_back("--" + name);
+    for (const std::string& name : option->get_snames()) words.push_back("-" + name);
+  }
+  const std::string list = join(words, " ");
+  if (shell == "bash") {
+    out << "complete -o default -W '" << list << "' torchrun\n";
+  } else if (shell == "zsh") {
+    out << "autoload -U +X bashcompinit && bashcompinit\ncomplete -o default -W '" << list
+        << "' torchrun\n";
+  } else if (shell == "tcsh") {
+    out << "complete torchrun 'c/-/(" << list << ")/'\n";
+  } else {
+    throw UsageError("--print-completion " + shell + ": expected bash, zsh or tcsh");
+  }
+  return 0;
+}
+
 Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::string>& program) {
   auto options = std::make_shared<RunOptions>();
   options->pythonByDefault = ctx.asTorchrun;
@@ -208,6 +239,7 @@ Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::stri
   return [options, ignored, cmd, &ctx, &program] {
     const std::vector<std::string> rest = programArguments(*cmd);
     options->program = program.empty() ? rest : program;
+    if (options->printCompletion) return printCompletion(*cmd, *options->printCompletion, ctx.out);
     if (ctx.checkOnly) return 0;  // the layout is the job's nodes'
     checkLauncherFlags(*options, ctx);
     return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);

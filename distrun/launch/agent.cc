@@ -26,6 +26,7 @@
 #include "distrun/launch/status_line.h"
 #include "distrun/launch/supervisor.h"
 #include "distrun/launch/worker_group.h"
+#include "distrun/launch/worker_output.h"
 #include "distrun/launch/worker_setup.h"
 #include "distrun/rdzv/elastic_rendezvous.h"
 #include "distrun/rdzv/rendezvous.h"
@@ -80,10 +81,22 @@ struct RoundIo {
   RoundIo(const AgentConfig& config, int round, ProcessLauncher& launcher)
       : number(round),
         watcher(config.storeHost, config.storePort, config.token, config.runId, round, events.fd()),
+        stdoutCopy(filteredCopy(config, round, config.stdoutFilters, "filtered_stdout.log")),
+        stderrCopy(filteredCopy(config, round, config.stderrFilters, "filtered_stderr.log")),
         group(launcher, config.layout.nodeRank, config.host) {}
+  static std::unique_ptr<FilteredCopy> filteredCopy(const AgentConfig& config, int round,
+                                                    const std::vector<std::string>& needles,
+                                                    const char* name) {
+    if (needles.empty() || config.logDir.empty()) return nullptr;
+    return std::make_unique<FilteredCopy>(
+        needles, fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId, round, name));
+  }
   int number;
   EventFd events;
   EventWatcher watcher;
+  // Before the group: the workers' outputs that write to them go first.
+  std::unique_ptr<FilteredCopy> stdoutCopy;
+  std::unique_ptr<FilteredCopy> stderrCopy;
   WorkerGroup group;
 };
 
@@ -198,6 +211,7 @@ class Agent::Loop {
       int rank = workerRank(a.world, local);
       std::unique_ptr<WorkerOutput> output = workerOutput(config, a.world.round, rank, local);
       output->setStatusLine(&status_.line());
+      output->setFilteredCopies(round_->stdoutCopy.get(), round_->stderrCopy.get());
       int pid = round_->group.add(rank, local,
                                   workerSpec(config, a.world, storeAt_.port, local, agent_.env_),
                                   std::move(output));
@@ -473,7 +487,8 @@ std::string Agent::placeRunFolder() {
   config_.errorRoot = folder;
   if (!config_.logDirIsPrivate) return folder;
   config_.logDir = folder;
-  err_ << "distrun: -r/-t without --log-dir: the workers' files go to " << folder << "\n";
+  err_ << "distrun: log files without --log-dir (-r, -t, --duplicate-*-filters) go to " << folder
+       << "\n";
   return "";
 }
 

@@ -88,6 +88,10 @@ struct AgentConfig {
   // device 0, with LOCAL_RANK=0.
   bool virtualLocalRank = false;
   std::string signalsToHandle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";  // --signals-to-handle
+  // --duplicate-stdout-filters/--duplicate-stderr-filters (FilteredCopy):
+  // empty, none.
+  std::vector<std::string> stdoutFilters;
+  std::vector<std::string> stderrFilters;
   std::optional<cluster::SiteProfile> site;
   std::optional<ElasticSpec> elastic;  // unset: fixed node ranks (--node-rank, Slurm)
   // The live status line (--status, resolved: kLine on a terminal) and the

@@ -274,6 +274,9 @@ void placeLogs(const RunOptions& o, AgentConfig& c) {
   for (int r = 0; r < c.layout.localWorldSize; ++r) {
     wantsFiles |= (streamBits(c.redirects, r) | streamBits(c.tee, r)) != 0;
   }
+  c.stdoutFilters = parseDuplicateFilters(o.duplicateStdoutFilters);
+  c.stderrFilters = parseDuplicateFilters(o.duplicateStderrFilters);
+  wantsFiles |= !c.stdoutFilters.empty() || !c.stderrFilters.empty();
   c.logDirIsPrivate = c.logDir.empty() && wantsFiles;
   c.errorRoot = c.logDir;
   if (o.localRanksFilter) {

@@ -52,6 +52,10 @@ struct RunOptions {
   // torchrun 2.x's --signals-to-handle: passed on in the workers'
   // TORCHELASTIC_SIGNALS_TO_HANDLE (torchrun's default when unset).
   std::string signalsToHandle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
+  // torchrun 2.x's --duplicate-stdout-filters / --duplicate-stderr-filters.
+  std::string duplicateStdoutFilters;
+  std::optional<std::string> printCompletion;  // torchrun's --print-completion bash|zsh|tcsh
+  std::string duplicateStderrFilters;
   bool explain = false;  // print the binding plan, start nothing
   std::optional<std::string> site;
   std::string status = "auto";          // --status: auto | line | plain | none

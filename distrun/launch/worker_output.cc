@@ -105,10 +105,47 @@ void WorkerOutput::emit(Stream& s, std::string_view line) {
     std::fputc('\n', s.file);
     std::fflush(s.file);
   }
+  if (s.copy) s.copy->offer(prefix_, line);
   if (s.isStderr) {
     tail_.emplace_back(line);
     if (tail_.size() > kTailLines) tail_.pop_front();
   }
+}
+
+FilteredCopy::FilteredCopy(std::vector<std::string> needles, const std::string& path)
+    : needles_(std::move(needles)) {
+  const std::filesystem::path file(path);
+  file_ = openLog(file.parent_path().string(), file.filename().c_str());
+}
+
+FilteredCopy::~FilteredCopy() { std::fclose(file_); }
+
+void FilteredCopy::offer(std::string_view prefix, std::string_view line) {
+  for (const std::string& needle : needles_) {
+    if (line.find(needle) == std::string_view::npos) continue;
+    std::string text = std::string(prefix) + std::string(line) + "\n";
+    std::fwrite(text.data(), 1, text.size(), file_);
+    std::fflush(file_);
+    return;
+  }
+}
+
+std::vector<std::string> parseDuplicateFilters(const std::string& value) {
+  std::vector<std::string> needles;
+  std::string current;
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (value[i] != ',') {
+      current += value[i];
+    } else if (i + 1 < value.size() && value[i + 1] == ',') {
+      current += ',';
+      ++i;
+    } else {
+      if (!current.empty()) needles.push_back(current);
+      current.clear();
+    }
+  }
+  if (!current.empty()) needles.push_back(current);
+  return needles;
 }
 
 std::string expandPrefix(const std::string& format, int node, int rank, int localRank,

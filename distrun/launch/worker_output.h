@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace distrun {
 class LiveLine;
@@ -29,6 +30,28 @@ std::map<int, int> parseStreamSpec(const std::string& value, const std::string& 
 // The value of a parsed spec for `localRank` (a single number applies to all).
 int streamBits(const std::map<int, int>& spec, int localRank);
 
+// torchrun 2.x's --duplicate-stdout-filters/--duplicate-stderr-filters: the
+// lines of every worker of a round that contain one of `needles` are also
+// written, with their console prefix, to one file (filtered_stdout.log,
+// filtered_stderr.log in the round's attempt folder). Throws IoError naming
+// the file when it cannot be opened.
+class FilteredCopy {
+ public:
+  FilteredCopy(std::vector<std::string> needles, const std::string& path);
+  ~FilteredCopy();
+  FilteredCopy(const FilteredCopy&) = delete;
+  FilteredCopy& operator=(const FilteredCopy&) = delete;
+  void offer(std::string_view prefix, std::string_view line);
+
+ private:
+  std::vector<std::string> needles_;
+  std::FILE* file_;
+};
+
+// A --duplicate-*-filters value as torchrun splits it: at commas, a double
+// comma standing for a comma itself ("a,,b,c": "a,b" and "c").
+std::vector<std::string> parseDuplicateFilters(const std::string& value);
+
 // One worker's output: splits what it writes into lines, prefixes each for
 // the console, copies it to per-rank files, and remembers the last lines of
 // stderr for the failure report. Not thread-safe; the agent's loop owns it.
@@ -48,6 +71,11 @@ class WorkerOutput {
   // The agent's status line (status_line.h), erased before each console
   // line so that the line is written on a clean last line; null: none.
   void setStatusLine(LiveLine* line) { statusLine_ = line; }
+  // The round's filtered copies of stdout and stderr (null: none).
+  void setFilteredCopies(FilteredCopy* out, FilteredCopy* err) {
+    out_.copy = out;
+    err_.copy = err;
+  }
   // The last lines the worker wrote to stderr, oldest first.
   const std::deque<std::string>& stderrTail() const { return tail_; }
 
@@ -60,6 +88,7 @@ class WorkerOutput {
     bool toConsole;
     bool isStderr;
     std::string partial;
+    FilteredCopy* copy = nullptr;
   };
   void feed(Stream& s, std::string_view bytes);
   void emit(Stream& s, std::string_view line);

@@ -70,5 +70,24 @@ TEST_F(WorkerOutputTest, NoFilesUnlessAsked) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/stdout.log"));
 }
 
+// torchrun 2.x's --duplicate-stdout-filters: every worker's matching lines,
+// with their prefix, in one file; ",," is a comma.
+TEST_F(WorkerOutputTest, FilteredCopiesTakeTheMatchingLinesOfEveryWorker) {
+  EXPECT_THAT(parseDuplicateFilters("loss,apple,,pear,"),
+              ::testing::ElementsAre("loss", "apple,pear"));
+  EXPECT_TRUE(parseDuplicateFilters("").empty());
+  {
+    FilteredCopy copy(parseDuplicateFilters("loss,a,,b"), dir_ + "/filtered_stdout.log");
+    WorkerOutput first("[0:0] ", StreamRoute{false, false, false, false}, dir_);
+    WorkerOutput second("[0:1] ", StreamRoute{false, false, false, false}, dir_);
+    first.setFilteredCopies(&copy, nullptr);
+    second.setFilteredCopies(&copy, nullptr);
+    first.onStdout("loss 1.5\nstep 3\n");
+    second.onStdout("a,b here\n");
+    second.onStderr("loss on stderr\n");
+  }
+  EXPECT_EQ(read("filtered_stdout.log"), "[0:0] loss 1.5\n[0:1] a,b here\n");
+}
+
 }  // namespace
 }  // namespace distrun::launch
