@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "distrun/binding/agent_gpus.h"
 #include "distrun/binding/binding_plan.h"
 #include "distrun/binding/local_topology.h"
 #include "distrun/cli/commands.h"
@@ -50,7 +51,7 @@ void flag(CLI::App* cmd, const std::string& dashed, bool& target, const std::str
 
 void addTorchrunFlags(CLI::App* cmd, RunOptions& o, std::string& ignored) {
   option(cmd, "nnodes", o.nnodes, "number of nodes: N, or MIN:MAX for an elastic job");
-  option(cmd, "nproc-per-node", o.nprocPerNode, "workers per node: N, cpu, gpu or auto");
+  option(cmd, "nproc-per-node", o.nprocPerNode, "workers per node: N, cpu, gpu, xpu or auto");
   option(cmd, "node-rank", o.nodeRank,
          "this node's rank (default: SLURM_NODEID; none: by arrival)");
   option(cmd, "master-addr", o.masterAddr, "host of node 0's store (static rendezvous)");
@@ -126,7 +127,13 @@ void addDistrunFlags(CLI::App* cmd, RunOptions& o) {
   addContainerFlags(cmd, o.container);
 }
 
-int visibleGpus(const Environment& env) {
+// The GPUs the workers may use (--nproc-per-node gpu): the agent's GPUs on
+// this node's topology (an inherited visibility list, else the node's PCI
+// GPUs: NVIDIA's and AMD's alike), else the /dev/nvidiaN files.
+int visibleGpus(const Environment& env, const binding::NodeTopology& node) {
+  if (!node.gpus.empty()) {
+    return static_cast<int>(binding::agentGpus(node, env).ids.size());
+  }
   auto [visible, variable] = cluster::readVisibleDevices(env);
   if (!visible.empty()) return static_cast<int>(visible.size());
   int count = 0;
@@ -157,7 +164,7 @@ launch::RunContext runContext(const Environment& env, CliContext& ctx) {
                             host,
                             usableCpus(),
                             ctx.builtinSiteDir,
-                            visibleGpus(env),
+                            visibleGpus(env, *ctx.nodeTopology),
                             ctx.nodeTopology,
                             consoleIsTerminal(env)};
 }

@@ -52,9 +52,9 @@ int parseNproc(const std::string& value, const RunContext& ctx) {
   int cpus = std::max(static_cast<int>(ctx.cpus.size()), 1);
   if (value == "cpu") return cpus;
   if (value == "auto") return ctx.gpus > 0 ? ctx.gpus : cpus;
-  if (value == "gpu") {
+  if (value == "gpu" || value == "xpu") {
     if (ctx.gpus == 0) {
-      throw UsageError("--nproc-per-node gpu: this node has no visible GPU");
+      throw UsageError(fmt::format("--nproc-per-node {}: this node has no visible GPU", value));
     }
     return ctx.gpus;
   }
@@ -64,7 +64,7 @@ int parseNproc(const std::string& value, const RunContext& ctx) {
   } catch (const ConfigError&) {
   }
   throw UsageError(
-      fmt::format("--nproc-per-node {}: expected a positive number, cpu, gpu or auto", value));
+      fmt::format("--nproc-per-node {}: expected a positive number, cpu, gpu, xpu or auto", value));
 }
 
 // torchrun's --rdzv-conf keys (its c10d and static rendezvous): distrun

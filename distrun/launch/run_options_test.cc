@@ -107,7 +107,9 @@ TEST(ResolveTest, NprocForms) {
   o.nprocPerNode = "gpu";
   EXPECT_EQ(usageError(o), "--nproc-per-node gpu: this node has no visible GPU");
   o.nprocPerNode = "0";
-  EXPECT_EQ(usageError(o), "--nproc-per-node 0: expected a positive number, cpu, gpu or auto");
+  EXPECT_EQ(usageError(o), "--nproc-per-node 0: expected a positive number, cpu, gpu, xpu or auto");
+  o.nprocPerNode = "xpu";
+  EXPECT_EQ(usageError(o), "--nproc-per-node xpu: this node has no visible GPU");
 }
 
 Vars slurmAgent(int node) {
