@@ -11,7 +11,10 @@
 # (default 3); the median is printed, the last line the summary.
 #   bench/elastic.sh [BUILD_DIR] [REPEATS]       BUILD_DIR: build
 # torchrun is measured where it runs: Debian's (python3-torch under Python
-# 3.11) fails before starting any worker, which the script checks and says.
+# 3.11) fails before starting any worker, which the script checks and says;
+# PyPI's torchrun 2.x (scripts/torch-venv) runs the same three nodes and
+# kills side by side, and the ratios come last.
+#   report: bench/results/elastic.txt
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -22,6 +25,13 @@ agents=()
 trap 'kill -9 "${agents[@]}" 2>/dev/null || true; [[ -n ${KEEP:-} ]] || rm -rf "$tmp"' EXIT
 [[ -x $bin/distrun && -x $bin/distrun-train ]] || {
   echo "elastic.sh: no distrun in $bin: build it first (cmake --build $build)" >&2; exit 1; }
+
+# The report also goes to bench/results/elastic.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$root/bench/results/elastic.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# bench/elastic.sh $build $repeats, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
 
 now() { date +%s.%N; }
 
@@ -70,6 +80,58 @@ one_run() {
 
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
+# PyPI's torchrun 2.x (scripts/torch-venv, or DISTRUN_TORCH2_PYTHON), the
+# same three nodes and the same kill: a gloo all-reduce loop on the CPU
+# whose restarted ranks print "resumed" after their first all-reduce in the
+# new world. A node's death takes its workers: each agent runs in a process
+# group of its own, which is SIGKILLed whole.
+torch2_python() {
+  local py=${DISTRUN_TORCH2_PYTHON:-}
+  [[ -n $py ]] || py=$(ls -d "$HOME"/.cache/distrun/torch-venv/torch-2*/bin/python 2>/dev/null | tail -1)
+  [[ -x $py ]] && echo "$py"
+}
+cat >"$tmp/allreduce_loop.py" <<'PY'
+import os, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+restart = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+t, step = torch.ones(1000), 0
+while True:
+    dist.all_reduce(t)
+    step += 1
+    if step == 1 and restart > 0:
+        print(f"resumed in a world of {dist.get_world_size()}", flush=True)
+    if step % 20 == 0:
+        print(f"step {step}", flush=True)
+    time.sleep(0.01)
+PY
+torch2_agents=()
+start_torch2_node() {
+  setsid "$(dirname "$4")/torchrun" --nnodes 2:3 --nproc-per-node 1 --rdzv-backend c10d \
+    --rdzv-endpoint "127.0.0.1:$2" --rdzv-id bench --local-addr "127.0.0.1$(($1 + 2))" \
+    --max-restarts 3 --rdzv-conf last_call_timeout=1,join_timeout=30 \
+    "$tmp/allreduce_loop.py" >"$3.$1.log" 2>&1 &
+  torch2_agents+=($!)
+}
+one_torch2_run() {
+  local victim=$1 py=$2 run=$tmp/t2run$RANDOM port killed resumed n
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
+  torch2_agents=()
+  for n in 0 1 2; do start_torch2_node "$n" "$port" "$run" "$py"; [[ $n == 0 ]] && sleep 0.3; done
+  wait_for "step 40" "$run".*.log || { echo "elastic.sh: torchrun 2.x did not train:" >&2; tail -n 5 "$run".*.log >&2; exit 1; }
+  killed=$(now)
+  kill -9 -- "-${torch2_agents[$victim]}"
+  local survivors=()
+  for n in 0 1 2; do [[ $n == "$victim" ]] || survivors+=("$run.$n.log"); done
+  if wait_for "resumed in a world" "${survivors[@]}"; then
+    resumed=$(now)
+    awk -v a="$killed" -v b="$resumed" 'BEGIN {printf "%.2f\n", b - a}'
+  else
+    echo "failed"
+  fi
+  for n in "${torch2_agents[@]}"; do kill -9 -- "-$n" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+
 # torchrun's c10d agent on one node, to see whether it runs at all here.
 torchrun_note() {
   printf 'import os\n' >"$tmp/noop.py"
@@ -90,5 +152,22 @@ for victim in 2 0; do
   result[$victim]=$(printf '%s\n' "${times[@]}" | median)
   printf '%-34s %s  (median %s)\n' "$name" "${times[*]}" "${result[$victim]}"
 done
-echo "torchrun: $(torchrun_note)"
+echo "Debian's torchrun: $(torchrun_note)"
+if py=$(torch2_python); then
+  version=$("$py" -c 'import torch; print(torch.__version__)')
+  declare -A torch2
+  for victim in 2 0; do
+    name=$([[ $victim == 0 ]] && echo "torchrun $version, lose node 0" || echo "torchrun $version, lose node 2")
+    times=()
+    for ((r = 0; r < repeats; r++)); do times+=("$(one_torch2_run "$victim" "$py")"); done
+    torch2[$victim]=$(printf '%s\n' "${times[@]}" | median)
+    printf '%-34s %s  (median %s)\n' "$name" "${times[*]}" "${torch2[$victim]}"
+  done
+  awk -v d="${result[2]}" -v t="${torch2[2]}" -v d0="${result[0]}" -v t0="${torch2[0]}" -v v="$version" 'BEGIN {
+    if (t + 0 > 0) printf "recovery: distrun is %.1fx faster than torchrun %s after losing a node\n", t / d, v
+    if (t0 + 0 > 0) printf "recovery: distrun is %.1fx faster than torchrun %s after losing node 0\n", t0 / d0, v
+    else print "recovery: torchrun " v " did not train again after losing node 0 (its store is that agent'"'"'s)" }'
+else
+  echo "torchrun 2.x: not measured: no PyPI PyTorch environment (scripts/torch-venv)"
+fi
 echo "distrun: back to training ${result[2]} s after losing a node, ${result[0]} s after losing the store's node (median of $repeats; last_call_timeout=1)"
