@@ -83,8 +83,9 @@ median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 # PyPI's torchrun 2.x (scripts/torch-venv, or DISTRUN_TORCH2_PYTHON), the
 # same three nodes and the same kill: a gloo all-reduce loop on the CPU
 # whose restarted ranks print "resumed" after their first all-reduce in the
-# new world. A node's death takes its workers: each agent runs in a process
-# group of its own, which is SIGKILLed whole.
+# new world. A node's death takes its workers: the agent and every process
+# below it are SIGKILLed at once (torchrun's workers run in sessions of
+# their own, so a process group is not enough).
 torch2_python() {
   local py=${DISTRUN_TORCH2_PYTHON:-}
   [[ -n $py ]] || py=$(ls -d "$HOME"/.cache/distrun/torch-venv/torch-2*/bin/python 2>/dev/null | tail -1)
@@ -105,8 +106,21 @@ while True:
     time.sleep(0.01)
 PY
 torch2_agents=()
+# PID and every process below it, SIGKILLed at once.
+kill_tree() {
+  kill -9 $(ps -e -o pid=,ppid= | awk -v root="$1" '
+    { children[$2] = children[$2] " " $1 }
+    END {
+      n = split(root, todo, " ")
+      for (i = 1; i <= n; i++) {
+        print todo[i]
+        m = split(children[todo[i]], below, " ")
+        for (j = 1; j <= m; j++) todo[++n] = below[j]
+      }
+    }') 2>/dev/null || true
+}
 start_torch2_node() {
-  setsid "$(dirname "$4")/torchrun" --nnodes 2:3 --nproc-per-node 1 --rdzv-backend c10d \
+  "$(dirname "$4")/torchrun" --nnodes 2:3 --nproc-per-node 1 --rdzv-backend c10d \
     --rdzv-endpoint "127.0.0.1:$2" --rdzv-id bench --local-addr "127.0.0.1$(($1 + 2))" \
     --max-restarts 3 --rdzv-conf last_call_timeout=1,join_timeout=30 \
     "$tmp/allreduce_loop.py" >"$3.$1.log" 2>&1 &
@@ -119,7 +133,7 @@ one_torch2_run() {
   for n in 0 1 2; do start_torch2_node "$n" "$port" "$run" "$py"; [[ $n == 0 ]] && sleep 0.3; done
   wait_for "step 40" "$run".*.log || { echo "elastic.sh: torchrun 2.x did not train:" >&2; tail -n 5 "$run".*.log >&2; exit 1; }
   killed=$(now)
-  kill -9 -- "-${torch2_agents[$victim]}"
+  kill_tree "${torch2_agents[$victim]}"
   local survivors=()
   for n in 0 1 2; do [[ $n == "$victim" ]] || survivors+=("$run.$n.log"); done
   if wait_for "resumed in a world" "${survivors[@]}"; then
@@ -128,7 +142,7 @@ one_torch2_run() {
   else
     echo "failed"
   fi
-  for n in "${torch2_agents[@]}"; do kill -9 -- "-$n" 2>/dev/null || true; done
+  for n in "${torch2_agents[@]}"; do kill_tree "$n"; done
   wait 2>/dev/null || true
 }
 
