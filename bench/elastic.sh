@@ -107,18 +107,8 @@ while True:
 PY
 torch2_agents=()
 # PID and every process below it, SIGKILLed at once.
-kill_tree() {
-  kill -9 $(ps -e -o pid=,ppid= | awk -v root="$1" '
-    { children[$2] = children[$2] " " $1 }
-    END {
-      n = split(root, todo, " ")
-      for (i = 1; i <= n; i++) {
-        print todo[i]
-        m = split(children[todo[i]], below, " ")
-        for (j = 1; j <= m; j++) todo[++n] = below[j]
-      }
-    }') 2>/dev/null || true
-}
+source "$root/scripts/process-tree.sh"
+kill_tree() { kill -9 $(with_descendants "$1") 2>/dev/null || true; }
 start_torch2_node() {
   "$(dirname "$4")/torchrun" --nnodes 2:3 --nproc-per-node 1 --rdzv-backend c10d \
     --rdzv-endpoint "127.0.0.1:$2" --rdzv-id bench --local-addr "127.0.0.1$(($1 + 2))" \

@@ -188,19 +188,8 @@ kill_steps() {
   kill -9 $tree 2>/dev/null || true
 }
 
-# PIDS and every process below them, from one reading of the process table.
-with_descendants() {
-  ps -e -o pid=,ppid= | awk -v roots="$*" '
-    { children[$2] = children[$2] " " $1 }
-    END {
-      n = split(roots, todo, " ")
-      for (i = 1; i <= n; i++) {
-        print todo[i]
-        m = split(children[todo[i]], below, " ")
-        for (j = 1; j <= m; j++) todo[++n] = below[j]
-      }
-    }'
-}
+# with_descendants PIDS: PIDS and every process below them.
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/process-tree.sh"
 
 # Kills the steps (test leftovers), then sends SIGTERM to every daemon at
 # once (each takes about 2 s to exit), waits up to 10 s for all of them,
