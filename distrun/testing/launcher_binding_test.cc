@@ -29,12 +29,12 @@ class LauncherBindingTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // Runs two workers with `flags`; each writes its affinity and
-  // CUDA_VISIBLE_DEVICES to <dir>/<local rank>.
+  // Runs two workers with `flags`; each writes its affinity,
+  // CUDA_VISIBLE_DEVICES and DISTRUN_LOCAL_DEVICE to <dir>/<local rank>.
   CommandResult runTwo(const std::string& flags, const std::string& env = "") {
     std::string body =
         "{ grep Cpus_allowed_list /proc/self/status | cut -f2; "
-        "echo \"${CUDA_VISIBLE_DEVICES-unset}\"; } > " +
+        "echo \"${CUDA_VISIBLE_DEVICES-unset}\"; echo \"${DISTRUN_LOCAL_DEVICE-unset}\"; } > " +
         dir_ + "/$LOCAL_RANK";
     return runCommand(env + " timeout 120 " + quote(binaryPath("distrun")) +
                       " run --nproc-per-node 2 " + flags + " sh -c " + quote(body));
@@ -76,19 +76,27 @@ TEST_F(LauncherBindingTest, MasksAreTheWorkersAffinity) {
   EXPECT_EQ(worker(1).at(0), "0");
 }
 
-TEST_F(LauncherBindingTest, EachWorkerSeesTheGpuClosestToItsCores) {
+// torchrun's contract: both workers see both GPUs, and GPU LOCAL_RANK, the
+// plan's, is the one near their cores; a map reorders the list so that the
+// mapped GPU is cuda:LOCAL_RANK.
+TEST_F(LauncherBindingTest, EachWorkersCudaLocalRankIsTheGpuClosestToItsCores) {
   if (!hasCpusZeroAndOne()) GTEST_SKIP() << "needs CPUs 0 and 1";
   std::string xml =
       std::string(DISTRUN_SOURCE_DIR) + "/distrun/binding/testdata/two_cpus_two_gpus.xml";
   CommandResult r = runTwo("--site none", "DISTRUN_NODE_TOPOLOGY=" + quote(xml));
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_THAT(worker(0), ::testing::ElementsAre("0", "0"));
-  EXPECT_THAT(worker(1), ::testing::ElementsAre("1", "1"));
+  EXPECT_THAT(worker(0), ::testing::ElementsAre("0", "unset", "0"));
+  EXPECT_THAT(worker(1), ::testing::ElementsAre("1", "unset", "1"));
   CommandResult mapped =
       runTwo("--site none --gpu-bind map:1,0", "DISTRUN_NODE_TOPOLOGY=" + quote(xml));
   ASSERT_EQ(mapped.exitCode, 0) << mapped.err;
-  EXPECT_EQ(worker(0).at(1), "1");
-  EXPECT_EQ(worker(1).at(1), "0");
+  EXPECT_THAT(worker(0), ::testing::ElementsAre("0", "1,0", "0"));
+  EXPECT_THAT(worker(1), ::testing::ElementsAre("1", "1,0", "1"));
+  CommandResult given =
+      runTwo("--site none", "CUDA_VISIBLE_DEVICES=1,0 DISTRUN_NODE_TOPOLOGY=" + quote(xml));
+  ASSERT_EQ(given.exitCode, 0) << given.err;
+  EXPECT_THAT(worker(0), ::testing::ElementsAre("1", "1,0", "0"))
+      << "the inherited list's first GPU, 1, and its core";
 }
 
 TEST_F(LauncherBindingTest, ExplainPrintsThePlanAndStartsNothing) {
@@ -99,8 +107,8 @@ TEST_F(LauncherBindingTest, ExplainPrintsThePlanAndStartsNothing) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   std::vector<std::string> table = lines(r.out);
   ASSERT_EQ(table.size(), 3u) << r.out;
-  EXPECT_THAT(table[0], ::testing::MatchesRegex("rank +node +cores +mask +gpu +numa"));
-  EXPECT_THAT(table[2], ::testing::MatchesRegex("1 +[^ ]+ +1 +0x2 +1 +1"));
+  EXPECT_THAT(table[0], ::testing::MatchesRegex("rank +node +cores +mask +gpu +device +numa"));
+  EXPECT_THAT(table[2], ::testing::MatchesRegex("1 +[^ ]+ +1 +0x2 +1 +cuda:1 +1"));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/0")) << "a worker ran";
 }
 
