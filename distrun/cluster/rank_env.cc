@@ -150,11 +150,14 @@ void addContract(const JobLayout& layout, const RankEnvironmentOptions& options,
 }
 
 // The index into the visible device list this task should use: its own
-// device when Slurm already narrowed the list to one, else its local rank.
+// device when Slurm already narrowed the list to one, else its local rank,
+// and where the tasks outnumber the devices the one the binding plan shares
+// with its neighbours (ranks / devices local ranks each, as planBinding).
 void addDevice(const JobLayout& layout, RankEnvironmentBuilder& b) {
   if (layout.visibleDevices.empty()) return;
   int count = static_cast<int>(layout.visibleDevices.size());
-  int index = count == 1 ? 0 : layout.localRank % count;
+  int sharing = std::max(1, layout.localWorldSize / count);
+  int index = std::min(layout.localRank / sharing, count - 1);
   b.identity("DISTRUN_LOCAL_DEVICE", std::to_string(index));
 }
 

@@ -104,6 +104,15 @@ TEST(RankEnvironmentTest, LocalDeviceFollowsVisibleDevices) {
   l.visibleDevices = {"0", "1", "2", "3"};
   EXPECT_EQ(value(buildRankEnvironment(l, MapEnvironment(), options()), "DISTRUN_LOCAL_DEVICE"),
             "1");
+  // 8 tasks on 4 GPUs share them as the binding plan does: local ranks 2
+  // and 3 on GPU 1 (their cores are GPU 1's).
+  l.localWorldSize = 8;
+  l.localRank = 3;
+  EXPECT_EQ(value(buildRankEnvironment(l, MapEnvironment(), options()), "DISTRUN_LOCAL_DEVICE"),
+            "1");
+  l.localRank = 7;
+  EXPECT_EQ(value(buildRankEnvironment(l, MapEnvironment(), options()), "DISTRUN_LOCAL_DEVICE"),
+            "3");
 }
 
 TEST(RankEnvironmentTest, StandalonePortIsPickedFreeOrRequired) {
