@@ -65,13 +65,6 @@ int pickFreeTcpPort();
 // it cannot be made.
 std::string userFolder(const Environment& env);
 
-// This user's private folder on this node, `${TMPDIR:-/tmp}/distrun-UID`,
-// made (mode 0700) when missing: the home of container mounts and of a
-// run's error files. ConfigError when it exists but is not a folder of this
-// user's that only it may write (a link, another user's); SystemError when
-// it cannot be made.
-std::string userFolder(const Environment& env);
-
 // Raises this process's soft limit on open files to its hard limit: node
 // 0's store holds two connections per agent. Best effort; never throws.
 void raiseOpenFileLimit();
