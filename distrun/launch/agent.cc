@@ -89,7 +89,7 @@ struct RoundIo {
                                                     const char* name) {
     if (needles.empty() || config.logDir.empty()) return nullptr;
     return std::make_unique<FilteredCopy>(
-        needles, fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId, round, name));
+        needles, fmt::format("{}/{}", attemptFolder(config.logDir, config, round), name));
   }
   int number;
   EventFd events;

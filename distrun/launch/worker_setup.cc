@@ -127,14 +127,17 @@ void freshErrorFile(const std::string& path) {
 
 }  // namespace
 
+std::string attemptFolder(const std::string& root, const AgentConfig& config, int round) {
+  return fmt::format("{}/{}/attempt_{}", root, config.runId, round);
+}
+
 std::string workerLogFolder(const AgentConfig& config, int round, int localRank) {
-  return fmt::format("{}/{}/attempt_{}/{}", config.logDir, config.runId, round, localRank);
+  return fmt::format("{}/{}", attemptFolder(config.logDir, config, round), localRank);
 }
 
 std::string workerErrorFile(const AgentConfig& config, int round, int localRank) {
   if (config.errorRoot.empty()) return "";
-  return fmt::format("{}/{}/attempt_{}/{}/error.json", config.errorRoot, config.runId, round,
-                     localRank);
+  return fmt::format("{}/{}/error.json", attemptFolder(config.errorRoot, config, round), localRank);
 }
 
 std::string privateRunFolder(const Environment& env) {

@@ -45,8 +45,12 @@ std::vector<std::string> workerEnvironment(const AgentConfig& config, const rdzv
 WorkerSpec workerSpec(const AgentConfig& config, const rdzv::World& world, int storePort,
                       int localRank, const Environment& env);
 
-// The folder of a worker's log files in round `round` (torchrun's layout,
-// the round being the restart count): <log-dir>/<run-id>/attempt_<round>/<local>.
+// The folder of round `round`'s files under `root` (torchrun's layout, the
+// round being the restart count): <root>/<run-id>/attempt_<round>.
+std::string attemptFolder(const std::string& root, const AgentConfig& config, int round);
+
+// The folder of a worker's log files in round `round`:
+// <log-dir>/<run-id>/attempt_<round>/<local>.
 std::string workerLogFolder(const AgentConfig& config, int round, int localRank);
 
 // Local rank `localRank`'s TORCHELASTIC_ERROR_FILE in round `round`, a
