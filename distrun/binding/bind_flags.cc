@@ -141,18 +141,8 @@ void applyGpuMode(std::vector<RankBinding>& plan, const NodeTopology& node, cons
     b.device = -1;
   }
   if (r.gpu->mode == GpuBind::Mode::kNone) return;
-  if (node.gpus.empty()) {
-    throw UsageError(fmt::format(
-        "--gpu-bind map:...: this node has no GPU (from {}): leave --gpu-bind out", node.source));
-  }
   for (RankBinding& b : plan) {
-    int gpu = r.gpu->map[static_cast<size_t>(b.localRank)];
-    if (gpu >= static_cast<int>(node.gpus.size())) {
-      throw UsageError(
-          fmt::format("--gpu-bind map:...: GPU {} for local rank {}, but the agent has "
-                      "{} (0-{}, from {})",
-                      gpu, b.localRank, node.gpus.size(), node.gpus.size() - 1, node.source));
-    }
+    int gpu = mappedDevice(*r.gpu, node, b.localRank, "agent");
     b.gpus = {node.gpus[static_cast<size_t>(gpu)].index};
     b.device = gpu;
   }
@@ -225,6 +215,21 @@ void checkGpuBindCount(const GpuBind& bind, int ranks) {
       fmt::format("--gpu-bind map:...: {} GPU index{} for --nproc-per-node {}: give "
                   "one per local rank",
                   bind.map.size(), bind.map.size() == 1 ? "" : "es", ranks));
+}
+
+int mappedDevice(const GpuBind& bind, const NodeTopology& node, int localRank,
+                 const std::string& holder) {
+  if (node.gpus.empty()) {
+    throw UsageError(fmt::format(
+        "--gpu-bind map:...: this node has no GPU (from {}): leave --gpu-bind out", node.source));
+  }
+  int gpu = bind.map.at(static_cast<size_t>(localRank));
+  if (gpu >= static_cast<int>(node.gpus.size())) {
+    throw UsageError(fmt::format(
+        "--gpu-bind map:...: GPU {} for local rank {}, but the {} has {} (0-{}, from {})", gpu,
+        localRank, holder, node.gpus.size(), node.gpus.size() - 1, node.source));
+  }
+  return gpu;
 }
 
 NodeTopology restrictTo(const NodeTopology& node, const CpuList& allowed) {

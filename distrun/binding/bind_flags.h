@@ -44,6 +44,13 @@ GpuBind parseGpuBind(const std::string& value);
 void checkCpuBind(const CpuBind& bind, int ranks, const CpuList& allowed);
 void checkGpuBindCount(const GpuBind& bind, int ranks);
 
+// Local rank `localRank`'s entry of a map:LIST (bind.map, one per rank): a
+// position among node.gpus, the GPUs of the `holder` ("agent", or an exec
+// "task"). UsageError naming the flag on a node without GPUs or for a
+// position past its GPUs.
+int mappedDevice(const GpuBind& bind, const NodeTopology& node, int localRank,
+                 const std::string& holder);
+
 // What a node's ranks get, local rank order: cpus empty means no affinity,
 // gpus empty means no visibility variable set.
 struct BindRequest {

@@ -62,18 +62,7 @@ int taskDevice(const binding::GpuBind& bind, const binding::NodeTopology& node,
     return binding::rankDevice(node, layout.localRank, layout.localWorldSize);
   }
   binding::checkGpuBindCount(bind, layout.localWorldSize);
-  int device = bind.map.at(static_cast<size_t>(layout.localRank));
-  if (node.gpus.empty()) {
-    throw UsageError(fmt::format(
-        "--gpu-bind map:...: this node has no GPU (from {}): leave --gpu-bind out", node.source));
-  }
-  if (device >= static_cast<int>(node.gpus.size())) {
-    throw UsageError(
-        fmt::format("--gpu-bind map:...: GPU {} for local rank {}, but the task has "
-                    "{} (from {})",
-                    device, layout.localRank, node.gpus.size(), node.source));
-  }
-  return device;
+  return binding::mappedDevice(bind, node, layout.localRank, "task");
 }
 
 // --gpu-bind: this task's GPU from the plan (the site profile's node

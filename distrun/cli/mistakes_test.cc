@@ -85,7 +85,20 @@ INSTANTIATE_TEST_SUITE_P(Run, DistrunMistakeTest, ::testing::ValuesIn(kRunMistak
 // export (DISTRUN_NODE_TOPOLOGY) where the refusal depends on its GPUs.
 const std::string kNoGpuNode =
     std::string(DISTRUN_SOURCE_DIR) + "/distrun/binding/testdata/two_cpus_no_gpu.xml";
+const std::string kTwoGpuNode =
+    std::string(DISTRUN_SOURCE_DIR) + "/distrun/binding/testdata/two_cpus_two_gpus.xml";
 const Mistake kBindMistakes[] = {
+    {{"exec", "--gpu-bind", "map:5", "--", "true"},
+     "--gpu-bind map:...: GPU 5 for local rank 0, but the task has 2 (0-1, from hwloc XML " +
+         kTwoGpuNode + ")",
+     false,
+     {{"DISTRUN_NODE_TOPOLOGY", kTwoGpuNode}}},
+    {{"run", "--nproc-per-node", "1", "ddp.py"},
+     "CUDA_VISIBLE_DEVICES=7: GPU 7 is not one of the node's 2 GPUs (0-1, from hwloc XML " +
+         kTwoGpuNode + ")",
+     false,
+     {{"DISTRUN_NODE_TOPOLOGY", kTwoGpuNode}, {"CUDA_VISIBLE_DEVICES", "7"}},
+     ExitCode::kConfig},
     {{"run", "--cpu-bind", "sockets", "ddp.py"},
      "--cpu-bind sockets: expected none, cores, numa, site or mask:LIST (hex masks, one per "
      "local rank: mask:0x1,0x2)"},
