@@ -54,9 +54,9 @@ struct RunOptions {
   std::string signalsToHandle = "SIGTERM,SIGINT,SIGHUP,SIGQUIT";
   // torchrun 2.x's --duplicate-stdout-filters / --duplicate-stderr-filters.
   std::string duplicateStdoutFilters;
-  std::optional<std::string> printCompletion;  // torchrun's --print-completion bash|zsh|tcsh
   std::string duplicateStderrFilters;
-  bool explain = false;  // print the binding plan, start nothing
+  std::optional<std::string> printCompletion;  // torchrun's --print-completion bash|zsh|tcsh
+  bool explain = false;                        // print the binding plan, start nothing
   std::optional<std::string> site;
   std::string status = "auto";          // --status: auto | line | plain | none
   bool verbose = false;                 // -v: the workers' command first

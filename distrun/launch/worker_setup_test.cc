@@ -191,13 +191,19 @@ TEST(WorkerSpecTest, MaskModeGivesEachWorkerItsMask) {
   EXPECT_THAT(workerSpec(c, worldOfSix(), 29400, 2, MapEnvironment()).cpus, ElementsAre(6));
 }
 
-// torchrun's contract: every worker sees the agent's GPUs and uses
-// cuda:LOCAL_RANK, the plan's GPU; the cores follow it.
-TEST(WorkerSpecTest, ThePlansGpuIsCudaLocalRankOfTheAgentsList) {
+// Two workers of an agent on the two-GPU node that sees GPUs `ids`.
+AgentConfig twoWorkersOnTwoGpus(std::vector<std::string> ids) {
   AgentConfig c = nodeOne();
   c.layout.localWorldSize = 2;
   c.cpus = {0, 1};
-  c.gpuIds = {"0", "1"};
+  c.gpuIds = std::move(ids);
+  return c;
+}
+
+// torchrun's contract: every worker sees the agent's GPUs and uses
+// cuda:LOCAL_RANK, the plan's GPU; the cores follow it.
+TEST(WorkerSpecTest, ThePlansGpuIsCudaLocalRankOfTheAgentsList) {
+  AgentConfig c = twoWorkersOnTwoGpus({"0", "1"});
   c.plan = binding::bindRanks(twoGpus(), bindRequest(c, "cores"));
   WorkerSpec second = workerSpec(c, worldOfSix(), 29400, 1, MapEnvironment());
   EXPECT_THAT(second.cpus, ElementsAre(1));
@@ -209,10 +215,7 @@ TEST(WorkerSpecTest, ThePlansGpuIsCudaLocalRankOfTheAgentsList) {
 // map:LIST reorders the list in the agent's variable so that the mapped
 // GPU is cuda:LOCAL_RANK.
 TEST(WorkerSpecTest, AMappedGpuIsSwappedToLocalRankInTheAgentsVariable) {
-  AgentConfig c = nodeOne();
-  c.layout.localWorldSize = 2;
-  c.cpus = {0, 1};
-  c.gpuIds = {"0", "1"};
+  AgentConfig c = twoWorkersOnTwoGpus({"0", "1"});
   c.gpuVisibilityVariable = "ROCR_VISIBLE_DEVICES";
   binding::BindRequest map = bindRequest(c, "cores");
   map.gpu = binding::parseGpuBind("map:1,0");
@@ -224,10 +227,7 @@ TEST(WorkerSpecTest, AMappedGpuIsSwappedToLocalRankInTheAgentsVariable) {
 }
 
 TEST(WorkerSpecTest, VirtualLocalRankShowsOneGpuAsDeviceZero) {
-  AgentConfig c = nodeOne();
-  c.layout.localWorldSize = 2;
-  c.cpus = {0, 1};
-  c.gpuIds = {"GPU-a", "GPU-b"};
+  AgentConfig c = twoWorkersOnTwoGpus({"GPU-a", "GPU-b"});
   c.virtualLocalRank = true;
   c.plan = binding::bindRanks(twoGpus(), bindRequest(c, "cores"));
   WorkerSpec second = workerSpec(c, worldOfSix(), 29400, 1, MapEnvironment());
