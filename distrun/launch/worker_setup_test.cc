@@ -11,6 +11,7 @@
 
 #include "distrun/binding/bind_flags.h"
 #include "distrun/binding/local_topology.h"
+#include "distrun/common/error.h"
 #include "distrun/testing/tree_paths.h"
 
 namespace distrun::launch {
@@ -235,6 +236,22 @@ TEST(WorkerSpecTest, VirtualLocalRankShowsOneGpuAsDeviceZero) {
   EXPECT_EQ(valueIn(second.environment, "LOCAL_RANK"), "0");
   EXPECT_EQ(valueIn(second.environment, "RANK"), "4") << "the global rank is unchanged";
   EXPECT_EQ(valueIn(second.environment, "DISTRUN_LOCAL_DEVICE"), "0");
+}
+
+// A --log-dir where the error file's folder cannot be made is an I/O error
+// naming the file, before the worker starts.
+TEST(WorkerSpecTest, AnErrorFileFolderThatCannotBeMadeIsAnIoError) {
+  AgentConfig c = nodeOne();
+  c.errorRoot = "/proc/distrun-no-such";
+  try {
+    workerSpec(c, worldOfSix(), 29400, 1, MapEnvironment());
+    FAIL() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_EQ(e.exitCode(), ExitCode::kIo);
+    EXPECT_THAT(e.what(), ::testing::StartsWith("TORCHELASTIC_ERROR_FILE /proc/distrun-no-such/"));
+    EXPECT_THAT(e.what(),
+                ::testing::HasSubstr("/attempt_0/1/error.json: cannot make its folder: "));
+  }
 }
 
 TEST(WorkerSpecTest, FewerCpusThanWorkersGiveOneThreadEach) {

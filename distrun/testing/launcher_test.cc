@@ -122,6 +122,32 @@ TEST_F(LauncherTest, TorchrunOneNodeRecipeRuns) {
   EXPECT_THAT(r.out, HasSubstr("run myjob rank 1 of 2"));
 }
 
+// Every worker gets a TORCHELASTIC_ERROR_FILE in a private run folder that
+// the job's end removes; a folder that cannot be made (TMPDIR a file) costs
+// the error files, with one note, never the job.
+TEST_F(LauncherTest, ErrorFilesGoToAPrivateRunFolderOrAreGoneWithANote) {
+  const std::string tmp = ::testing::TempDir() + "error-files-" + std::to_string(::getpid());
+  std::filesystem::create_directories(tmp);
+  CommandResult r =
+      runCommand("TMPDIR=" + quote(tmp) + " timeout 120 " + distrun() +
+                 " run --nproc-per-node 1 sh -c 'echo \"file $TORCHELASTIC_ERROR_FILE\"'");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::MatchesRegex(".*file " + tmp +
+                                             "/distrun-[0-9]+/run-[A-Za-z0-9]{6}/"
+                                             "[^/]+/attempt_0/0/error\\.json\n"));
+  EXPECT_TRUE(std::filesystem::is_empty(tmp + "/distrun-" + std::to_string(::getuid())))
+      << "the run folder outlived the job";
+  std::filesystem::remove_all(tmp);
+  CommandResult noFolder =
+      runCommand("TMPDIR=/dev/null timeout 120 " + distrun() +
+                 " run --nproc-per-node 1 sh -c 'echo \"file ${TORCHELASTIC_ERROR_FILE-none}\"'");
+  EXPECT_EQ(noFolder.exitCode, 0) << noFolder.err;
+  EXPECT_THAT(noFolder.out, HasSubstr("file none"));
+  EXPECT_THAT(noFolder.err,
+              ::testing::MatchesRegex("distrun: note: .*/dev/null/distrun-[0-9]+.*: "
+                                      "the workers get no TORCHELASTIC_ERROR_FILE\n"));
+}
+
 // The job token travels in environments (private to the user), never on a
 // command line (public in /proc/PID/cmdline): a worker finds it in no
 // process's command line, the agent's and its own included
