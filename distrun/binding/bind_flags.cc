@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -101,8 +102,32 @@ std::vector<RankBinding> sitePlan(const BindRequest& r) {
   return plan;
 }
 
+// --gpu-bind map:LIST: each rank's cores follow its mapped GPU, split
+// evenly among the ranks mapped to the same GPU; the even plan's share
+// where the GPU has no core this agent may use (an XML without locality).
+std::vector<RankBinding> mappedPlan(const NodeTopology& node, const BindRequest& r) {
+  NodeTopology narrowed = restrictTo(node, r.allowed);
+  std::vector<RankBinding> plan = evenPlan(node, r);
+  std::map<int, std::vector<int>> ranksOf;  // GPU position -> its ranks
+  for (int rank = 0; rank < r.ranks; ++rank) {
+    ranksOf[mappedDevice(*r.gpu, node, rank, "agent")].push_back(rank);
+  }
+  for (const auto& [gpu, ranks] : ranksOf) {
+    CpuList near = onlyWithin(narrowed.gpus[static_cast<size_t>(gpu)].cpus, narrowed.usableCpus());
+    std::vector<CpuList> shares = splitEvenly(near, static_cast<int>(ranks.size()));
+    if (shares.empty()) continue;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      RankBinding& b = plan[static_cast<size_t>(ranks[i])];
+      b.cpus = shares[i];
+      b.numa = node.numaOf(b.cpus);
+    }
+  }
+  return plan;
+}
+
 std::vector<RankBinding> cpuPlan(const NodeTopology& node, const BindRequest& r) {
   if (r.cpu.mode == CpuBind::Mode::kSite) return sitePlan(r);
+  if (r.gpu && r.gpu->mode == GpuBind::Mode::kMap && !node.gpus.empty()) return mappedPlan(node, r);
   if (!hasGpus(node, r)) return evenPlan(node, r);
   NodeTopology narrowed = restrictTo(node, r.allowed);
   if (r.gpu) return planBinding(narrowed, PlanRequest{r.ranks, 0, -1});
