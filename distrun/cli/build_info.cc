@@ -3,8 +3,7 @@
 #include <fmt/format.h>
 
 #include "distrun/cli/build_info_generated.h"
-#include "distrun/comm/connect.h"
-#include "distrun/comm/mpi/mpi_communicator.h"
+#include "distrun/comm/backend_choice.h"
 #include "distrun/common/strings.h"
 #include "distrun/config.h"
 
@@ -16,7 +15,7 @@ BuildInfo thisBuild() {
                    .compiler = DISTRUN_BUILD_COMPILER,
                    .buildType = DISTRUN_BUILD_TYPE,
                    .backends = comm::availableBackends(),
-                   .mpiLibrary = comm::mpiLibrary(),
+                   .mpiLibrary = comm::mpiLibraryBuiltWith(),
                    .libtorch = DISTRUN_BUILD_TORCH_VERSION,
                    .nccl = false,
                    .cuda = DISTRUN_BUILD_CUDA_VERSION,

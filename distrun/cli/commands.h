@@ -65,10 +65,10 @@ std::vector<std::string> sortTrainCommandLine(const std::vector<std::string>& ar
 // The flags of `distrun run` (torchrun's and distrun's own), and the node
 // agent they configure; shared by `run` and `train`.
 void addLauncherFlags(CLI::App* cmd, launch::RunOptions& o, std::string& ignored);
-int runLauncher(launch::RunOptions& o, CliContext& ctx);
-// What can be checked of the launcher's flags before anything starts
-// (launch::checkRunOptions with the scheduler's layout): run and train
-// call it before the agent, so a mistake starts nothing.
-void checkLauncherFlags(const launch::RunOptions& o, CliContext& ctx);
+// The node agent of `o`, or a test's ctx.runAgent: every check of the
+// flags (launch::checkRunOptions with the scheduler's layout, the bind
+// flags, the container) made before anything starts, so a mistake starts
+// nothing; run and train end with it.
+int launchAgent(launch::RunOptions& o, CliContext& ctx);
 
 }  // namespace distrun::cli

@@ -179,11 +179,17 @@ std::optional<container::ContainerRequest> workersContainer(const RunOptions& o,
 
 }  // namespace
 
-void checkLauncherFlags(const launch::RunOptions& o, CliContext& ctx) {
-  const cluster::UserEnvironment user(ctx.env);
-  launch::checkRunOptions(o, cluster::detectJobLayout(user.env, ctx.hostFacts()));
-  launch::checkBindOptions(o, runContext(user.env, ctx));
-  workersContainer(o, user.env, ctx);
+namespace {
+
+// The checks of the flags that need this node (its layout, topology and
+// images), in the order a user meets them; the container request they made.
+std::optional<container::ContainerRequest> checkLauncherFlags(const launch::RunOptions& o,
+                                                              const Environment& env,
+                                                              const launch::RunContext& context,
+                                                              CliContext& ctx) {
+  launch::checkRunOptions(o, cluster::detectJobLayout(env, ctx.hostFacts()));
+  launch::checkBindOptions(o, context);
+  return workersContainer(o, env, ctx);
 }
 
 int runLauncher(launch::RunOptions& o, CliContext& ctx) {
@@ -191,7 +197,11 @@ int runLauncher(launch::RunOptions& o, CliContext& ctx) {
   // What an earlier eval "$(distrun env)" left is neither read nor passed on.
   cluster::UserEnvironment user(ctx.env);
   for (const auto& [name, value] : o.environment) user.env.set(name, value);
-  launch::AgentConfig config = launch::resolveAgentConfig(o, runContext(user.env, ctx));
+  // The node's facts read once: start-up is measured (bench/launch.sh).
+  const launch::RunContext context = runContext(user.env, ctx);
+  std::optional<container::ContainerRequest> request =
+      checkLauncherFlags(o, user.env, context, ctx);
+  launch::AgentConfig config = launch::resolveAgentConfig(o, context);
   for (const std::string& note : launch::rdzvConfNotes(o.rdzvConf)) {
     ctx.err << "distrun run: note: " << note << "\n";
   }
@@ -199,7 +209,6 @@ int runLauncher(launch::RunOptions& o, CliContext& ctx) {
     ctx.out << binding::formatPlanTable(config.plan, {ctx.hostFacts().hostname});
     return 0;
   }
-  std::optional<container::ContainerRequest> request = workersContainer(o, user.env, ctx);
   std::unique_ptr<container::ContainerSession> container;
   if (request) {
     container = enterWorkers(*request, config, user.env, o.verbose, ctx.err);
@@ -209,6 +218,8 @@ int runLauncher(launch::RunOptions& o, CliContext& ctx) {
   if (o.verbose) ctx.err << launch::describeProgram(config);
   return launch::Agent(std::move(config), user.env, ctx.err).run();
 }
+
+}  // namespace
 
 // torchrun's --print-completion: the flags of `cmd` as a completion script
 // for `torchrun` (the link) and `distrun` in shell `shell`.
@@ -248,9 +259,15 @@ Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::stri
     options->program = program.empty() ? rest : program;
     if (options->printCompletion) return printCompletion(*cmd, *options->printCompletion, ctx.out);
     if (ctx.checkOnly) return 0;  // the layout is the job's nodes'
-    checkLauncherFlags(*options, ctx);
-    return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);
+    return launchAgent(*options, ctx);
   };
+}
+
+int launchAgent(launch::RunOptions& o, CliContext& ctx) {
+  if (!ctx.runAgent) return runLauncher(o, ctx);
+  const cluster::UserEnvironment user(ctx.env);
+  checkLauncherFlags(o, user.env, runContext(user.env, ctx), ctx);
+  return ctx.runAgent(o);
 }
 
 }  // namespace distrun::cli

@@ -118,8 +118,7 @@ Action addTrainCommand(CLI::App& app, CliContext& ctx) {
     // (A test's runAgent starts nothing: it has no program to find.)
     if (!ctx.runAgent) checkTrainingProgram(options->program.front());
     options->program.insert(options->program.end(), training.begin(), training.end());
-    checkLauncherFlags(*options, ctx);
-    return ctx.runAgent ? ctx.runAgent(*options) : runLauncher(*options, ctx);
+    return launchAgent(*options, ctx);
   };
 }
 

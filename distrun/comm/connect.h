@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "distrun/comm/backend_choice.h"
 #include "distrun/comm/communicator.h"
 #include "distrun/common/environment.h"
 
@@ -19,24 +20,6 @@ struct ConnectOptions {
   // the communicators of one group are told apart).
   std::string name = "world";
 };
-
-// The backends this build has: "gloo", and "mpi" when built with MPI.
-std::vector<std::string> availableBackends();
-
-// Refuses, before anything starts, a backend name this build cannot run:
-// UsageError "FLAG NAME: expected auto, gloo or mpi" (without mpi in a build
-// without MPI, saying so when asked for it).
-void checkBackendName(const std::string& name, const std::string& flag);
-
-// Whether an MPI launcher (mpirun, mpiexec) started this process.
-bool launchedByMpi(const Environment& env);
-
-// The backend `requested` names: "auto" is "mpi" when this build has MPI
-// and an MPI launcher started a job that spans nodes (MPI then uses the
-// fabric's own transport, where Gloo has only TCP), else "gloo" (on one
-// node its shared-memory collectives; without an MPI launcher, MPI cannot
-// start). Other names are returned as they are (connect() checks them).
-std::string resolveBackend(const Environment& env, const std::string& requested);
 
 // Joins the job this process is a rank of, from the environment a launcher
 // sets (docs/comm.md), with options.backend resolved (resolveBackend):

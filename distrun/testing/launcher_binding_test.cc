@@ -78,7 +78,7 @@ TEST_F(LauncherBindingTest, MasksAreTheWorkersAffinity) {
 
 // torchrun's contract: both workers see both GPUs, and GPU LOCAL_RANK, the
 // plan's, is the one near their cores; a map reorders the list so that the
-// mapped GPU is cuda:LOCAL_RANK.
+// mapped GPU is cuda:LOCAL_RANK, and the cores follow it.
 TEST_F(LauncherBindingTest, EachWorkersCudaLocalRankIsTheGpuClosestToItsCores) {
   if (!hasCpusZeroAndOne()) GTEST_SKIP() << "needs CPUs 0 and 1";
   std::string xml =
@@ -90,8 +90,8 @@ TEST_F(LauncherBindingTest, EachWorkersCudaLocalRankIsTheGpuClosestToItsCores) {
   CommandResult mapped =
       runTwo("--site none --gpu-bind map:1,0", "DISTRUN_NODE_TOPOLOGY=" + quote(xml));
   ASSERT_EQ(mapped.exitCode, 0) << mapped.err;
-  EXPECT_THAT(worker(0), ::testing::ElementsAre("0", "1,0", "0"));
-  EXPECT_THAT(worker(1), ::testing::ElementsAre("1", "1,0", "1"));
+  EXPECT_THAT(worker(0), ::testing::ElementsAre("1", "1,0", "0")) << "GPU 1 and its core";
+  EXPECT_THAT(worker(1), ::testing::ElementsAre("0", "1,0", "1")) << "GPU 0 and its core";
   CommandResult given =
       runTwo("--site none", "CUDA_VISIBLE_DEVICES=1,0 DISTRUN_NODE_TOPOLOGY=" + quote(xml));
   ASSERT_EQ(given.exitCode, 0) << given.err;

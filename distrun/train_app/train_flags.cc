@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "distrun/comm/connect.h"
+#include "distrun/comm/backend_choice.h"
 #include "distrun/common/error.h"
 
 namespace distrun::train {

@@ -10,9 +10,10 @@ attempt (TORCHELASTIC_RESTART_COUNT=0) exits 1 after epoch N is saved, so
 at the end: the epoch it resumed from, the restart count, and a checksum of
 the parameters.
 
-    torchrun --nproc-per-node 2 --max-restarts 1 snapshot_trainer.py SNAPSHOT
-    distrun run --nproc-per-node 2 --max-restarts 1 snapshot_trainer.py SNAPSHOT
+    torchrun --nproc-per-node 2 --max-restarts 3 snapshot_trainer.py SNAPSHOT
+    distrun run --nproc-per-node 2 --max-restarts 3 snapshot_trainer.py SNAPSHOT
 """
+import datetime
 import json
 import os
 import sys
@@ -23,15 +24,17 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 EPOCHS = 4
 BATCHES = 4
+# A rank that cannot reach its peers fails in a minute, not PyTorch's 30.
+TIMEOUT = datetime.timedelta(seconds=60)
 
 
 def setup():
     local_rank = int(os.environ["LOCAL_RANK"])
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank)
-        dist.init_process_group("nccl")
+        dist.init_process_group("nccl", timeout=TIMEOUT)
         return local_rank, torch.device("cuda", local_rank)
-    dist.init_process_group("gloo")
+    dist.init_process_group("gloo", timeout=TIMEOUT)
     return None, torch.device("cpu")
 
 

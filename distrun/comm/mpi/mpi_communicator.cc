@@ -246,12 +246,4 @@ std::unique_ptr<Communicator> connectMpi(MpiThreads threads) {
                                            runtime.threadLevel() >= MPI_THREAD_SERIALIZED);
 }
 
-std::string mpiLibrary() {
-  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int length = 0;
-  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "MPI";
-  const std::string whole(text, static_cast<size_t>(std::max(length, 0)));
-  return whole.substr(0, whole.find(','));
-}
-
 }  // namespace distrun::comm

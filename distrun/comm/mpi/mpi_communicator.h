@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "distrun/comm/backend_choice.h"
 #include "distrun/comm/communicator.h"
 
 namespace distrun::comm {
@@ -23,15 +24,5 @@ enum class MpiThreads { kSingle, kFunneled, kSerialized };
 // the MPI runtime, which ends the job (mpirun names the rank).
 // In a build without MPI, throws UsageError saying so.
 std::unique_ptr<Communicator> connectMpi(MpiThreads threads = MpiThreads::kSerialized);
-
-// What a build without MPI says when asked for it.
-inline constexpr const char* kBuiltWithoutMpi =
-    "this distrun was built without MPI (install libopenmpi-dev, as scripts/install-deps does, "
-    "and rebuild)";
-
-// The MPI library this build links, as it names itself up to its first
-// comma ("Open MPI v4.1.4"; MPI_Get_library_version, which needs no
-// MPI_Init); empty in a build without MPI.
-std::string mpiLibrary();
 
 }  // namespace distrun::comm

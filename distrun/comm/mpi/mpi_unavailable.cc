@@ -9,6 +9,4 @@ std::unique_ptr<Communicator> connectMpi(MpiThreads /*threads*/) {
   throw UsageError(std::string("backend 'mpi': ") + kBuiltWithoutMpi);
 }
 
-std::string mpiLibrary() { return ""; }
-
 }  // namespace distrun::comm
