@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <sstream>
 
 #include "distrun/common/error.h"
@@ -138,8 +139,30 @@ std::string readTextFile(const std::string& path, const std::string& what) {
 
 bool tcpPortIsFree(int port) { return bindTcp(port) == port; }
 
+namespace {
+
+// The first port of the kernel's ephemeral range (ip_local_port_range),
+// 32768 where it cannot be read.
+int firstEphemeralPort() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int first = 0;
+  return in >> first && first > 0 ? first : 32768;
+}
+
+}  // namespace
+
 int pickFreeTcpPort() {
-  int port = bindTcp(0);
+  const int first = kFirstPickedPort;
+  const int last = firstEphemeralPort() - 1;
+  if (last - first >= 256) {
+    std::random_device seed;
+    std::uniform_int_distribution<int> port(first, last);
+    for (int attempt = 0; attempt < 32; ++attempt) {
+      const int candidate = port(seed);
+      if (tcpPortIsFree(candidate)) return candidate;
+    }
+  }
+  int port = bindTcp(0);  // a site whose ephemeral range starts low, or a busy one
   if (port < 0) throw SystemError("bind", "0.0.0.0:0", errno);
   return port;
 }

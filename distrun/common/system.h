@@ -54,8 +54,15 @@ std::string readTextFile(const std::string& path, const std::string& what);
 // left in TIME_WAIT do not.
 bool tcpPortIsFree(int port);
 
-// A TCP port the kernel reports free at this moment (bind to port 0).
+// A TCP port free at this moment (tcpPortIsFree) that the kernel hands to
+// no one by itself: a random one from kFirstPickedPort up to the kernel's
+// ephemeral range (ip_local_port_range; 30000-32767 by default), where no
+// connect() or bind to port 0 lands, so a process starting later (rank 0's
+// TCPStore, bench/master-port-race.sh) finds it still free unless it was
+// bound by its number. Where that range is too small (under 256 ports) or
+// 32 random tries are busy, a port the kernel picks (bind to port 0).
 // Throws SystemError when no socket can be bound.
+inline constexpr int kFirstPickedPort = 30000;
 int pickFreeTcpPort();
 
 // This user's private folder on this node, `${TMPDIR:-/tmp}/distrun-UID`,

@@ -39,6 +39,21 @@ TEST(TcpPortTest, ListenerMakesAPortBusy) {
   EXPECT_FALSE(tcpPortIsFree(port));
 }
 
+// Below the kernel's ephemeral range: no connect() or bind to port 0 can
+// take it before the store that was promised it binds it.
+TEST(TcpPortTest, APickedPortLiesBelowTheEphemeralRange) {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int first = 0;
+  if (!(range >> first) || first - kFirstPickedPort < 256) {
+    GTEST_SKIP() << "this kernel's ephemeral range starts at " << first;
+  }
+  for (int i = 0; i < 20; ++i) {
+    int port = pickFreeTcpPort();
+    EXPECT_GE(port, kFirstPickedPort);
+    EXPECT_LT(port, first);
+  }
+}
+
 TEST(TcpPortTest, TimeWaitLeftByAFinishedStoreIsFree) {
   int port = pickFreeTcpPort();
   UniqueFd server = listenOn(port);
