@@ -139,9 +139,13 @@ std::string formatPlanTable(const std::vector<RankBinding>& plan,
     for (const RankBinding& b : plan) {
       std::string gpus = b.gpus.empty() ? "-" : fmt::format("{}", fmt::join(b.gpus, ","));
       std::string device = b.device < 0 ? "-" : fmt::format("cuda:{}", b.device);
-      out +=
-          fmt::format(kRow, n * plan.size() + static_cast<size_t>(b.localRank), hosts[n],
-                      formatCpuList(b.cpus), cpuMask(b.cpus), gpus, device, fmt::join(b.numa, ","));
+      // No cores: the worker is not bound (more ranks than cores), it
+      // inherits the agent's affinity; no mask of 0x0 says otherwise.
+      std::string cores = b.cpus.empty() ? "any" : formatCpuList(b.cpus);
+      std::string mask = b.cpus.empty() ? "- (not bound)" : cpuMask(b.cpus);
+      std::string numa = b.numa.empty() ? "-" : fmt::format("{}", fmt::join(b.numa, ","));
+      out += fmt::format(kRow, n * plan.size() + static_cast<size_t>(b.localRank), hosts[n], cores,
+                         mask, gpus, device, numa);
     }
   }
   return out;

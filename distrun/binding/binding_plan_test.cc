@@ -129,5 +129,13 @@ TEST(BindingPlanTest, TheTableListsEveryRankOfEveryNode) {
                                           "0xfffff00000fffff00000 1     cuda:1  0,1\n"));
 }
 
+// More ranks than cores: nobody is bound, and the table says so rather
+// than showing a mask of 0x0.
+TEST(BindingPlanTest, AnUnboundRankShowsNoMask) {
+  std::string table = formatPlanTable({RankBinding{0, {}, {}, {}}}, {"vm"});
+  EXPECT_THAT(table, ::testing::HasSubstr("\n0      vm           any              - (not bound)"));
+  EXPECT_THAT(table, ::testing::Not(::testing::HasSubstr("0x0")));
+}
+
 }  // namespace
 }  // namespace distrun::binding

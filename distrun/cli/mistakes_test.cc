@@ -524,6 +524,14 @@ const Mistake kPlotMistakes[] = {
      false,
      {},
      ExitCode::kData},
+    {{"plot", kPlotData + "/two_ranks_trace.json", "-o", "/tmp/fig.png"},
+     "metrics file " + kPlotData +
+         "/two_ranks_trace.json: this is a trace (it has \"traceEvents\"), not a metrics file: "
+         "draw it with distrun plot --trace " +
+         kPlotData + "/two_ranks_trace.json -o FILE.png",
+     false,
+     {},
+     ExitCode::kData},
     {{"plot", kNotAnImage, "-o", "/tmp/fig.svg"},
      "metrics file " + kNotAnImage +
          ": expected the JSON `distrun train --metrics FILE` writes (an object with an \"epochs\" "

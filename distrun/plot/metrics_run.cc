@@ -33,6 +33,12 @@ MetricsRun parseMetricsRun(const std::string& path, const std::string& json) {
     run.run = train::parseRunDescription(json);
     run.epochs = train::parseMetricsEpochs(json);
   } catch (const DataError& e) {
+    if (json.find("\"traceEvents\"") != std::string::npos) {
+      throw DataError(fmt::format(
+          "metrics file {}: this is a trace (it has \"traceEvents\"), not a metrics file: draw "
+          "it with distrun plot --trace {} -o FILE.png",
+          path, path));
+    }
     throw DataError(fmt::format("metrics file {}: {}: {}", path, kExpected, reasonOf(e)));
   }
   if (run.epochs.empty()) {
