@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
