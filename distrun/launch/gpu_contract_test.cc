@@ -57,17 +57,12 @@ std::string variableIn(const std::vector<std::string>& environment, const std::s
 // may not use.
 std::vector<int> coresOf(const binding::NodeTopology& node, const std::string& gpu,
                          const std::vector<int>& allowed) {
-  std::vector<int> cores;
   for (const binding::NodeTopology::Gpu& g : node.gpus) {
-    if (std::to_string(g.index) != gpu) continue;
-    for (int cpu : g.cpus) {
-      bool reserved =
-          std::find(node.reserved.begin(), node.reserved.end(), cpu) != node.reserved.end();
-      bool usable = std::find(allowed.begin(), allowed.end(), cpu) != allowed.end();
-      if (!reserved && usable) cores.push_back(cpu);
+    if (std::to_string(g.index) == gpu) {
+      return binding::onlyWithin(binding::onlyWithin(g.cpus, node.usableCpus()), allowed);
     }
   }
-  return cores;
+  return {};
 }
 
 std::string everyGpuOf(const binding::NodeTopology& node) {
