@@ -87,10 +87,13 @@ void addVisibleGpus(const ExecOptions& o, CliContext& ctx, const Environment& en
   setVariable(variables, "DISTRUN_LOCAL_DEVICE", std::to_string(shown.localDevice));
 }
 
-int runExec(const ExecOptions& o, CliContext& ctx) {
+void checkProgramGiven(const ExecOptions& o) {
   if (o.program.empty()) {
     throw UsageError("exec: no PROGRAM given: distrun exec [OPTIONS] -- PROGRAM [ARGS...]");
   }
+}
+
+int runExec(const ExecOptions& o, CliContext& ctx) {
   const cluster::UserEnvironment user(ctx.env);
   std::optional<container::ContainerRequest> request =
       containerRequest(o.container, o.site, user.env, ctx);
@@ -135,6 +138,7 @@ Action addExecCommand(CLI::App& app, CliContext& ctx, const std::vector<std::str
   return [options, cmd, &ctx, &program] {
     const std::vector<std::string> rest = programArguments(*cmd);
     options->program = program.empty() ? rest : program;
+    checkProgramGiven(*options);
     return ctx.checkOnly ? 0 : runExec(*options, ctx);
   };
 }

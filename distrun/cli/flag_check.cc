@@ -63,7 +63,12 @@ std::vector<std::string> splitProgram(std::vector<std::string>& args, const CLI:
       args.resize(i);
       return program;
     }
-    if (!looksLikeFlag(arg)) return {};  // the program starts here, with no --
+    // The program starts here, with no --; submit's command always follows
+    // one, so its scan goes on (an unknown flag's value, a forgotten --).
+    if (!looksLikeFlag(arg)) {
+      if (args[0] == "submit") continue;
+      return {};
+    }
     const auto flag = flags.find(arg);
     if (flag != flags.end() && flag->second) ++i;  // its value
   }

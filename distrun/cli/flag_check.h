@@ -41,7 +41,9 @@ std::vector<std::string> argumentsWithoutFlags(const CLI::App& cmd);
 // [ARGS...]` from `args` and returns PROGRAM [ARGS...]; `app` declares the
 // commands, whose flags say which arguments are values. The parser would
 // otherwise take what follows `--` as its own positionals. Empty for any
-// other command line (no `--` before PROGRAM).
+// other command line (no `--` before PROGRAM). submit's first `--` is
+// found past anything else (`--mem 480G -- run x.py`), for its parser to
+// name what it does not know.
 std::vector<std::string> splitProgram(std::vector<std::string>& args, const CLI::App& app);
 
 // How a command that execs a sibling program (distrun-doctor,

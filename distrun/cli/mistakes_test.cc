@@ -306,7 +306,7 @@ const Mistake kSubmitMistakes[] = {
     {{"submit", "--time", "1h", "--", "train", "mnist"},
      "--time '1h': expected Slurm's MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, "
      "DAYS-HOURS, DAYS-HOURS:MINUTES or DAYS-HOURS:MINUTES:SECONDS (e.g. 90, 1:30:00, 2-00)"},
-    {{"submit", "--time", "1", "--", "train", "mnist"},
+    {{"submit", "--time", "1", "--signal-grace", "120", "--", "train", "mnist"},
      "submit: --signal-grace 120 s leaves no time to train within --time 1: shorten the grace "
      "or lengthen the limit"},
     {{"submit", "--nproc-per-node", "4", "--", "train", "--nproc-per-node", "2", "mnist"},
@@ -327,7 +327,36 @@ const Mistake kSubmitMistakes[] = {
     {{"submit", "--nodes", "0", "--", "train", "mnist"}, "--nodes: Value 0 not in range", true},
     {{"submit", "--format", "yaml", "--", "train", "mnist"}, "--format: yaml not in", true},
     {{"submit", "--dryrun", "--", "train", "mnist"},
-     "submit: unknown flag --dryrun: did you mean --dry-run?"},
+     "submit: unknown flag --dryrun: did you mean --dry-run? (sbatch's own flags go as "
+     "--sbatch-arg=--FLAG=VALUE)"},
+    // sbatch's flags given to submit, by the name the user gave.
+    {{"submit", "--dry-run", "-N", "2", "--mem", "480G", "--", "run", "train.py"},
+     "submit: --mem is sbatch's flag, not distrun submit's: pass it through as "
+     "--sbatch-arg=--mem=480G"},
+    {{"submit", "--acount", "proj", "--", "run", "train.py"},
+     "submit: unknown flag --acount: did you mean --account? (sbatch's own flags go as "
+     "--sbatch-arg=--FLAG=VALUE)"},
+    {{"submit", "--chdir", "/x", "--", "run", "train.py"},
+     "submit: --chdir is sbatch's flag, not distrun submit's: pass it through as "
+     "--sbatch-arg=--chdir=/x"},
+    {{"submit", "--error=F", "--", "run", "train.py"},
+     "submit: --error is sbatch's flag, not distrun submit's: pass it through as "
+     "--sbatch-arg=--error=F"},
+    {{"submit", "--hold", "--", "run", "train.py"},
+     "submit: --hold is sbatch's flag, not distrun submit's: pass it through as "
+     "--sbatch-arg=--hold"},
+    {{"submit", "-N", "2", "--mem", "480G", "run", "train.py"},
+     "submit: --mem is sbatch's flag, not distrun submit's: pass it through as "
+     "--sbatch-arg=--mem=480G"},
+    // A job that would start nothing, or say one thing twice.
+    {{"submit", "--", "exec"},
+     "exec: no PROGRAM given: distrun exec [OPTIONS] -- PROGRAM [ARGS...]"},
+    {{"submit", "--", "run"}, "run: no PROGRAM given: distrun run [OPTIONS] PROGRAM [ARGS...]"},
+    {{"submit", "--", "run", "--nproc-per-node", "2"},
+     "run: no PROGRAM given: distrun run [OPTIONS] PROGRAM [ARGS...]"},
+    {{"submit", "-N", "1", "--sbatch-arg=--nodes=8", "--", "train", "mnist"},
+     "submit: --sbatch-arg=--nodes=8 sets sbatch's --nodes, which the script already writes "
+     "from distrun submit's --nodes: give --nodes instead"},
     {{"submit", "--wait", "--status", "bar", "--", "train", "mnist"},
      "--status 'bar': expected auto, line, plain or none"},
     // The job's own command line, checked before it waits in the queue.

@@ -258,7 +258,10 @@ Action addRunCommand(CLI::App& app, CliContext& ctx, const std::vector<std::stri
     const std::vector<std::string> rest = programArguments(*cmd);
     options->program = program.empty() ? rest : program;
     if (options->printCompletion) return printCompletion(*cmd, *options->printCompletion, ctx.out);
-    if (ctx.checkOnly) return 0;  // the layout is the job's nodes'
+    if (ctx.checkOnly) {  // the layout is the job's nodes'
+      launch::checkProgramGiven(*options);
+      return 0;
+    }
     return launchAgent(*options, ctx);
   };
 }

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <iostream>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "distrun/cli/container_flags.h"
 #include "distrun/cli/flag_check.h"
 #include "distrun/cluster/site_profile.h"
+#include "distrun/common/command_line.h"
 #include "distrun/common/error.h"
 #include "distrun/common/live_line.h"
 #include "distrun/submit/batch_job.h"
@@ -137,6 +139,7 @@ int runSubmit(SubmitOptions& o, CliContext& ctx) {
   std::optional<cluster::SiteProfile> site = siteFor(o, ctx);
   const cluster::SiteProfile* profile = site ? &*site : nullptr;
   submit::BatchJob job = submit::planBatchJob(o.request, profile);
+  if (std::optional<std::string> note = submit::warningNote(o.request)) ctx.err << *note << "\n";
   checkJobCommands(job, ctx);
   if (o.explain) ctx.out << submit::explainBinding(job, profile);
   std::string script = submit::batchScript(job);
@@ -167,8 +170,12 @@ void addSlurmFlags(CLI::App* cmd, submit::SubmitRequest& r) {
   cmd->add_option("--sbatch-arg", r.sbatchArgs, "an sbatch option passed through (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--signal-grace", r.signalGrace,
-                  "seconds of warning (USR1) before the time limit (default 120)")
+                  "seconds of warning (USR1) before the time limit, for a program that takes "
+                  "part in the preemption protocol (default 120, at most half the limit; 0: none)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--checkpoint-on-warning", r.checkpointOnWarning,
+                "the program writes a snapshot on SIGUSR1 and exits 79: warn it before the time "
+                "limit and requeue it (distrun-train always does; docs/submit.md)");
   cmd->add_flag("--doctor", r.doctor,
                 "run distrun doctor on every node before the command; stop the job if it fails");
   cmd->add_option("--doctor-arg", r.doctorArgs,
@@ -177,6 +184,116 @@ void addSlurmFlags(CLI::App* cmd, submit::SubmitRequest& r) {
   cmd->add_option("--max-requeues", r.maxRequeues,
                   "times a job that checkpointed on the warning is requeued (default 3)")
       ->check(CLI::NonNegativeNumber);
+}
+
+// sbatch's long options that submit has no flag of its own for (sbatch 22.05
+// to 24.11); given to submit, one is refused with its --sbatch-arg form.
+const std::set<std::string, std::less<>> kSbatchFlags = {"--array",
+                                                         "--batch",
+                                                         "--begin",
+                                                         "--chdir",
+                                                         "--clusters",
+                                                         "--comment",
+                                                         "--constraint",
+                                                         "--contiguous",
+                                                         "--core-spec",
+                                                         "--cpu-freq",
+                                                         "--cpus-per-gpu",
+                                                         "--deadline",
+                                                         "--delay-boot",
+                                                         "--dependency",
+                                                         "--distribution",
+                                                         "--error",
+                                                         "--exclude",
+                                                         "--export",
+                                                         "--export-file",
+                                                         "--extra-node-info",
+                                                         "--get-user-env",
+                                                         "--gid",
+                                                         "--gpu-bind",
+                                                         "--gpu-freq",
+                                                         "--gpus",
+                                                         "--gpus-per-socket",
+                                                         "--gpus-per-task",
+                                                         "--gres",
+                                                         "--gres-flags",
+                                                         "--hint",
+                                                         "--hold",
+                                                         "--ignore-pbs",
+                                                         "--input",
+                                                         "--kill-on-invalid-dep",
+                                                         "--licenses",
+                                                         "--mail-type",
+                                                         "--mail-user",
+                                                         "--mcs-label",
+                                                         "--mem",
+                                                         "--mem-bind",
+                                                         "--mem-per-cpu",
+                                                         "--mem-per-gpu",
+                                                         "--mincpus",
+                                                         "--network",
+                                                         "--nice",
+                                                         "--no-kill",
+                                                         "--no-requeue",
+                                                         "--nodefile",
+                                                         "--nodelist",
+                                                         "--ntasks",
+                                                         "--ntasks-per-core",
+                                                         "--ntasks-per-gpu",
+                                                         "--ntasks-per-socket",
+                                                         "--open-mode",
+                                                         "--overcommit",
+                                                         "--oversubscribe",
+                                                         "--parsable",
+                                                         "--power",
+                                                         "--prefer",
+                                                         "--priority",
+                                                         "--profile",
+                                                         "--propagate",
+                                                         "--reboot",
+                                                         "--requeue",
+                                                         "--reservation",
+                                                         "--signal",
+                                                         "--sockets-per-node",
+                                                         "--spread-job",
+                                                         "--switches",
+                                                         "--test-only",
+                                                         "--thread-spec",
+                                                         "--threads-per-core",
+                                                         "--time-min",
+                                                         "--tmp",
+                                                         "--tres-per-task",
+                                                         "--uid",
+                                                         "--use-min-nodes",
+                                                         "--wait-all-nodes",
+                                                         "--wckey",
+                                                         "--exclusive"};
+// Those of them that take no value.
+const std::set<std::string, std::less<>> kSbatchSwitches = {
+    "--contiguous", "--get-user-env", "--hold",          "--ignore-pbs",    "--no-kill",
+    "--no-requeue", "--overcommit",   "--oversubscribe", "--parsable",      "--reboot",
+    "--requeue",    "--spread-job",   "--test-only",     "--use-min-nodes", "--exclusive"};
+
+// What submit says of the first argument its parser left: an sbatch flag,
+// with its --sbatch-arg form; a flag of neither, with submit's nearest; a
+// word, the command without its --.
+std::string leftoverMessage(const CLI::App& cmd, const std::vector<std::string>& rest) {
+  const std::string& arg = rest.front();
+  const std::string name = arg.substr(0, arg.find('='));
+  if (kSbatchFlags.contains(name)) {
+    std::string form = arg;
+    if (arg == name && !kSbatchSwitches.contains(name)) {
+      form += "=" + (rest.size() > 1 && !looksLikeFlag(rest[1]) ? rest[1] : "VALUE");
+    }
+    return fmt::format(
+        "submit: {} is sbatch's flag, not distrun submit's: pass it through as --sbatch-arg={}",
+        name, form);
+  }
+  if (looksLikeFlag(arg)) {
+    return unknownFlagMessage(cmd, arg) + " (sbatch's own flags go as --sbatch-arg=--FLAG=VALUE)";
+  }
+  return fmt::format("submit: put the distrun command after --: distrun submit [OPTIONS] -- {}",
+                     fmt::join(rest, " "));
 }
 
 // --container and its binds, checked now (the image opens, the binds exist
@@ -214,12 +331,8 @@ Action addSubmitCommand(CLI::App& app, CliContext& ctx, const std::vector<std::s
   cmd->allow_extras();  // what is left must be nothing: the command follows --
   cmd->footer("-- COMMAND [ARGS...]: the distrun command the job runs, e.g. -- train mnist");
   return [options, cmd, &ctx, &program] {
-    std::vector<std::string> rest = argumentsWithoutFlags(*cmd);
-    if (!rest.empty()) {
-      throw UsageError(
-          fmt::format("submit: put the distrun command after --: distrun submit [OPTIONS] -- {}",
-                      fmt::join(rest, " ")));
-    }
+    std::vector<std::string> rest = cmd->remaining();
+    if (!rest.empty()) throw UsageError(leftoverMessage(*cmd, rest));
     options->request.command = withContainer(program, *options, ctx);
     return runSubmit(*options, ctx);
   };

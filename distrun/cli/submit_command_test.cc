@@ -70,7 +70,7 @@ TEST(SubmitCommandTest, SubmitsWithSbatchAndPrintsTheJobIdAsSbatchDoes) {
   Submit submit;
   EXPECT_EQ(submit({"--site", "generic", "--", "exec", "--", "python3", "x.py"}), 0);
   EXPECT_EQ(submit.calls, (std::vector<std::string>{"sbatch"}));
-  EXPECT_THAT(submit.script, HasSubstr("distrun exec -- python3 x.py &\n"));
+  EXPECT_THAT(submit.script, HasSubstr("distrun exec -- python3 x.py\nexit $?\n"));
   EXPECT_EQ(submit.out.str(), "Submitted batch job 4242\n");
   EXPECT_FALSE(submit.watched);
 }

@@ -19,6 +19,7 @@ std::shared_ptr<ProbeContext> context(std::vector<std::string> selected = {}) {
   auto ctx = std::make_shared<ProbeContext>();
   ctx->options.timeLimit = std::chrono::seconds(1);  // the shortest --time-limit
   ctx->options.checks = std::move(selected);
+  ctx->options.python = "python3";  // what AnAbandonedCheckKeepsItsContext reads back
   return ctx;
 }
 

@@ -38,7 +38,8 @@ void addFlags(CLI::App& app, DoctorOptions& o, RawFlags& raw) {
   app.add_option("--time-limit", raw.timeLimit, "seconds one check may run (default 60)");
   app.add_option("--container", o.container, "import torch inside this image (python check)");
   app.add_option("--python", o.python,
-                 "the Python the training uses (default python3; none: no Python)");
+                 "the Python the training uses (default: $DISTRUN_PYTHON, $PYTHON_EXEC, else "
+                 "python3, as for distrun run; none: no Python)");
   app.add_option("--snapshot", o.snapshot, "the snapshot the training writes: check its folder");
   app.add_option("--straggler-margin", raw.stragglerPercent,
                  "percent slower than the median that makes a straggler (default 25)");

@@ -26,7 +26,10 @@ struct DoctorOptions {
   // --container IMAGE: the Python check imports torch inside this image
   // (`distrun enter IMAGE -- PYTHON ...`).
   std::optional<std::string> container;
-  std::string python = "python3";  // --python PROGRAM
+  // --python PROGRAM ("none": the training needs no Python); unset: the
+  // rule of distrun run (python_choice.h: DISTRUN_PYTHON, PYTHON_EXEC,
+  // python3), read from the task's environment.
+  std::optional<std::string> python;
   // --snapshot PATH: the snapshot the training will write; its folder's
   // free space is checked. Unset: that check is skipped.
   std::optional<std::string> snapshot;

@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "distrun/common/python_choice.h"
 #include "distrun/common/strings.h"
 #include "distrun/common/tool_process.h"
 #include "distrun/doctor/checks.h"
@@ -16,13 +17,23 @@ constexpr const char* kImport =
     "import sys, torch; print(torch.__version__, sys.version.split()[0])";
 constexpr int kNotFound = 127;  // runTool's exit code for a program that is not there
 
+PythonChoice thePython(const ProbeContext& ctx) {
+  return choosePython(ctx.options.python, ctx.env);
+}
+
+// "Python 'python3' (the first python3 on PATH)", and the image it runs in.
+std::string named(const ProbeContext& ctx) {
+  std::string name = describePython(thePython(ctx));
+  return ctx.options.container ? name + " in container " + *ctx.options.container : name;
+}
+
 std::vector<std::string> pythonArgv(const ProbeContext& ctx) {
   std::vector<std::string> argv;
   if (ctx.options.container) {
     const std::string distrun = ctx.toolDir.empty() ? "distrun" : ctx.toolDir + "/distrun";
     argv = {distrun, "enter", *ctx.options.container, "--"};
   }
-  argv.insert(argv.end(), {ctx.options.python, "-c", kImport});
+  argv.insert(argv.end(), {thePython(ctx).interpreter, "-c", kImport});
   return argv;
 }
 
@@ -34,11 +45,7 @@ std::string lastLine(const std::string& text) {
   return last;
 }
 
-std::string otherPython() { return "--python PATH or --container IMAGE"; }
-
-std::string where(const ProbeContext& ctx) {
-  return ctx.options.container ? " (in container " + *ctx.options.container + ")" : "";
-}
+std::string otherPython() { return "--python PATH, DISTRUN_PYTHON=PATH or --container IMAGE"; }
 
 CheckResult imported(const ProbeContext& ctx, const ToolResult& r) {
   const std::string line = lastLine(r.out);
@@ -47,12 +54,12 @@ CheckResult imported(const ProbeContext& ctx, const ToolResult& r) {
   if (!(words >> torch >> python)) {
     return fail(
         kPython,
-        fmt::format("{} printed '{}' where the versions of torch and Python were "
-                    "expected{}",
-                    ctx.options.python, line, where(ctx)),
+        fmt::format("{} printed '{}' where the versions of torch and Python were expected",
+                    named(ctx), line),
         "make sure that program is a Python interpreter, or name another: " + otherPython());
   }
-  CheckResult result = ok(kPython, fmt::format("torch {}, Python {}{}", torch, python, where(ctx)));
+  CheckResult result =
+      ok(kPython, fmt::format("torch {}, Python {}: {}", torch, python, named(ctx)));
   result.facts["torch_version"] = torch;
   result.facts["python_version"] = python;
   if (ctx.options.container) result.facts["container"] = *ctx.options.container;
@@ -60,17 +67,17 @@ CheckResult imported(const ProbeContext& ctx, const ToolResult& r) {
 }
 
 CheckResult notFound(const ProbeContext& ctx) {
-  const std::string& python = ctx.options.python;
-  const std::string missing = python.find('/') == std::string::npos ? python + " is not on PATH"
-                                                                    : python + " does not exist";
+  const std::string& python = thePython(ctx).interpreter;
+  const std::string missing =
+      named(ctx) + (python.find('/') == std::string::npos ? " is not on PATH" : " does not exist");
   return warn(kPython, missing + ": fine for distrun train, not for Python training scripts",
               "install Python with PyTorch, or name one: " + otherPython());
 }
 
 CheckResult timedOut(const ProbeContext& ctx) {
   return fail(kPython,
-              fmt::format("{} -c 'import torch' did not finish within {:g} s{}", ctx.options.python,
-                          std::chrono::duration<double>(ctx.limit()).count(), where(ctx)),
+              fmt::format("{}: -c 'import torch' did not finish within {:g} s", named(ctx),
+                          std::chrono::duration<double>(ctx.limit()).count()),
               "something under Python hangs (a hung file system holding site-packages, a lock "
               "there): look at `ps -eo pid,stat,wchan,cmd` on the node, or use another: " +
                   otherPython());
@@ -78,11 +85,9 @@ CheckResult timedOut(const ProbeContext& ctx) {
 
 CheckResult importFailed(const ProbeContext& ctx, const ToolResult& r) {
   std::string why = lastLine(r.err);
-  if (why.empty()) {
-    why = fmt::format("{} -c 'import torch' exited with {}", ctx.options.python, r.exitCode);
-  }
+  if (why.empty()) why = fmt::format("-c 'import torch' exited with {}", r.exitCode);
   return fail(
-      kPython, why + where(ctx),
+      kPython, named(ctx) + ": " + why,
       "install PyTorch for that Python (pip install torch), or name another: " + otherPython());
 }
 

@@ -41,7 +41,8 @@ TEST_F(PythonCheckTest, APythonWithTorchSaysBothVersions) {
   CheckResult r = checkPython(ctx_);
   EXPECT_EQ(r.check, "python");
   EXPECT_EQ(r.state, CheckState::kOk);
-  EXPECT_EQ(r.detail, "torch 2.0.1, Python 3.11.2");
+  EXPECT_EQ(r.detail,
+            "torch 2.0.1, Python 3.11.2: Python '" + *ctx_.options.python + "' (from --python)");
   EXPECT_EQ(r.facts.at("torch_version"), "2.0.1");
   EXPECT_EQ(r.facts.at("python_version"), "3.11.2");
 }
@@ -59,7 +60,22 @@ TEST_F(PythonCheckTest, RunsWhatTheCheckAsksForInTheTasksEnvironment) {
   ctx_.env.set("FAKE_TORCH", "2.1.2+cu121");
   CheckResult r = checkPython(ctx_);
   EXPECT_EQ(r.state, CheckState::kOk) << r.detail;
-  EXPECT_EQ(r.detail, "torch 2.1.2+cu121, Python 3.10.12");
+  EXPECT_EQ(r.detail, "torch 2.1.2+cu121, Python 3.10.12: Python 'mypython' (from --python)");
+}
+
+// Without --python the check tests the Python distrun run would choose:
+// $DISTRUN_PYTHON, else $PYTHON_EXEC, else python3 on PATH, and says which.
+TEST_F(PythonCheckTest, WithoutPythonItIsTheOneDistrunRunChooses) {
+  script("python3", "echo 1.13.1 3.11.2");
+  script("venv-python", "echo 2.15.0 3.11.2");
+  EXPECT_EQ(checkPython(ctx_).detail,
+            "torch 1.13.1, Python 3.11.2: Python 'python3' (the first python3 on PATH)");
+  ctx_.env.set("PYTHON_EXEC", "venv-python");
+  EXPECT_EQ(checkPython(ctx_).detail,
+            "torch 2.15.0, Python 3.11.2: Python 'venv-python' (from PYTHON_EXEC)");
+  ctx_.env.set("DISTRUN_PYTHON", dir_ + "/venv-python");
+  EXPECT_EQ(checkPython(ctx_).detail,
+            "torch 2.15.0, Python 3.11.2: Python '" + dir_ + "/venv-python' (from DISTRUN_PYTHON)");
 }
 
 TEST_F(PythonCheckTest, APythonWithoutTorchFailsWithItsLastWords) {
@@ -71,26 +87,29 @@ TEST_F(PythonCheckTest, APythonWithoutTorchFailsWithItsLastWords) {
                                "exit 1");
   CheckResult r = checkPython(ctx_);
   EXPECT_EQ(r.state, CheckState::kFail);
-  EXPECT_EQ(r.detail, "ModuleNotFoundError: No module named 'torch'");
+  EXPECT_EQ(r.detail, "Python '" + *ctx_.options.python +
+                          "' (from --python): ModuleNotFoundError: No module named 'torch'");
   EXPECT_EQ(r.fix,
             "install PyTorch for that Python (pip install torch), or name another: --python "
-            "PATH or --container IMAGE");
+            "PATH, DISTRUN_PYTHON=PATH or --container IMAGE");
 }
 
 TEST_F(PythonCheckTest, AFailureWithoutWordsSaysItsExitCode) {
   ctx_.options.python = script("python3", "exit 3");
-  EXPECT_EQ(checkPython(ctx_).detail, ctx_.options.python + " -c 'import torch' exited with 3");
+  EXPECT_EQ(checkPython(ctx_).detail, "Python '" + *ctx_.options.python +
+                                          "' (from --python): -c 'import torch' exited with 3");
 }
 
 TEST_F(PythonCheckTest, APythonThatHangsIsEndedAtTheLimit) {
   ctx_.options.python = script("python3", "sleep 60");
   CheckResult r = checkPython(ctx_);
   EXPECT_EQ(r.state, CheckState::kFail);
-  EXPECT_EQ(r.detail, ctx_.options.python + " -c 'import torch' did not finish within 1 s");
+  EXPECT_EQ(r.detail, "Python '" + *ctx_.options.python +
+                          "' (from --python): -c 'import torch' did not finish within 1 s");
   EXPECT_EQ(r.fix,
             "something under Python hangs (a hung file system holding site-packages, a lock "
             "there): look at `ps -eo pid,stat,wchan,cmd` on the node, or use another: --python "
-            "PATH or --container IMAGE");
+            "PATH, DISTRUN_PYTHON=PATH or --container IMAGE");
 }
 
 TEST_F(PythonCheckTest, NoPythonOnPathIsAWarning) {
@@ -98,22 +117,25 @@ TEST_F(PythonCheckTest, NoPythonOnPathIsAWarning) {
   CheckResult r = checkPython(ctx_);
   EXPECT_EQ(r.state, CheckState::kWarn);
   EXPECT_EQ(r.detail,
-            "distrun-no-such-python is not on PATH: fine for distrun train, not for Python "
-            "training scripts");
-  EXPECT_EQ(r.fix, "install Python with PyTorch, or name one: --python PATH or --container IMAGE");
+            "Python 'distrun-no-such-python' (from --python) is not on PATH: fine for distrun "
+            "train, not for Python training scripts");
+  EXPECT_EQ(r.fix,
+            "install Python with PyTorch, or name one: --python PATH, DISTRUN_PYTHON=PATH or "
+            "--container IMAGE");
   ctx_.options.python = dir_ + "/bin/python3";
   EXPECT_EQ(checkPython(ctx_).detail,
-            dir_ +
-                "/bin/python3 does not exist: fine for distrun train, not for Python "
-                "training scripts");
+            "Python '" + dir_ +
+                "/bin/python3' (from --python) does not exist: fine for distrun train, not for "
+                "Python training scripts");
 }
 
 TEST_F(PythonCheckTest, OutputThatIsNoVersionsFails) {
   ctx_.options.python = script("python3", "echo hello");
   CheckResult r = checkPython(ctx_);
   EXPECT_EQ(r.state, CheckState::kFail);
-  EXPECT_EQ(r.detail, ctx_.options.python +
-                          " printed 'hello' where the versions of torch and Python were expected");
+  EXPECT_EQ(r.detail, "Python '" + *ctx_.options.python +
+                          "' (from --python) printed 'hello' where the versions of torch and "
+                          "Python were expected");
 }
 
 TEST_F(PythonCheckTest, WithAContainerImportsInsideItThroughDistrunEnter) {
@@ -123,7 +145,9 @@ TEST_F(PythonCheckTest, WithAContainerImportsInsideItThroughDistrunEnter) {
   ctx_.options.container = "img.sif";
   CheckResult r = checkPython(ctx_);
   EXPECT_EQ(r.state, CheckState::kOk) << r.detail;
-  EXPECT_EQ(r.detail, "torch 2.1.0, Python 3.10.12 (in container img.sif)");
+  EXPECT_EQ(r.detail,
+            "torch 2.1.0, Python 3.10.12: Python 'python3' (the first python3 on PATH) in "
+            "container img.sif");
   EXPECT_EQ(r.facts.at("container"), "img.sif");
 }
 
@@ -133,7 +157,9 @@ TEST_F(PythonCheckTest, AContainerWithoutPythonFails) {
   ctx_.options.container = "img.sif";
   CheckResult r = checkPython(ctx_);
   EXPECT_EQ(r.state, CheckState::kFail);
-  EXPECT_EQ(r.detail, "distrun enter: python3: not found in img.sif (in container img.sif)");
+  EXPECT_EQ(r.detail,
+            "Python 'python3' (the first python3 on PATH) in container img.sif: distrun enter: "
+            "python3: not found in img.sif");
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ struct RoundIo {
         watcher(config.storeHost, config.storePort, config.token, config.runId, round, events.fd()),
         stdoutCopy(filteredCopy(config, round, config.stdoutFilters, "filtered_stdout.log")),
         stderrCopy(filteredCopy(config, round, config.stderrFilters, "filtered_stderr.log")),
-        group(launcher, config.layout.nodeRank, config.host) {}
+        group(launcher, config.layout.nodeRank, nodeWithAddress(config)) {}
   static std::unique_ptr<FilteredCopy> filteredCopy(const AgentConfig& config, int round,
                                                     const std::vector<std::string>& needles,
                                                     const char* name) {
@@ -474,13 +474,19 @@ const Clock& Agent::steadyClock() {
 // and for their log files when -r/-t asked for files without --log-dir.
 // Returns the folder to remove when the job ends (the error files' only),
 // empty when none is. A folder that cannot be made costs the error files,
-// never the job.
+// never the job, unless log files need it (IoError naming the reason).
 std::string Agent::placeRunFolder() {
   if (!config_.errorRoot.empty()) return "";  // --log-dir
   std::string folder;
   try {
     folder = privateRunFolder(env_);
   } catch (const Error& e) {
+    if (config_.logDirIsPrivate) {  // the user asked for log files: they need a home
+      throw IoError(fmt::format(
+          "log files without --log-dir (-r, -t, --duplicate-*-filters) go to a private folder, "
+          "and {}: give --log-dir a folder this user can write",
+          e.what()));
+    }
     err_ << "distrun: note: " << e.what() << ": the workers get no TORCHELASTIC_ERROR_FILE\n";
     return "";
   }

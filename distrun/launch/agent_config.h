@@ -45,6 +45,10 @@ struct AgentConfig {
   // else the scheduler's name for it, else the hostname. The layout only
   // has the scheduler's names, which --local-addr overrides.
   std::string host;
+  // This node as reports and the {host} prefix name it: the scheduler's
+  // name for it, else the hostname (never a loopback address); with
+  // --local-addr, reports add that address (nodeWithAddress).
+  std::string nodeName;
   std::string storeHost = "127.0.0.1";  // node 0's store, as agents reach it
   int storePort = 0;                    // 0: node 0 picks (one node only)
   std::string token;
@@ -100,5 +104,15 @@ struct AgentConfig {
   StatusMode status = StatusMode::kNone;
   std::string statusFile;
 };
+
+// This node in a report: "gpu04", or "gpu04 at 10.0.0.2" when --local-addr
+// gave an address other than its name (a loopback address is never named:
+// "node 0 (vm)", not "node 0 (127.0.0.1)").
+inline std::string nodeWithAddress(const AgentConfig& c) {
+  if (c.nodeName.empty()) return c.host;
+  const bool loopback = c.host.rfind("127.", 0) == 0 || c.host == "::1" || c.host == "localhost";
+  if (c.host == c.nodeName || loopback) return c.nodeName;
+  return c.nodeName + " at " + c.host;
+}
 
 }  // namespace distrun::launch

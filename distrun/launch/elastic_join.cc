@@ -63,7 +63,7 @@ JoinedRound joinFixed(rdzv::StoreClient& store, int round, const AgentConfig& co
 
 std::string nodeLabel(const AgentConfig& config) {
   if (config.elastic) return config.elastic->nodeName;
-  return fmt::format("{} ({})", config.layout.nodeRank, config.host);
+  return fmt::format("{} ({})", config.layout.nodeRank, nodeWithAddress(config));
 }
 
 JoinedRound joinRoundOf(rdzv::StoreClient& store, int round, const AgentConfig& config,

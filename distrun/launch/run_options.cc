@@ -339,10 +339,14 @@ void checkHangTimeout(double seconds) {
 
 }  // namespace
 
-void checkRunOptions(const RunOptions& o, const cluster::JobLayout& layout) {
+void checkProgramGiven(const RunOptions& o) {
   if (o.program.empty()) {
     throw UsageError("run: no PROGRAM given: distrun run [OPTIONS] PROGRAM [ARGS...]");
   }
+}
+
+void checkRunOptions(const RunOptions& o, const cluster::JobLayout& layout) {
+  checkProgramGiven(o);
   parseRdzvConf(o.rdzvConf);
   checkHangTimeout(o.hangTimeout);
   parseStatusMode(o.status);
@@ -359,19 +363,11 @@ bool runsUnderPython(const RunOptions& o) {
 }
 
 PythonChoice choosePython(const RunOptions& o, const Environment& env) {
-  if (o.python) return {*o.python, "from --python"};
-  for (const char* variable : {"DISTRUN_PYTHON", "PYTHON_EXEC"}) {
-    if (std::optional<std::string> value = env.get(variable)) {
-      return {*value, std::string("from ") + variable};
-    }
-  }
-  return {"python3", "the first python3 on PATH"};
+  return distrun::choosePython(o.python, env);
 }
 
 std::vector<std::string> workerCommand(const RunOptions& o, const Environment& env) {
-  if (o.program.empty()) {
-    throw UsageError("run: no PROGRAM given: distrun run [OPTIONS] PROGRAM [ARGS...]");
-  }
+  checkProgramGiven(o);
   if (o.module && o.noPython) throw UsageError("-m/--module cannot be combined with --no-python");
   if (!runsUnderPython(o)) return o.program;
   std::vector<std::string> argv = {choosePython(o, env).interpreter, "-u"};
@@ -457,12 +453,20 @@ void checkBindOptions(const RunOptions& o, const RunContext& ctx) {
   }
 }
 
+// The scheduler's name for this node when it has one, else the hostname.
+std::string nodeNameOf(const AgentConfig& c, const RunContext& ctx) {
+  const auto rank = static_cast<size_t>(c.layout.nodeRank);
+  if (inSlurmStep(c.layout) && rank < c.layout.hosts.size()) return c.layout.hosts[rank];
+  return ctx.host.hostname;
+}
+
 AgentConfig resolveAgentConfig(const RunOptions& o, const RunContext& ctx) {
   AgentConfig c;
   c.layout = cluster::detectJobLayout(ctx.env, ctx.host);
   checkRunOptions(o, c.layout);
   int nproc = parseNproc(o.nprocPerNode, ctx);
   placeNode(o, ctx, c);  // reads the scheduler's tasks per node: the agent's
+  c.nodeName = nodeNameOf(c, ctx);
   c.layout.localWorldSize = nproc;
   c.program = workerCommand(o, ctx.env);
   if (runsUnderPython(o)) {

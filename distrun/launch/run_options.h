@@ -7,6 +7,7 @@
 
 #include "distrun/binding/node_topology.h"
 #include "distrun/common/environment.h"
+#include "distrun/common/python_choice.h"
 #include "distrun/common/system.h"
 #include "distrun/container/container_request.h"
 #include "distrun/launch/agent.h"
@@ -89,6 +90,10 @@ struct RunContext {
 // naming the flag.
 void checkBindOptions(const RunOptions& options, const RunContext& ctx);
 
+// UsageError "run: no PROGRAM given: ..." for options without a program;
+// what `distrun submit` checks of a job's `run` before sbatch.
+void checkProgramGiven(const RunOptions& o);
+
 // The checks that need neither the host nor the filesystem, made before
 // anything starts (`distrun run` makes them before the agent, and
 // resolveAgentConfig again): a PROGRAM is given, --rdzv-conf is key=value
@@ -115,12 +120,8 @@ std::vector<std::string> rdzvConfNotes(const std::string& conf);
 // the scheduler, naming them.
 AgentConfig resolveAgentConfig(const RunOptions& options, const RunContext& ctx);
 
-// The Python of a Python PROGRAM and where it came from: --python, else
-// $DISTRUN_PYTHON, else $PYTHON_EXEC (torchrun's), else python3 on PATH.
-struct PythonChoice {
-  std::string interpreter;  // as given: "python3", "/opt/py/bin/python"
-  std::string source;       // "from --python", "the first python3 on PATH"
-};
+// The Python of a Python PROGRAM and where it came from: the one rule of
+// python_choice.h with the options' --python.
 PythonChoice choosePython(const RunOptions& options, const Environment& env);
 
 // Whether PROGRAM runs under Python: a .py file (unless --no-python),

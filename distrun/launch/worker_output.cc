@@ -47,10 +47,19 @@ namespace {
 std::FILE* openLog(const std::string& dir, const char* name) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw IoError(
+        fmt::format("cannot make the worker log folder '{}': {} (--log-dir: a folder "
+                    "this user can write)",
+                    dir, ec.message()));
+  }
   std::string path = dir + "/" + name;
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
-    throw IoError(fmt::format("cannot write worker log '{}': {}", path, std::strerror(errno)));
+    throw IoError(
+        fmt::format("cannot write worker log '{}': {} (--log-dir: a folder this user "
+                    "can write)",
+                    path, std::strerror(errno)));
   }
   return f;
 }

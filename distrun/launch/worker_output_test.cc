@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -68,6 +69,23 @@ TEST_F(WorkerOutputTest, FilesGetRawLinesAndTailKeepsLastStderr) {
 TEST_F(WorkerOutputTest, NoFilesUnlessAsked) {
   { WorkerOutput out("p ", StreamRoute{false, false, false, false}, dir_); }
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/stdout.log"));
+}
+
+// A log folder that cannot be made is named with the real reason (here a
+// file where a folder should be; for another user's folder, "Permission
+// denied"), not the "No such file or directory" of the file under it.
+TEST_F(WorkerOutputTest, AFolderThatCannotBeMadeIsNamedWithItsReason) {
+  std::filesystem::create_directories(dir_);
+  std::ofstream(dir_ + "/logs") << "not a folder";
+  const std::string folder = dir_ + "/logs/run/attempt_0/0";
+  try {
+    WorkerOutput out("p ", StreamRoute{false, false, true, false}, folder);
+    FAIL() << "made " << folder;
+  } catch (const IoError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cannot make the worker log folder '" + folder +
+                  "': Not a directory (--log-dir: a folder this user can write)");
+  }
 }
 
 // torchrun 2.x's --duplicate-stdout-filters: every worker's matching lines,

@@ -188,7 +188,7 @@ std::unique_ptr<WorkerOutput> workerOutput(const AgentConfig& config, int round,
   route.stdoutToConsole = shown && !(redirect & 1);
   route.stderrToConsole = shown && !(redirect & 2);
   std::string prefix = expandPrefix(config.logPrefix, config.layout.nodeRank, rank, localRank,
-                                    config.role, config.host);
+                                    config.role, config.nodeName);
   return std::make_unique<WorkerOutput>(prefix, route, workerLogFolder(config, round, localRank));
 }
 

@@ -32,7 +32,10 @@ struct BatchJob {
   // srun --cpus-per-task=$SLURM_CPUS_ON_NODE, for distrun to share out.
   bool taskTakesTheNode = false;
   std::vector<std::string> sbatchArgs;  // passed through, one #SBATCH line each
-  int signalGrace = 120;                // seconds of warning before the end
+  // Seconds of warning (SIGUSR1) before the end, for a program that takes
+  // part in the preemption protocol; 0: no warning, no requeue, the job
+  // runs to its limit as under plain sbatch.
+  int signalGrace = 0;
   int maxRequeues = 3;
   std::string cpuBind = "none";                                  // srun --cpu-bind
   std::vector<std::pair<std::string, std::string>> environment;  // exported before the step

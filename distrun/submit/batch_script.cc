@@ -30,18 +30,23 @@ std::string sbatchLines(const BatchJob& job) {
   sbatchLine(out, "qos", job.qos);
   sbatchLine(out, "output", job.output);
   if (job.exclusive) out += "#SBATCH --exclusive\n";
-  out += fmt::format("#SBATCH --signal=B:USR1@{}\n", job.signalGrace);
-  out += "#SBATCH --requeue\n#SBATCH --open-mode=append\n";
-  for (const std::string& arg : job.sbatchArgs) out += fmt::format("#SBATCH {}\n", arg);
+  if (job.signalGrace > 0) {
+    out += fmt::format("#SBATCH --signal=B:USR1@{}\n", job.signalGrace);
+    out += "#SBATCH --requeue\n#SBATCH --open-mode=append\n";
+  }
+  for (const std::string& arg : job.sbatchArgs) {
+    if (arg != "--exclusive" || !job.exclusive) out += fmt::format("#SBATCH {}\n", arg);
+  }
   return out;
 }
 
-std::string srunLine(const BatchJob& job) {
+// The step's srun, ended by `end` (" &" to run it in the background).
+std::string srunLine(const BatchJob& job, const char* end) {
   std::string line =
       fmt::format("srun --nodes={} --ntasks-per-node={}", job.nodes, job.tasksPerNode);
   if (job.cpusPerTask) line += fmt::format(" --cpus-per-task={}", *job.cpusPerTask);
   if (job.taskTakesTheNode) line += " --cpus-per-task=\"$SLURM_CPUS_ON_NODE\"";
-  return line + fmt::format(" --cpu-bind={} \\\n  {} &\n", job.cpuBind, quoted(job.step));
+  return line + fmt::format(" --cpu-bind={} \\\n  {}{}\n", job.cpuBind, quoted(job.step), end);
 }
 
 // The doctor's step: every node checked, one task per node holding it,
@@ -65,11 +70,19 @@ std::string stepWithPreemption(const BatchJob& job) {
       job.signalGrace, kCheckpointedExitCode);
   out += "step=\"\"\n";  // a warning before srun started has no step to pass to
   out += "trap '[[ -n $step ]] && kill -USR1 \"$step\" 2>/dev/null' USR1\n";
-  out += srunLine(job);
+  out += srunLine(job, " &");
   out += "step=$!\n";
   out += "while kill -0 \"$step\" 2>/dev/null; do wait \"$step\"; done\n";
   out += "wait \"$step\"\nstatus=$?\n";
   return out;
+}
+
+// A program outside the protocol: no warning, no requeue; the step runs to
+// its end or to the time limit, as under plain sbatch.
+std::string stepToItsEnd(const BatchJob& job) {
+  return "# Slurm sends no warning before the time limit: the program takes no part in\n"
+         "# distrun's preemption protocol (distrun submit --checkpoint-on-warning).\n" +
+         srunLine(job, "") + "exit $?\n";
 }
 
 std::string requeueOnCheckpoint(const BatchJob& job) {
@@ -113,8 +126,12 @@ std::string batchScript(const BatchJob& job) {
   }
   out += statusFileLines(job);
   out += doctorLines(job);
-  out += stepWithPreemption(job);
-  out += requeueOnCheckpoint(job);
+  if (job.signalGrace > 0) {
+    out += stepWithPreemption(job);
+    out += requeueOnCheckpoint(job);
+  } else {
+    out += stepToItsEnd(job);
+  }
   return out;
 }
 

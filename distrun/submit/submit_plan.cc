@@ -86,17 +86,83 @@ std::optional<int> ranksPerNode(const SubmitRequest& r, std::optional<int> gpus)
   return gpus.value_or(1);
 }
 
-std::optional<std::string> timeLimit(const SubmitRequest& r, const cluster::SiteProfile* site) {
+struct TimeLimit {
+  std::string text;  // as the user or the site gave it
+  long seconds = 0;
+};
+
+std::optional<TimeLimit> timeLimit(const SubmitRequest& r, const cluster::SiteProfile* site) {
   std::optional<std::string> text = r.time ? r.time : siteText(site, "time");
   if (!text) return std::nullopt;
-  long seconds = parseSlurmTime(*text, r.time ? "--time" : "'submit time' in " + site->path);
-  if (seconds <= r.signalGrace) {
+  return TimeLimit{*text,
+                   parseSlurmTime(*text, r.time ? "--time" : "'submit time' in " + site->path)};
+}
+
+// The warning's seconds: none for a program outside the protocol; the
+// default at most half the limit, so that a short job keeps half its time;
+// a --signal-grace that leaves no time to train is refused.
+int signalGrace(const SubmitRequest& r, const std::optional<TimeLimit>& limit) {
+  if (!takesTheWarning(r)) return 0;
+  if (!r.signalGrace) {
+    return limit ? static_cast<int>(std::min<long>(kDefaultSignalGrace, limit->seconds / 2))
+                 : kDefaultSignalGrace;
+  }
+  if (limit && limit->seconds <= *r.signalGrace) {
     throw UsageError(
         fmt::format("submit: --signal-grace {} s leaves no time to train within --time "
                     "{}: shorten the grace or lengthen the limit",
-                    r.signalGrace, *text));
+                    *r.signalGrace, limit->text));
   }
-  return formatSlurmTime(seconds);
+  return *r.signalGrace;
+}
+
+// The sbatch flags the script writes from submit's own, by every spelling
+// sbatch takes, with the submit flag that sets each.
+struct WrittenFlag {
+  std::vector<std::string> spellings;
+  std::string submitFlag;
+  bool onlyWithTheWarning = false;  // written only for a job that takes it
+};
+
+const std::vector<WrittenFlag>& writtenFlags() {
+  static const std::vector<WrittenFlag> flags = {
+      {{"--nodes", "-N"}, "--nodes"},
+      {{"--ntasks-per-node"}, "--nproc-per-node"},
+      {{"--cpus-per-task", "-c"}, "--cpus-per-task"},
+      {{"--gpus-per-node"}, "--gpus-per-node"},
+      {{"--time", "-t"}, "--time"},
+      {{"--partition", "-p"}, "--partition"},
+      {{"--account", "-A"}, "--account"},
+      {{"--qos", "-q"}, "--qos"},
+      {{"--job-name", "-J"}, "--job-name"},
+      {{"--output", "-o"}, "--output"},
+      {{"--signal"}, "--signal-grace", true},
+      {{"--requeue", "--no-requeue"}, "--max-requeues", true}};
+  return flags;
+}
+
+// "--nodes" of "--nodes=8" or "--nodes 8", "-N" of "-N8" or "-N 8".
+std::string sbatchFlagName(const std::string& arg) {
+  if (arg.rfind("--", 0) == 0) return arg.substr(0, arg.find_first_of("= "));
+  return arg.substr(0, 2);
+}
+
+// An --sbatch-arg that sets what the script writes from submit's own flags
+// would make two lines, the later winning unseen: refused, naming the flag.
+void checkSbatchArgs(const SubmitRequest& r) {
+  for (const std::string& arg : r.sbatchArgs) {
+    const std::string name = sbatchFlagName(arg);
+    for (const WrittenFlag& flag : writtenFlags()) {
+      if (std::find(flag.spellings.begin(), flag.spellings.end(), name) == flag.spellings.end()) {
+        continue;
+      }
+      if (flag.onlyWithTheWarning && !takesTheWarning(r)) continue;
+      throw UsageError(fmt::format(
+          "submit: --sbatch-arg={} sets sbatch's {}, which the script already writes from "
+          "distrun submit's {}: give {} instead",
+          arg, flag.spellings.front(), flag.submitFlag, flag.submitFlag));
+    }
+  }
 }
 
 // exec: one task per rank, bound by srun to the plan's cores when the site
@@ -130,6 +196,19 @@ void agentPerNode(BatchJob& job, const SubmitRequest& r, std::optional<int> rank
 
 bool runsOneTaskPerRank(const std::string& command) { return command == "exec"; }
 
+bool takesTheWarning(const SubmitRequest& r) {
+  return r.checkpointOnWarning || (!r.command.empty() && r.command[0] == "train");
+}
+
+std::optional<std::string> warningNote(const SubmitRequest& r) {
+  if (!r.signalGrace || *r.signalGrace == 0 || takesTheWarning(r)) return std::nullopt;
+  return fmt::format(
+      "submit: note: --signal-grace {} asks no warning: the program takes no part in "
+      "distrun's preemption protocol, so the job runs to its time limit as under plain sbatch "
+      "(give --checkpoint-on-warning if it writes a snapshot on SIGUSR1 and exits 79)",
+      *r.signalGrace);
+}
+
 std::string explainBinding(const BatchJob& job, const cluster::SiteProfile* site) {
   if (site == nullptr || !site->node) {
     return fmt::format(
@@ -151,17 +230,19 @@ std::string explainBinding(const BatchJob& job, const cluster::SiteProfile* site
 
 BatchJob planBatchJob(const SubmitRequest& r, const cluster::SiteProfile* site) {
   checkCommand(r.command);
+  checkSbatchArgs(r);
   BatchJob job;
   job.jobName = r.jobName.value_or("distrun-" + r.command[0]);
   job.nodes = r.nodes;
   job.gpusPerNode = r.gpusPerNode ? r.gpusPerNode : siteNumber(site, "gpus-per-node");
-  job.time = timeLimit(r, site);
+  std::optional<TimeLimit> limit = timeLimit(r, site);
+  if (limit) job.time = formatSlurmTime(limit->seconds);
+  job.signalGrace = signalGrace(r, limit);
   job.partition = r.partition ? r.partition : siteText(site, "partition");
   job.account = r.account ? r.account : siteText(site, "account");
   job.qos = r.qos ? r.qos : siteText(site, "qos");
   job.output = r.output;
   job.sbatchArgs = r.sbatchArgs;
-  job.signalGrace = r.signalGrace;
   job.maxRequeues = r.maxRequeues;
   job.step = {r.distrun};
   job.step.insert(job.step.end(), r.command.begin(), r.command.end());

@@ -23,7 +23,13 @@ struct SubmitRequest {
   std::optional<std::string> jobName;
   std::optional<std::string> output;
   std::vector<std::string> sbatchArgs;
-  int signalGrace = 120;
+  // --signal-grace: seconds of warning before the limit; nullopt: the
+  // default (kDefaultSignalGrace, at most half the limit).
+  std::optional<int> signalGrace;
+  // --checkpoint-on-warning: the program takes part in the preemption
+  // protocol (writes a snapshot on SIGUSR1, exits 79); distrun-train
+  // always does.
+  bool checkpointOnWarning = false;
   int maxRequeues = 3;
   // --doctor: `distrun doctor` on every node before the command's step.
   bool doctor = false;
@@ -44,6 +50,19 @@ bool runsOneTaskPerRank(const std::string& command);
 // (binding_plan.h). UsageError naming the flag for a request that
 // contradicts itself or the node (--doctor-arg without --doctor too).
 BatchJob planBatchJob(const SubmitRequest& request, const cluster::SiteProfile* site);
+
+// Seconds of warning a program that takes part in the protocol gets when
+// --signal-grace is not given (at most half the time limit).
+constexpr int kDefaultSignalGrace = 120;
+
+// Whether the job's program takes part in the preemption protocol: `train`
+// (distrun-train), or any command given --checkpoint-on-warning. Only such
+// a job asks Slurm for the warning signal and is requeueable.
+bool takesTheWarning(const SubmitRequest& request);
+
+// A note for a request whose --signal-grace cannot take effect (its program
+// takes no part in the protocol), or nullopt.
+std::optional<std::string> warningNote(const SubmitRequest& request);
 
 // What `--explain` prints: the binding plan of every rank on every node as
 // a table (the site's node description; nodes are "(node 0)"... until the

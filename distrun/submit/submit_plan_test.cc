@@ -89,8 +89,9 @@ TEST(SubmitPlanTest, MistakesAreUsageErrorsNamingTheFlag) {
   EXPECT_EQ(refusal(twice),
             "submit: --nproc-per-node 4 contradicts the command's --nproc-per-node 2: give it "
             "once");
-  SubmitRequest shortJob = request({"run", "x.py"});
+  SubmitRequest shortJob = request({"train", "mnist"});
   shortJob.time = "2";
+  shortJob.signalGrace = 120;
   EXPECT_EQ(refusal(shortJob),
             "submit: --signal-grace 120 s leaves no time to train within --time 2: shorten the "
             "grace or lengthen the limit");
@@ -101,6 +102,60 @@ TEST(SubmitPlanTest, MistakesAreUsageErrorsNamingTheFlag) {
   tooMany.gpusPerNode = 5;
   EXPECT_THAT(refusal(tooMany, &mn5),
               ::testing::StartsWith("--gpus-per-node 5: the node has 4 GPUs (from the site "));
+}
+
+// Only a program that takes part in the preemption protocol is warned
+// before its limit and requeued; any other runs to its end, as under sbatch.
+TEST(SubmitPlanTest, APlainProgramGetsNoWarningAndNoRequeue) {
+  SubmitRequest plain = request({"run", "plain.py"});
+  plain.time = "1";
+  plain.signalGrace = 50;
+  BatchJob job = planBatchJob(plain, nullptr);
+  EXPECT_EQ(job.signalGrace, 0);
+  const std::string script = batchScript(job);
+  EXPECT_EQ(script.find("--signal"), std::string::npos) << script;
+  EXPECT_EQ(script.find("--requeue"), std::string::npos) << script;
+  EXPECT_EQ(script.find("trap"), std::string::npos) << script;
+  EXPECT_THAT(script, ::testing::EndsWith("  distrun run --nproc-per-node 1 plain.py\nexit $?\n"));
+  EXPECT_EQ(warningNote(plain),
+            "submit: note: --signal-grace 50 asks no warning: the program takes no part in "
+            "distrun's preemption protocol, so the job runs to its time limit as under plain "
+            "sbatch (give --checkpoint-on-warning if it writes a snapshot on SIGUSR1 and exits "
+            "79)");
+  plain.checkpointOnWarning = true;
+  EXPECT_EQ(warningNote(plain), std::nullopt);
+  EXPECT_THAT(batchScript(planBatchJob(plain, nullptr)),
+              ::testing::HasSubstr("#SBATCH --signal=B:USR1@50\n#SBATCH --requeue\n"));
+}
+
+TEST(SubmitPlanTest, TrainIsWarnedAndAShortJobKeepsHalfItsTime) {
+  SubmitRequest train = request({"train", "mnist"});
+  EXPECT_EQ(planBatchJob(train, nullptr).signalGrace, 120);
+  train.time = "00:02:00";  // MareNostrum 5's debug jobs
+  EXPECT_EQ(planBatchJob(train, nullptr).signalGrace, 60);
+  EXPECT_EQ(warningNote(train), std::nullopt);
+  train.signalGrace = 0;  // no grace: no signal, no requeue
+  const std::string script = batchScript(planBatchJob(train, nullptr));
+  EXPECT_EQ(script.find("--signal"), std::string::npos) << script;
+  EXPECT_EQ(script.find("requeue"), std::string::npos) << script;
+}
+
+TEST(SubmitPlanTest, AnSbatchArgForWhatSubmitWritesIsRefused) {
+  SubmitRequest r = request({"run", "x.py"});
+  r.sbatchArgs = {"--nodes=8"};
+  EXPECT_EQ(refusal(r),
+            "submit: --sbatch-arg=--nodes=8 sets sbatch's --nodes, which the script already "
+            "writes from distrun submit's --nodes: give --nodes instead");
+  r.sbatchArgs = {"-t 10"};
+  EXPECT_EQ(refusal(r),
+            "submit: --sbatch-arg=-t 10 sets sbatch's --time, which the script already writes "
+            "from distrun submit's --time: give --time instead");
+  r.sbatchArgs = {"--signal=USR2@60", "--mem=480G", "--requeue"};  // the program's own
+  EXPECT_EQ(refusal(r), "accepted");
+  r.checkpointOnWarning = true;
+  EXPECT_EQ(refusal(r),
+            "submit: --sbatch-arg=--signal=USR2@60 sets sbatch's --signal, which the script "
+            "already writes from distrun submit's --signal-grace: give --signal-grace instead");
 }
 
 // --doctor: the doctor on every node first, told what the command needs.

@@ -61,6 +61,12 @@ int waitCommand(int pid) {
 
 bool processAlive(int pid) { return !processExited(pid); }
 
+std::string thisHostName() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
 bool waitForLines(const std::string& path, size_t count, int seconds) {
   for (int i = 0; i < seconds * 20; ++i) {
     if (lines(slurp(path)).size() >= count) return true;

@@ -26,6 +26,10 @@ int waitCommand(int pid);
 // True while `pid` exists and is not a zombie.
 bool processAlive(int pid);
 
+// This machine's hostname: how reports name a node of a job on it
+// ("node 0 (vm)").
+std::string thisHostName();
+
 // Waits up to `seconds` for `path` to hold at least `lines` lines.
 bool waitForLines(const std::string& path, size_t lines, int seconds);
 

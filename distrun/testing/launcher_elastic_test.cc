@@ -258,7 +258,7 @@ TEST_F(LauncherElasticTest, AFixedJobEndsAtOnceWhenANodesAgentIsKilled) {
   for (int i = 0; i < 600 && lines("pids").size() < 2; ++i) ::usleep(100000);
   killAgent(node1);
   EXPECT_EQ(waitCommand(node0), 76) << log("agent0.log");
-  EXPECT_THAT(log("agent0.log"), HasSubstr("node 1 (127.0.0.1) was lost"));
+  EXPECT_THAT(log("agent0.log"), HasSubstr("node 1 (" + thisHostName() + ") was lost"));
   expectAllGone();
 }
 

@@ -46,8 +46,8 @@ TEST_F(LauncherHangTest, AStoppedRankEndsTheJobWithExit75NamingIt) {
   EXPECT_EQ(r.exitCode, 75) << r.err;
   int pid = pidOfRank(1);
   EXPECT_THAT(r.err, HasSubstr("distrun: job hung failed (restart 0 of 0): root cause was "
-                               "rank 1 (local rank 1) on node 0 (127.0.0.1), pid " +
-                               std::to_string(pid) +
+                               "rank 1 (local rank 1) on node 0 (" +
+                               thisHostName() + "), pid " + std::to_string(pid) +
                                ", stopped by a signal (state T), no "
                                "progress for "));
   EXPECT_THAT(r.err, HasSubstr(" s (--hang-timeout 2), at "));
@@ -106,9 +106,10 @@ TEST_F(LauncherHangTest, TwoAgentsNameTheStoppedRankOfNodeOne) {
                  "--nproc-per-node 1 --hang-timeout 3 " + stopRank(2, "1"));
   EXPECT_EQ(node1.exitCode, 75) << node1.err;
   EXPECT_EQ(waitCommand(node0), 75) << log("node0.log");
-  EXPECT_THAT(log("node0.log"),
-              HasSubstr("root cause was rank 2 (local rank 0) on node 1 (127.0.0.1), pid " +
-                        std::to_string(pidOfRank(2)) + ", stopped by a signal (state T)"));
+  EXPECT_THAT(
+      log("node0.log"),
+      HasSubstr("root cause was rank 2 (local rank 0) on node 1 (" + thisHostName() + "), pid " +
+                std::to_string(pidOfRank(2)) + ", stopped by a signal (state T)"));
   EXPECT_THAT(node1.err, HasSubstr("distrun: node 1: stopped: rank 2 on node 1 failed\n"));
   expectAllGone();
 }

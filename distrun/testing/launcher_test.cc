@@ -32,10 +32,11 @@ TEST_F(LauncherTest, WorkerExitCodeSevenStopsTheOthersAndIsReported) {
           "if [ $RANK = 2 ]; then sleep 0.3; echo 'fatal: bad batch' >&2; exit 7; fi; sleep 300"));
   EXPECT_EQ(r.exitCode, 7) << r.err;
   EXPECT_THAT(r.err, HasSubstr("distrun: job job7 failed (restart 0 of 0): root cause "
-                               "was rank 2 (local rank 2) on node 0 (127.0.0.1)"));
+                               "was rank 2 (local rank 2) on node 0 (" +
+                               thisHostName() + ")"));
   // The folder the report names is the one that holds the rank's files.
   EXPECT_THAT(r.err, HasSubstr("distrun: rank 2's log files are in " + dir_ +
-                               "/job7/attempt_0/2 on 127.0.0.1\n"));
+                               "/job7/attempt_0/2 on " + thisHostName() + "\n"));
   EXPECT_THAT(log("job7/attempt_0/2/stderr.log"), HasSubstr("fatal: bad batch"));
   EXPECT_THAT(r.err, HasSubstr("exit code 7"));
   EXPECT_THAT(r.err, HasSubstr("  | fatal: bad batch\n"));
@@ -53,7 +54,8 @@ TEST_F(LauncherTest, FailureReportThatCannotBeWrittenIsAnIoErrorAfterTheReport) 
   ASSERT_GE(err.size(), 3u) << r.err;
   EXPECT_THAT(err[0], ::testing::StartsWith("[0:0] bad input"));
   EXPECT_THAT(r.err, HasSubstr("distrun: job job3 failed (restart 0 of 0): root cause was rank 0 "
-                               "(local rank 0) on node 0 (127.0.0.1)"));
+                               "(local rank 0) on node 0 (" +
+                               thisHostName() + ")"));
   EXPECT_THAT(r.err, HasSubstr("exit code 3, at "));
   EXPECT_THAT(r.err, HasSubstr("  | bad input\n"));
   EXPECT_THAT(err.back(), ::testing::MatchesRegex(
@@ -146,6 +148,17 @@ TEST_F(LauncherTest, ErrorFilesGoToAPrivateRunFolderOrAreGoneWithANote) {
   EXPECT_THAT(noFolder.err,
               ::testing::MatchesRegex("distrun: note: .*/dev/null/distrun-[0-9]+.*: "
                                       "the workers get no TORCHELASTIC_ERROR_FILE\n"));
+  // Log files asked for (-r) need the folder: the job does not start
+  // (exit 74), and the line says why and what to give.
+  CommandResult noLogs = runCommand("TMPDIR=/dev/null timeout 120 " + distrun() +
+                                    " run -r 3 --nproc-per-node 1 sh -c 'echo started'");
+  EXPECT_EQ(noLogs.exitCode, 74) << noLogs.err;
+  EXPECT_THAT(noLogs.out, ::testing::Not(HasSubstr("started")));
+  EXPECT_THAT(noLogs.err, ::testing::MatchesRegex(
+                              "distrun: error: log files without --log-dir \\(-r, -t, "
+                              "--duplicate-\\*-filters\\) go to a private folder, and .*"
+                              "/dev/null/distrun-[0-9]+.*: give --log-dir a folder this user "
+                              "can write\n"));
 }
 
 // The job token travels in environments (private to the user), never on a

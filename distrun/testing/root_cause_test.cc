@@ -92,7 +92,8 @@ TEST_P(RootCauseProcessTest, TheFailingRankIsNamedNotTheRanksThatLostIt) {
                                quote(dir_) + " --rdzv-id cause " + script(0, kind.fail));
   EXPECT_EQ(r.exitCode, kind.exitCode) << r.err;
   EXPECT_THAT(r.err, HasSubstr("distrun: job cause failed (restart 0 of 0): root cause was rank 0 "
-                               "(local rank 0) on node 0 (127.0.0.1)"));
+                               "(local rank 0) on node 0 (" +
+                               thisHostName() + ")"));
   EXPECT_THAT(r.err, HasSubstr(kind.how));
   EXPECT_THAT(r.err, HasSubstr("distrun: ranks 1, 2 failed before it only because they lost a "
                                "peer: not the cause\n"));
@@ -116,7 +117,8 @@ TEST_F(RootCauseProcessTest, ACauseOnNodeOneIsNamedByBothNodesAfterEchoesOnNodeZ
   EXPECT_EQ(node1.exitCode, 74) << node1.err;
   EXPECT_EQ(waitCommand(node0), 74) << slurp(path("node0.log"));
   std::string log0 = slurp(path("node0.log"));
-  EXPECT_THAT(log0, HasSubstr("root cause was rank 2 (local rank 0) on node 1 (127.0.0.1)"));
+  EXPECT_THAT(log0,
+              HasSubstr("root cause was rank 2 (local rank 0) on node 1 (" + thisHostName() + ")"));
   EXPECT_THAT(log0, HasSubstr("  | OSError: [Errno 28] No space left on device\n"));
   EXPECT_THAT(log0, HasSubstr("distrun: ranks 0, 1 failed before it only because they lost a "
                               "peer: not the cause\n"));
@@ -184,7 +186,8 @@ TEST_F(RootCauseProcessTest, ASnapshotOnAFullDiskIsNamedOverTheRankThatLostIt) {
   ASSERT_TRUE(written) << "no snapshot within 240 s: " << slurp(path("log"));
   std::string log = slurp(path("log"));
   EXPECT_EQ(code, 74) << log;
-  EXPECT_THAT(log, HasSubstr("root cause was rank 0 (local rank 0) on node 0 (127.0.0.1)"));
+  EXPECT_THAT(log,
+              HasSubstr("root cause was rank 0 (local rank 0) on node 0 (" + thisHostName() + ")"));
   EXPECT_THAT(log, HasSubstr("  | distrun: error: snapshot " + snapshot));
   EXPECT_THAT(log, HasSubstr("No space left on device"));
 }

@@ -248,5 +248,28 @@ TEST_F(PreemptionTest, AOneMinuteLimitSignalsRequeuesAndFinishesTheTraining) {
   EXPECT_NE(lastChecksum(out), "") << "no 'parameters identical on all 4 ranks' line: " << out;
 }
 
+// A program that knows nothing of the protocol, under the same one-minute
+// limit and 50 s grace: the job asks Slurm for no warning, so nothing
+// reaches the program when Slurm would have warned (10 to 40 s after the
+// start), and it runs on to its own end at 45 s, as under plain sbatch.
+TEST_F(PreemptionTest, APlainProgramRunsPastTheWarningToItsOwnEnd) {
+  std::ofstream(dir_ / "plain.py") << "import time\n"
+                                      "start = time.monotonic()\n"
+                                      "while time.monotonic() - start < 45:\n"
+                                      "    time.sleep(1)\n"
+                                      "print('plain: done after 45 s', flush=True)\n";
+  const std::string log = (dir_ / "submit.log").string();
+  int pid = startSubmit("--nodes 1 --time 1 --signal-grace 50 --output " +
+                            quote((dir_ / "%j.out").string()) + " -- run " +
+                            quote((dir_ / "plain.py").string()),
+                        log);
+  EXPECT_EQ(waitCommand(pid), 0) << read(log);
+  const std::string out = read(log);
+  EXPECT_THAT(out, HasSubstr("submit: note: --signal-grace 50 asks no warning"));
+  EXPECT_THAT(out, HasSubstr("plain: done after 45 s"));
+  EXPECT_THAT(out, HasSubstr("ended COMPLETED with exit code 0"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("SIGUSR1")));
+}
+
 }  // namespace
 }  // namespace distrun::testing
