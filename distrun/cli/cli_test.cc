@@ -216,6 +216,15 @@ TEST(EnvCommandTest, ContradictoryEnvironmentIsAConfigError) {
             "job, clear them: eval \"$(distrun env --unset)\"\n");
 }
 
+// docs/sites.md offers `distrun env --site NAME` to try a profile: outside
+// a job LUMI's ${SLURM_JOB_ID} folders read "nojob".
+TEST(EnvCommandTest, ASiteProfileTriedOutsideAJobNamesNoJob) {
+  CliRun run(std::map<std::string, std::string>{{"USER", "ada"}});
+  EXPECT_EQ(run({"env", "--site", "lumi"}), ExitCode::kSuccess) << run.err.str();
+  EXPECT_THAT(run.out.str(),
+              HasSubstr("export MIOPEN_USER_DB_PATH=/tmp/ada-miopen-cache-nojob-0  # site "));
+}
+
 TEST(EnvCommandTest, UnknownSiteIsAConfigError) {
   CliRun run;
   EXPECT_EQ(run({"env", "--site", "nowhere"}), ExitCode::kConfig);

@@ -72,7 +72,8 @@ struct Recorder {
     return static_cast<ExitCode>(runCli(args, ctx));
   }
 
-  MapEnvironment env;
+  // MNIST where `distrun train mnist` looks for it before it starts a rank.
+  MapEnvironment env{{"DISTRUN_DATA", std::string(DISTRUN_SOURCE_DIR) + "/data/mnist"}};
   std::ostringstream out, err;
   std::string started;
 };

@@ -187,6 +187,21 @@ const Mistake kTrainMistakes[] = {
      true},
     // Prefix: "mpi" follows where the build has it.
     {{"train", "linear", "--backend", "nccl"}, "--backend 'nccl': expected auto, gloo", true},
+    // The workload and MNIST's folder, found before any rank starts.
+    {{"train", "mnsit"}, "workload 'mnsit': expected mnist or linear (did you mean mnist?)"},
+    {{"train", "--nproc-per-node", "2", "resnet"}, "workload 'resnet': expected mnist or linear"},
+    {{"train", "mnist", "--data", "/nonexistent-distrun"},
+     "MNIST folder '/nonexistent-distrun' does not exist: run scripts/prepare-mnist, or give the "
+     "folder of a torchvision MNIST download with --data DIR",
+     false,
+     {},
+     ExitCode::kIo},
+    {{"train", "mnist"},
+     "MNIST folder '/nonexistent-distrun' does not exist: run scripts/prepare-mnist, or give the "
+     "folder of a torchvision MNIST download with --data DIR",
+     false,
+     {{"DISTRUN_DATA", "/nonexistent-distrun"}},
+     ExitCode::kIo},
 };
 INSTANTIATE_TEST_SUITE_P(Train, DistrunMistakeTest, ::testing::ValuesIn(kTrainMistakes));
 

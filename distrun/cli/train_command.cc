@@ -11,6 +11,7 @@
 #include "distrun/cli/train_arguments.h"
 #include "distrun/common/error.h"
 #include "distrun/common/writable_file.h"
+#include "distrun/data/mnist_files.h"
 #include "distrun/train_app/train_flags.h"
 
 namespace distrun::cli {
@@ -50,7 +51,8 @@ void checkTrainingProgram(const std::string& program) {
 // (unless ctx.checkOnly: they are written where the job runs).
 // Arguments it does not know (only after `--`: sortTrainArguments refuses
 // them elsewhere) are left to distrun-train, as given.
-std::optional<int> checkTraining(const std::vector<std::string>& args, CliContext& ctx) {
+std::optional<int> checkTraining(const std::vector<std::string>& args,
+                                 const launch::RunOptions& launcher, CliContext& ctx) {
   CLI::App app(fmt::format("distrun train {}: the training flags (docs/training.md); the "
                            "launcher flags: 'distrun train --help'",
                            args.front()),
@@ -69,7 +71,12 @@ std::optional<int> checkTraining(const std::vector<std::string>& args, CliContex
     return 0;
   }
   train::checkTrainFlags(flags);
-  if (!ctx.checkOnly) checkOutputFiles(flags);
+  if (ctx.checkOnly) return std::nullopt;
+  checkOutputFiles(flags);
+  // The ranks read MNIST where this runs, unless inside an image.
+  if (flags.workload == "mnist" && !launcher.container.image) {
+    data::checkMnistFolder(train::mnistFolder(flags, ctx.env));
+  }
   return std::nullopt;
 }
 
@@ -111,7 +118,7 @@ Action addTrainCommand(CLI::App& app, CliContext& ctx) {
           "train: expected a workload (mnist or linear) after the launcher "
           "flags");
     }
-    if (std::optional<int> helped = checkTraining(training, ctx)) return *helped;
+    if (std::optional<int> helped = checkTraining(training, *options, ctx)) return *helped;
     if (ctx.checkOnly) return 0;
     options->environment = traceVariables(*trace);
     options->program = {ctx.toolDir + "/distrun-train"};

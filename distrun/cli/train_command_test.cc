@@ -15,6 +15,7 @@
 #include "distrun/cli/train_arguments.h"
 #include "distrun/common/error.h"
 #include "distrun/launch/run_options.h"
+#include "distrun/testing/tree_paths.h"
 
 namespace distrun::cli {
 namespace {
@@ -49,7 +50,8 @@ struct TrainRun {
     return {launched->program.begin() + 1, launched->program.end()};
   }
 
-  MapEnvironment env;
+  // MNIST where `distrun train mnist` looks for it before it starts a rank.
+  MapEnvironment env{{"DISTRUN_DATA", std::string(DISTRUN_SOURCE_DIR) + "/data/mnist"}};
   std::ostringstream out, err;
   std::optional<launch::RunOptions> launched;
 };

@@ -164,7 +164,7 @@ void addDevice(const JobLayout& layout, RankEnvironmentBuilder& b) {
 // The values are expanded in the user's environment, what was built so
 // far, and under both the fallbacks for what a step would have set.
 void addSite(const SiteProfile& site, const JobLayout& layout, RankEnvironmentBuilder& b) {
-  const MapEnvironment fallbacks = siteFallbacks(layout.nodeRank);
+  const MapEnvironment fallbacks = siteFallbacks(layout.nodeRank, layout.jobId);
   for (const SiteProfile::Setting& s : site.settings) {
     auto expand = [&] {
       const OverlayEnvironment known = b.view();

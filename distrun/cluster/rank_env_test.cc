@@ -182,14 +182,13 @@ TEST(RankEnvironmentTest, SiteValuesFallBackForUserAndNodeId) {
 
 TEST(RankEnvironmentTest, SiteValueWithUnsetVariableIsAConfigError) {
   RankEnvironmentOptions o = options();
-  o.site = parseSiteProfile("set CACHE = /tmp/${SLURM_JOB_ID}\n", "lumi", "lumi.site");
+  o.site = parseSiteProfile("set CACHE = /tmp/${PROJECT}\n", "lumi", "lumi.site");
   try {
     buildRankEnvironment(slurmTask(), MapEnvironment({{"USER", "ada"}}), o);
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
-                 "site profile lumi: '/tmp/${SLURM_JOB_ID}' uses ${SLURM_JOB_ID}, "
-                 "which is not set");
+                 "site profile lumi: '/tmp/${PROJECT}' uses ${PROJECT}, which is not set");
   }
 }
 

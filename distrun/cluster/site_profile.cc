@@ -191,8 +191,10 @@ std::string loginName() {
   return "uid" + std::to_string(uid);
 }
 
-MapEnvironment siteFallbacks(int nodeRank) {
-  return MapEnvironment{{"USER", loginName()}, {"SLURM_NODEID", std::to_string(nodeRank)}};
+MapEnvironment siteFallbacks(int nodeRank, const std::string& jobId) {
+  return MapEnvironment{{"USER", loginName()},
+                        {"SLURM_NODEID", std::to_string(nodeRank)},
+                        {"SLURM_JOB_ID", jobId.empty() ? kNoJobId : jobId}};
 }
 
 std::string expandSiteValue(const std::string& value, const Environment& env,

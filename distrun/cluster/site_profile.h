@@ -80,12 +80,17 @@ std::optional<SiteProfile> selectSiteProfile(const std::optional<std::string>& r
                                              const Environment& env,
                                              const std::vector<std::string>& path);
 
-// What a profile's ${USER} and ${SLURM_NODEID} stand for where the
-// environment lacks them (a batch script's first line runs outside a
-// step, a container may drop USER): USER is the login name of this
-// process's user (getpwuid; "uidN" when it has none), SLURM_NODEID is
-// `nodeRank`, this node's place in the job (0 outside a step).
-MapEnvironment siteFallbacks(int nodeRank);
+// What ${SLURM_JOB_ID} stands for outside a job: `distrun env --site lumi`
+// on a login node, a `distrun run` on a workstation.
+inline constexpr const char* kNoJobId = "nojob";
+
+// What a profile's ${USER}, ${SLURM_NODEID} and ${SLURM_JOB_ID} stand for
+// where the environment lacks them (a batch script's first line runs
+// outside a step, a container may drop USER, no job at all): USER is the
+// login name of this process's user (getpwuid; "uidN" when it has none),
+// SLURM_NODEID is `nodeRank`, this node's place in the job (0 outside a
+// step), SLURM_JOB_ID is `jobId`, else kNoJobId.
+MapEnvironment siteFallbacks(int nodeRank, const std::string& jobId);
 
 // The login name of this process's effective user; "uidN" when the user
 // database has none.

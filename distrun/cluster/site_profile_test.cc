@@ -44,10 +44,12 @@ TEST(SiteProfileTest, FallbacksAreTheLoginNameAndTheNodeRank) {
   const struct passwd* user = ::getpwuid(::geteuid());
   const std::string name = user ? user->pw_name : "uid" + std::to_string(::geteuid());
   EXPECT_EQ(loginName(), name);
-  const MapEnvironment fallbacks = siteFallbacks(3);
+  const MapEnvironment fallbacks = siteFallbacks(3, "4242");
   EXPECT_EQ(fallbacks.get("USER"), name);
   EXPECT_EQ(fallbacks.get("SLURM_NODEID"), "3");
-  EXPECT_EQ(fallbacks.vars().size(), 2u);
+  EXPECT_EQ(fallbacks.get("SLURM_JOB_ID"), "4242");
+  EXPECT_EQ(fallbacks.vars().size(), 3u);
+  EXPECT_EQ(siteFallbacks(0, "").get("SLURM_JOB_ID"), "nojob");  // outside a job
 }
 
 TEST(SiteProfileTest, ErrorsNameFileAndLine) {

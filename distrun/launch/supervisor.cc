@@ -192,11 +192,13 @@ Actions Supervisor::signalReceived(int signal, TimePoint now) {
             InterruptRendezvous{}, Exit{128 + signal}};
   }
   if (!inRound()) return {};
+  if (isTerminal(signal) && isTheSameDelivery(signal, now)) return {};
   Actions out;
   if (isTerminal(signal) && state_.signal != 0) {  // a second one: no grace
     out = killRunning(fmt::format("a second signal ({})", signalName(signal)));
   } else if (isTerminal(signal)) {
     out = takeSignal(signal, now);
+    state_.signalReceivedAt = now;
   }
   // Every node forwards it when it comes back from the store.
   out.push_back(PublishEvent{JobEvent{Kind::kSignal, std::to_string(signal)}});
@@ -314,6 +316,14 @@ Actions Supervisor::stopWorkers(TimePoint now) {
 
 // The first terminal signal, from this agent or a peer: one line says so,
 // then the workers get it.
+// One Ctrl-C reaches the agent twice when it is sent to the process and to
+// its group (GNU timeout, a shell's kill of both): the same signal within
+// kSameSignalDelivery of the first is that one, not a second asking to kill.
+bool Supervisor::isTheSameDelivery(int signal, TimePoint now) const {
+  return state_.signalReceivedAt && signal == state_.signal &&
+         now - *state_.signalReceivedAt < kSameSignalDelivery;
+}
+
 Actions Supervisor::takeSignal(int signal, TimePoint now) {
   if (state_.signal != 0) return {};
   state_.signal = signal;

@@ -92,6 +92,10 @@ std::string describe(const Action& action);
 // How long an echo waits for a cause before the workers are stopped.
 inline constexpr std::chrono::seconds kCauseWait{5};
 
+// The same terminal signal again within this is one delivery reaching the
+// agent twice (to it and to its process group), not a second signal.
+inline constexpr std::chrono::milliseconds kSameSignalDelivery{100};
+
 // The policy of one node's agent as a state machine: events in, actions
 // out. It never reads a clock (each event carries the time), makes no
 // system call and holds no store: the Agent feeds it and carries out what
@@ -215,7 +219,8 @@ class Supervisor {
     std::map<int, int> pids;  // local rank -> pid
     int stopSignal = 0;       // what the workers were sent to stop them
     std::optional<WorkerFailure> rootCause;
-    int signal = 0;  // the first terminal signal, from here or a peer
+    int signal = 0;                             // the first terminal signal, from here or a peer
+    std::optional<TimePoint> signalReceivedAt;  // when it reached this agent itself
     bool complete = false;
     bool usr1 = false;                    // SIGUSR1 was forwarded to the workers
     std::optional<int> checkpointedRank;  // the first rank that exited 79, anywhere
@@ -243,6 +248,7 @@ class Supervisor {
   Actions join(int round);
   Actions stopWorkers(TimePoint now);
   Actions takeSignal(int signal, TimePoint now);
+  bool isTheSameDelivery(int signal, TimePoint now) const;
   Actions killRunning(const std::string& why);
   std::string runningWorkers() const;
   std::string interruptLine(int signal) const;

@@ -178,6 +178,22 @@ TEST_F(SupervisorTest, SecondSignalDuringTheGraceKillsAtOnce) {
               ElementsAre("end round", "leave job", "exit 130"));
 }
 
+// `timeout -s INT` sends its signal to the agent and to its group: the
+// agent reads it twice, microseconds apart. That is one Ctrl-C, with its
+// grace; the same signal a moment later is a second one.
+TEST_F(SupervisorTest, OneSignalSentToTheAgentAndItsGroupIsOneSignal) {
+  Supervisor s(config(2), kPort);
+  startJob(s);
+  Actions first = s.signalReceived(SIGINT, now());
+  EXPECT_THAT(names(first), ElementsAre(StartsWith("print "), "signal 2", "wake at 25000 ms",
+                                        "publish signal 2"));
+  clock_.advance(1ms);
+  EXPECT_THAT(s.signalReceived(SIGINT, now()), IsEmpty()) << "the same delivery";
+  clock_.advance(kSameSignalDelivery);
+  EXPECT_THAT(names(s.signalReceived(SIGINT, now())),
+              ElementsAre(StartsWith("print "), "kill", "publish signal 2"));
+}
+
 TEST_F(SupervisorTest, WorkerIgnoringTermIsKilledWhenTheGraceEnds) {
   Supervisor s(config(2), kPort);
   startJob(s);

@@ -111,6 +111,29 @@ TEST_F(LauncherTest, StubbornWorkersAreNamedWhenTheGraceEnds) {
   expectAllGone("pids");
 }
 
+// GNU timeout (and `kill -INT -- -PGID` beside `kill -INT PID`) sends its
+// signal to the agent and to the agent's process group: the agent may read
+// it twice, moments apart (here 20 ms, so that it surely reads both). That
+// is one interruption, whose grace lets the workers finish cleanly, not a
+// second signal killing them at once.
+TEST_F(LauncherTest, OneCtrlCReadTwiceByTheAgentKeepsTheGrace) {
+  int agent = startCommand(
+      distrun() + " run --nproc-per-node 2 --term-timeout 30 " +
+          worker("trap 'sleep 0.5; echo cleaned up; exit 0' INT; while :; do sleep 0.1; done"),
+      path("agent.log"));
+  ASSERT_TRUE(waitForLines(path("pids"), 2, 60));
+  ::kill(agent, SIGINT);
+  ::usleep(20000);
+  ::kill(agent, SIGINT);
+  EXPECT_EQ(waitCommand(agent), 128 + SIGINT);
+  const std::string agentLog = log("agent.log");
+  EXPECT_THAT(agentLog, HasSubstr("distrun: node 0: job interrupted by SIGINT"));
+  EXPECT_THAT(agentLog, ::testing::Not(HasSubstr("SIGKILL: a second signal")));
+  EXPECT_THAT(agentLog, HasSubstr("[0:0] cleaned up"));
+  EXPECT_THAT(agentLog, HasSubstr("[0:1] cleaned up"));
+  expectAllGone("pids");
+}
+
 // torchrun's one-node c10d recipe: no --node-rank, no DISTRUN_TOKEN.
 TEST_F(LauncherTest, TorchrunOneNodeRecipeRuns) {
   const std::string endpoint = "localhost:" + std::to_string(freePort());

@@ -84,7 +84,7 @@ struct DerivedRankEnvironment {
 };
 
 WorkloadOptions workloadOptions(const TrainFlags& a, const Environment& env) {
-  return {.dataDir = a.dataDir.empty() ? env.get("DISTRUN_DATA").value_or("data") : a.dataDir,
+  return {.dataDir = mnistFolder(a, env),
           .learningRate = a.learningRate,
           .limitTrain = a.limitTrain,
           .limitTest = a.limitTest,

@@ -1,10 +1,14 @@
 #include "distrun/train_app/train_flags.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
 #include "distrun/comm/backend_choice.h"
 #include "distrun/common/error.h"
+#include "distrun/common/strings.h"
 
 namespace distrun::train {
 
@@ -104,7 +108,26 @@ void addTrainFlags(CLI::App& app, TrainFlags& flags) {
   addRunFlags(app, flags);
 }
 
+void checkWorkload(const std::string& name) {
+  const std::vector<std::string>& known = workloadNames();
+  if (std::find(known.begin(), known.end(), name) != known.end()) return;
+  std::optional<std::string> near = closestName(name, known);
+  throw UsageError(fmt::format("workload '{}': expected {}{}", name, fmt::join(known, " or "),
+                               near ? " (did you mean " + *near + "?)" : ""));
+}
+
+const std::vector<std::string>& workloadNames() {
+  static const std::vector<std::string> names = {"mnist", "linear"};
+  return names;
+}
+
+std::string mnistFolder(const TrainFlags& flags, const Environment& env) {
+  if (!flags.dataDir.empty()) return flags.dataDir;
+  return env.get("DISTRUN_DATA").value_or("data");
+}
+
 void checkTrainFlags(const TrainFlags& flags) {
+  checkWorkload(flags.workload);
   checkCounts(flags);
   checkChoices(flags);
 }

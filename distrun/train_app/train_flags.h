@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "distrun/common/environment.h"
 
 namespace CLI {
 class App;
@@ -46,6 +49,17 @@ void addTrainFlags(CLI::App& app, TrainFlags& flags);
 // 1`) for a value the training library would refuse, or for flags that
 // exclude each other; so the user reads the flag they typed, not the
 // library option it sets.
+// The workload is one of workloadNames(), else UsageError with the nearest
+// ("workload 'mnsit': expected mnist or linear (did you mean mnist?)").
 void checkTrainFlags(const TrainFlags& flags);
+
+// The built-in workloads.
+const std::vector<std::string>& workloadNames();
+
+// UsageError unless `name` is one of workloadNames(), naming the nearest.
+void checkWorkload(const std::string& name);
+
+// The folder MNIST is read from: --data, else $DISTRUN_DATA, else "data".
+std::string mnistFolder(const TrainFlags& flags, const Environment& env);
 
 }  // namespace distrun::train

@@ -10,6 +10,7 @@
 #include "distrun/data/synthetic.h"
 #include "distrun/models/mnist_cnn.h"
 #include "distrun/train/fused_adam.h"
+#include "distrun/train_app/train_flags.h"
 
 namespace distrun::train {
 
@@ -25,20 +26,8 @@ TensorDataset firstRows(torch::Tensor inputs, torch::Tensor targets, int64_t lim
 
 double orDefault(double value, double fallback) { return value > 0 ? value : fallback; }
 
-// Finds both splits before loading: MNIST not found is a matter of the
-// command line's --data, which the loader's message cannot name.
-void checkMnistFolder(const std::string& dir) {
-  for (data::MnistSplit split : {data::MnistSplit::kTrain, data::MnistSplit::kTest}) {
-    try {
-      data::findMnistFiles(dir, split);
-    } catch (const IoError& e) {
-      throw IoError(fmt::format("{} with --data DIR", e.what()));
-    }
-  }
-}
-
 Workload buildMnist(const WorkloadOptions& o) {
-  checkMnistFolder(o.dataDir);
+  data::checkMnistFolder(o.dataDir);
   const data::MnistData train = data::loadMnist(o.dataDir, data::MnistSplit::kTrain);
   const data::MnistData test = data::loadMnist(o.dataDir, data::MnistSplit::kTest);
   models::MnistCnn net;
@@ -93,7 +82,8 @@ TrainingTask Workload::task() {
 Workload buildWorkload(const std::string& name, const WorkloadOptions& options) {
   if (name == "mnist") return buildMnist(options);
   if (name == "linear") return buildLinear(options);
-  throw UsageError(fmt::format("workload '{}': expected mnist or linear", name));
+  checkWorkload(name);  // throws for any other, naming the nearest
+  throw UsageError("workload '" + name + "'");
 }
 
 }  // namespace distrun::train
