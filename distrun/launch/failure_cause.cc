@@ -57,7 +57,7 @@ std::string echoLine(const std::vector<std::string>& tail) {
 bool isEcho(const WorkerFailure& f) {
   bool peerCode = f.signal == 0 && (f.exitCode == toInt(ExitCode::kPeerLost) ||
                                     f.exitCode == toInt(ExitCode::kRendezvous));
-  return peerCode || !echoLine(f.stderrTail).empty();
+  return peerCode || f.afterRaiseOf >= 0 || !echoLine(f.stderrTail).empty();
 }
 
 }  // namespace distrun::launch

@@ -20,7 +20,12 @@ namespace distrun::launch {
 // - shows a lost peer in its stderr tail, however it ended (PyTorch aborts
 //   with SIGABRT on an NCCL remote error): the lines of lostPeerMarkers(),
 //   or another rank's error relayed by distrun-train ("distrun: error: rank
-//   0: --snapshot ...": rank 0 refused, and every rank stops with its error).
+//   0: --snapshot ...": rank 0 refused, and every rank stops with its error),
+//   or
+// - came while another rank of its node, still running, had raised already
+//   (afterRaiseOf: PyTorch's @record wrote its TORCHELASTIC_ERROR_FILE):
+//   rank 1 raises, its exit handlers take a second, and rank 0's collective
+//   fails meanwhile with an error of its own words.
 // Everything else (another exit code, a signal, an exception) is a cause.
 bool isEcho(const WorkerFailure& failure);
 

@@ -32,6 +32,18 @@ TEST(FailureCauseTest, OwnErrorsAreCauses) {
   EXPECT_FALSE(isEcho(failure(7, 0, {})));
 }
 
+// A failure while a rank of its node that had raised still ran (its
+// @record error file written): an echo whatever its code, and it says so in
+// the record peers read.
+TEST(FailureCauseTest, AFailureAfterAnotherRankRaisedIsAnEcho) {
+  WorkerFailure f = failure(2, 0, {"all_reduce failed: giving up"});
+  EXPECT_FALSE(isEcho(f));
+  f.afterRaiseOf = 0;
+  EXPECT_TRUE(isEcho(f));
+  EXPECT_TRUE(isEcho(WorkerFailure::fromJson(f.toJson())));
+  EXPECT_EQ(WorkerFailure::fromJson(failure(2, 0, {}).toJson()).afterRaiseOf, -1);
+}
+
 // The messages as Gloo, PyTorch, NCCL and distrun print them.
 TEST(FailureCauseTest, ALostPeerInTheStderrTailIsAnEcho) {
   for (const char* line : {

@@ -118,6 +118,7 @@ std::string WorkerFailure::toJson() const {
     j["error_traceback"] = errorTraceback;
     j["error_timestamp"] = errorTimestamp;
   }
+  if (afterRaiseOf >= 0) j["after_raise_of"] = afterRaiseOf;
   if (hung()) {
     j["hung_seconds"] = hungSeconds;
     j["hang_timeout"] = hangTimeout;
@@ -144,6 +145,7 @@ WorkerFailure WorkerFailure::fromJson(const std::string& text) {
     f.errorMessage = j.value("error_message", "");
     f.errorTraceback = j.value("error_traceback", std::vector<std::string>{});
     f.errorTimestamp = j.value("error_timestamp", 0LL);
+    f.afterRaiseOf = j.value("after_raise_of", -1);
     f.hungSeconds = j.value("hung_seconds", 0.0);
     f.hangTimeout = j.value("hang_timeout", 0.0);
     f.stopped = j.value("stopped", false);

@@ -38,6 +38,11 @@ struct WorkerFailure {
   bool stopped = false;
   bool reportsProgress = false;
 
+  // A rank of this node that had raised (its TORCHELASTIC_ERROR_FILE held
+  // its exception) while still running when this one failed: this failure
+  // came after that one, and because of it, whatever its code; -1: none.
+  int afterRaiseOf = -1;
+
   bool hung() const { return hungSeconds > 0; }
   // What the agent exits with: 75 (ExitCode::kTimeout) for a hung worker,
   // else the worker's code, or 128 + signal.

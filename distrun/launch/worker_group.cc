@@ -96,9 +96,23 @@ std::vector<WorkerFailure> WorkerGroup::reap() {
     Member* m = memberWithPid(exit.pid);
     if (m == nullptr) continue;  // an adopted orphan
     finishExit(*m, exit);
-    exited.push_back(recordOf(*m));
+    WorkerFailure f = recordOf(*m);
+    if (f.exitCode != 0 || f.signal != 0) f.afterRaiseOf = raisedBefore(f);
+    exited.push_back(std::move(f));
   }
   return exited;
+}
+
+// A running worker whose error file already holds an exception raised
+// before `f`'s own (f has none, or a later one: torchrun's order, to the
+// second); -1 when none. Read only when a worker failed.
+int WorkerGroup::raisedBefore(const WorkerFailure& f) const {
+  for (const Member& m : members_) {
+    if (!m.running || m.errorFile.empty()) continue;
+    std::optional<RecordedError> raised = readErrorFile(m.errorFile);
+    if (raised && (f.errorTimestamp == 0 || raised->timestamp < f.errorTimestamp)) return m.rank;
+  }
+  return -1;
 }
 
 WorkerGroup::Member* WorkerGroup::memberWithPid(pid_t pid) {

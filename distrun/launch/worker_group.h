@@ -77,6 +77,7 @@ class WorkerGroup {
   Member* memberWithPid(pid_t pid);
   void finishExit(Member& m, const ProcessLauncher::Exit& exit);
   WorkerFailure recordOf(const Member& m) const;
+  int raisedBefore(const WorkerFailure& f) const;
   void drain(Member& m);
   static bool pumpReports(Member& m, int fd);
 

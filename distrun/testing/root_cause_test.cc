@@ -158,6 +158,31 @@ TEST_F(RootCauseProcessTest, AnEchoWhileTheOthersRunOnStopsThemAfterTheWait) {
   expectAllGone();
 }
 
+// PyTorch's @record: rank 1 raises, its error file is written, and its exit
+// handlers take a while; meanwhile rank 0's collective fails and it exits 2
+// with its own words. Rank 0 is reaped first, yet rank 1 is the cause.
+TEST_F(RootCauseProcessTest, AFailureAfterAnotherRankRaisedIsItsEcho) {
+  std::ofstream(path("w.sh"))
+      << "d=" << quote(dir_) << "\necho $$ >> $d/pids\n"
+      << "if [ $RANK = 1 ]; then\n"
+         "  printf '{\"message\": {\"message\": \"ValueError: bad batch\", \"extraInfo\": "
+         "{\"py_callstack\": \"Traceback (most recent call last):\", \"timestamp\": \"%s\"}}}' "
+         "$(date +%s) > \"$TORCHELASTIC_ERROR_FILE\"\n"
+         "  touch $d/raised; sleep 1.5; exit 1\n"
+         "fi\n"
+         "while [ ! -e $d/raised ]; do sleep 0.05; done\n"
+         "sleep 0.2; echo 'all_reduce failed: giving up' >&2; exit 2\n";
+  CommandResult r = runCommand("timeout 120 " + distrun() + " run --nproc-per-node 2 --log-dir " +
+                               quote(dir_) + " --rdzv-id raised sh " + quote(path("w.sh")));
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("root cause was rank 1 (local rank 1)"));
+  EXPECT_THAT(r.err, HasSubstr("ValueError: bad batch"));
+  EXPECT_THAT(r.err, HasSubstr("distrun: rank 0 failed before it only because it lost a peer: "
+                               "not the cause\n"));
+  EXPECT_THAT(slurp(path("raised/failure.json")), HasSubstr("\"rank\":1,"));
+  expectAllGone();
+}
+
 // End to end: two distrun-train ranks; rank 0 writes a snapshot every 5
 // steps into a small tmpfs that fills up after its first one. Rank 0 exits
 // 74 naming the file; rank 1, in an allreduce with it, exits 69 ("lost rank
