@@ -65,6 +65,9 @@ void printHangAdvice(const WorkerFailure& f, std::ostream& out) {
         "a stopped worker never resumes by itself\n",
         f.rank);
   }
+  if (!f.waits.empty()) {
+    out << fmt::format("distrun: rank {}'s threads wait in the kernel at: {}\n", f.rank, f.waits);
+  }
   out << fmt::format(
       "distrun: to see where rank {} waits, run 'py-spy dump --pid {}' or 'gdb -p {}' on {} "
       "before --hang-timeout ends it, or raise --hang-timeout if it is only slow\n",
@@ -119,6 +122,7 @@ std::string WorkerFailure::toJson() const {
     j["error_timestamp"] = errorTimestamp;
   }
   if (afterRaiseOf >= 0) j["after_raise_of"] = afterRaiseOf;
+  if (!waits.empty()) j["waits"] = waits;
   if (hung()) {
     j["hung_seconds"] = hungSeconds;
     j["hang_timeout"] = hangTimeout;
@@ -146,6 +150,7 @@ WorkerFailure WorkerFailure::fromJson(const std::string& text) {
     f.errorTraceback = j.value("error_traceback", std::vector<std::string>{});
     f.errorTimestamp = j.value("error_timestamp", 0LL);
     f.afterRaiseOf = j.value("after_raise_of", -1);
+    f.waits = j.value("waits", "");
     f.hungSeconds = j.value("hung_seconds", 0.0);
     f.hangTimeout = j.value("hang_timeout", 0.0);
     f.stopped = j.value("stopped", false);

@@ -38,6 +38,10 @@ struct WorkerFailure {
   bool stopped = false;
   bool reportsProgress = false;
 
+  // Where a hung worker's threads waited in the kernel at the last sample
+  // that saw it idle (/proc/PID/task/TID/wchan, ProgressProbe):
+  // "hrtimer_nanosleep (main thread), futex_wait_queue x4"; "" unknown.
+  std::string waits;
   // A rank of this node that had raised (its TORCHELASTIC_ERROR_FILE held
   // its exception) while still running when this one failed: this failure
   // came after that one, and because of it, whatever its code; -1: none.

@@ -20,7 +20,9 @@ double secondsOf(std::chrono::steady_clock::duration d) {
 // that never reported, by its CPU time and its output.
 bool progressed(const WorkerProgress& now, const WorkerProgress& before) {
   if (now.reports > 0) return now.reports != before.reports;
-  return now.cpuTicks != before.cpuTicks || now.outputBytes != before.outputBytes;
+  // Less than before: a process of the group ended, and its successor ran.
+  const long long cpu = now.cpuTicks - before.cpuTicks;
+  return cpu >= kMinProgressTicks || cpu < 0 || now.outputBytes != before.outputBytes;
 }
 
 }  // namespace
@@ -44,8 +46,21 @@ HangAnswer HangAnswer::fromJson(const std::string& text) {
   }
 }
 
+bool waitsForPeers(const std::string& waits) {
+  const std::string main = waits.substr(0, waits.find(" (main thread)"));
+  if (main.empty()) return false;
+  for (const char* marker : {"futex", "epoll", "ep_poll", "poll", "select", "sk_wait", "wait_woken",
+                             "inet_csk_accept", "unix_stream", "tcp_recv", "pipe_read"}) {
+    if (main.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
 bool likelierHangCause(const WorkerFailure& a, const WorkerFailure& b) {
   if (a.stopped != b.stopped) return a.stopped;
+  if (!a.waits.empty() && !b.waits.empty() && waitsForPeers(a.waits) != waitsForPeers(b.waits)) {
+    return !waitsForPeers(a.waits);
+  }
   if (a.hungSeconds != b.hungSeconds) return a.hungSeconds > b.hungSeconds;
   return a.rank < b.rank;
 }

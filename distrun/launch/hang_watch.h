@@ -16,6 +16,11 @@ namespace distrun::launch {
 // before the answers at hand decide (a node whose agent hangs too).
 constexpr auto kHangAnswerGrace = std::chrono::seconds(5);
 
+// The CPU time (clock ticks of 10 ms) a worker must use between two samples
+// to count as progress: the background threads of PyTorch and Gloo use a
+// tick now and then while the rank waits in a collective.
+constexpr long long kMinProgressTicks = 3;
+
 // One node's answer to a suspected hang, published as a "hang" event: the
 // worker it would name (hungSeconds and stopped set), or none when every
 // worker of the node made progress at its last sample.
@@ -28,9 +33,19 @@ struct HangAnswer {
   static HangAnswer fromJson(const std::string& json);
 };
 
+// Whether a worker's main thread, by its wait channel (WorkerFailure::waits),
+// waits for other processes: on a lock or condition (futex), for a socket
+// or pipe (epoll, poll, select, a socket's receive or accept), as a rank
+// blocked in a collective waits for its peers. False for any other wait
+// (a sleep, a disk, a stop) and when unknown.
+bool waitsForPeers(const std::string& waits);
+
 // Whether `a` is the likelier cause of a hang than `b`: a worker stopped by
-// a signal before one that is not (the others wait for it), then the one
-// whose progress stopped first (the longest idle), then the lower rank.
+// a signal before one that is not (the others wait for it); then, when the
+// wait channels of both are known, one that waits for something else
+// before one that waits for its peers (rank 1 sleeps, rank 0 waits in the
+// all_reduce for it); then the one whose progress stopped first (the
+// longest idle), then the lower rank.
 bool likelierHangCause(const WorkerFailure& a, const WorkerFailure& b);
 
 // The judgement of --hang-timeout for one round (docs/launcher.md, "Hung
@@ -39,10 +54,10 @@ bool likelierHangCause(const WorkerFailure& a, const WorkerFailure& b);
 //
 // A worker makes progress at a sample when its reports on its progress pipe
 // grew since the sample before (once it has reported at all), else when its
-// CPU time or its output grew. The node whose worker first reaches the timeout
-// publishes its answer; every other node answers once it reads that; when
-// every node has answered (or kHangAnswerGrace after the first answer) the
-// likeliest cause of all answers is named, the same on every node.
+// CPU time grew by kMinProgressTicks or its output grew. The node whose worker first reaches the
+// timeout publishes its answer; every other node answers once it reads that; when every node has
+// answered (or kHangAnswerGrace after the first answer) the likeliest cause of all answers is
+// named, the same on every node.
 class HangWatch {
  public:
   // Records a sample of this node's running workers (those absent exited).

@@ -20,7 +20,7 @@ WorkerProgress progressOf(int localRank, long long cpu, long long bytes = 0, boo
   p.record.localRank = localRank;
   p.record.pid = 1000 + firstRank + localRank;
   p.record.host = "node";
-  p.cpuTicks = cpu;
+  p.cpuTicks = cpu * kMinProgressTicks;  // each step of `cpu` is progress
   p.outputBytes = bytes;
   p.stopped = stopped;
   return p;
@@ -58,6 +58,19 @@ TEST_F(HangWatchTest, AWorkerWithoutProgressForTheTimeoutIsReportedOnce) {
   EXPECT_FALSE(answer.worker->stopped);
   EXPECT_TRUE(watch_.answered());
   EXPECT_FALSE(sample({progressOf(0, 8), progressOf(1, 7)})) << "answered already";
+}
+
+// PyTorch's and Gloo's background threads use a tick now and then while
+// the rank waits: under kMinProgressTicks a sample is no progress.
+TEST_F(HangWatchTest, ATrickleOfCpuTimeIsNoProgress) {
+  WorkerProgress w = progressOf(0, 5);
+  sample({w});
+  for (int i = 0; i < 9; ++i) {
+    w.cpuTicks += kMinProgressTicks - 1;
+    EXPECT_FALSE(sample({w}));
+  }
+  w.cpuTicks += kMinProgressTicks - 1;
+  EXPECT_TRUE(sample({w})) << "10 s of trickle is 10 s without progress";
 }
 
 TEST_F(HangWatchTest, CpuTimeAndOutputAreEachProgress) {
@@ -154,6 +167,31 @@ TEST(LikelierHangCauseTest, StoppedThenIdleLongestThenLowerRank) {
   EXPECT_TRUE(likelierHangCause(hungWorker(5, 20, false), hungWorker(0, 10, false)));
   EXPECT_TRUE(likelierHangCause(hungWorker(1, 10, true), hungWorker(2, 10, true)));
   EXPECT_FALSE(likelierHangCause(hungWorker(2, 10, true), hungWorker(1, 10, true)));
+}
+
+// Rank 1 sleeps; rank 0 waits for it in the all_reduce (its main thread
+// on a futex, as PyTorch's gloo waits) and went idle at the same sample:
+// the rank that waits for something else is named.
+TEST(LikelierHangCauseTest, ARankWaitingForItsPeersIsNotTheCause) {
+  WorkerFailure waiting = hungWorker(0, 10, false);
+  waiting.waits = "futex_do_wait (main thread), do_epoll_wait x2, futex_do_wait x2";
+  WorkerFailure sleeping = hungWorker(1, 10, false);
+  sleeping.waits = "hrtimer_nanosleep (main thread), do_epoll_wait x2";
+  EXPECT_TRUE(likelierHangCause(sleeping, waiting));
+  EXPECT_FALSE(likelierHangCause(waiting, sleeping));
+  WorkerFailure longer = waiting;
+  longer.hungSeconds = 60;
+  EXPECT_TRUE(likelierHangCause(sleeping, longer)) << "whatever their idle times";
+  WorkerFailure stopped = hungWorker(2, 1, true);
+  stopped.waits = "do_signal_stop (main thread)";
+  EXPECT_TRUE(likelierHangCause(stopped, sleeping));
+  WorkerFailure unknown = hungWorker(3, 20, false);
+  EXPECT_TRUE(likelierHangCause(unknown, sleeping)) << "unknown waits: idle time decides";
+  EXPECT_TRUE(waitsForPeers("ep_poll (main thread)"));
+  EXPECT_TRUE(waitsForPeers("sk_wait_data (main thread), futex_wait_queue x3"));
+  EXPECT_FALSE(waitsForPeers("hrtimer_nanosleep (main thread), futex_wait_queue x3"));
+  EXPECT_FALSE(waitsForPeers("io_schedule (main thread)"));
+  EXPECT_FALSE(waitsForPeers(""));
 }
 
 TEST(HangAnswerTest, CrossesNodesAsJson) {

@@ -5,6 +5,10 @@
 #include <fstream>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "distrun/common/strings.h"
+
 namespace distrun::launch {
 
 namespace {
@@ -71,6 +75,42 @@ std::map<int, GroupUsage> ProcProgressProbe::usage(const std::set<int>& groups) 
     group.stopped = group.stopped || stat->state == 'T';
   }
   return usage;
+}
+
+namespace {
+
+// A wait channel as /proc/PID/task/TID/wchan gives it ("0": on a CPU).
+std::string waitChannelOf(const std::filesystem::path& task) {
+  std::ifstream in(task / "wchan");
+  std::string channel;
+  if (!in || !std::getline(in, channel) || channel.empty()) return "";
+  return channel == "0" ? "running" : channel;
+}
+
+// "futex_wait_queue x4, ep_poll": each channel once, with its count.
+std::string countedChannels(const std::map<std::string, int>& channels) {
+  std::vector<std::string> parts;
+  for (const auto& [channel, count] : channels) {
+    parts.push_back(count == 1 ? channel : fmt::format("{} x{}", channel, count));
+  }
+  return distrun::join(parts, ", ");
+}
+
+}  // namespace
+
+std::string ProcProgressProbe::waitChannels(int pid) const {
+  const std::filesystem::path process = std::filesystem::path(procRoot_) / std::to_string(pid);
+  const std::string main = waitChannelOf(process / "task" / std::to_string(pid));
+  if (main.empty()) return "";
+  std::map<std::string, int> others;
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator(process / "task", error)) {
+    if (task.path().filename() == std::to_string(pid)) continue;
+    const std::string channel = waitChannelOf(task.path());
+    if (!channel.empty()) ++others[channel];
+  }
+  const std::string rest = countedChannels(others);
+  return main + " (main thread)" + (rest.empty() ? "" : ", " + rest);
 }
 
 const ProgressProbe& ProcProgressProbe::system() {

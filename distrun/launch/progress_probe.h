@@ -47,6 +47,14 @@ class ProgressProbe {
   // no process left is absent. Never throws: a process that vanishes while
   // it is read is skipped.
   virtual std::map<int, GroupUsage> usage(const std::set<int>& groups) const = 0;
+  // Where process `pid`'s threads wait in the kernel, the main thread
+  // first, the others counted by wait channel: "hrtimer_nanosleep (main
+  // thread), futex_wait_queue x4, ep_poll"; a thread on a CPU is "running".
+  // "" when unknown (the process is gone, or the probe cannot tell).
+  virtual std::string waitChannels(int pid) const {
+    (void)pid;
+    return "";
+  }
 };
 
 // Reads every /proc/PID/stat once per call (1 to 4 ms for 160 processes
@@ -56,6 +64,8 @@ class ProcProgressProbe : public ProgressProbe {
   // `procRoot`: "/proc", or a folder of fake PID/stat files for tests.
   explicit ProcProgressProbe(std::string procRoot = "/proc") : procRoot_(std::move(procRoot)) {}
   std::map<int, GroupUsage> usage(const std::set<int>& groups) const override;
+  // From procRoot/PID/task/TID/wchan.
+  std::string waitChannels(int pid) const override;
 
   // One probe of the real /proc for the whole process.
   static const ProgressProbe& system();

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -69,6 +71,23 @@ TEST_F(ProcProgressProbeTest, SumsEachGroupsProcessesAndSeesAStoppedOne) {
   EXPECT_TRUE(usage[100].stopped);
   EXPECT_EQ(usage[200].cpuTicks, 7);
   EXPECT_FALSE(usage[200].stopped);
+}
+
+// Each thread's wait channel, the main thread first, the others counted;
+// "0" is a thread on a CPU.
+TEST_F(ProcProgressProbeTest, WaitChannelsNameTheMainThreadThenCountTheOthers) {
+  for (const auto& [task, channel] :
+       std::vector<std::pair<std::string, std::string>>{{"100", "hrtimer_nanosleep"},
+                                                        {"101", "futex_wait_queue"},
+                                                        {"102", "futex_wait_queue"},
+                                                        {"103", "ep_poll"},
+                                                        {"104", "0"}}) {
+    std::filesystem::create_directories(root_ + "/100/task/" + task);
+    std::ofstream(root_ + "/100/task/" + task + "/wchan") << channel;
+  }
+  EXPECT_EQ(ProcProgressProbe(root_).waitChannels(100),
+            "hrtimer_nanosleep (main thread), ep_poll, futex_wait_queue x2, running");
+  EXPECT_EQ(ProcProgressProbe(root_).waitChannels(999), "") << "a process that is gone";
 }
 
 TEST_F(ProcProgressProbeTest, AMissingProcFolderGivesNothing) {

@@ -46,7 +46,7 @@ WorkerProgress progressOf(int firstRank, int local, long long cpu, bool stopped 
   p.record.pid = 1000 + firstRank + local;
   p.record.time = "2026-01-02T03:04:05Z";
   p.record.stderrTail = {"step 41"};
-  p.cpuTicks = cpu;
+  p.cpuTicks = cpu * kMinProgressTicks;  // each step of `cpu` is progress
   p.stopped = stopped;
   return p;
 }

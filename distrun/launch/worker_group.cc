@@ -146,18 +146,25 @@ void WorkerGroup::hurryExiting() {
   }
 }
 
-std::vector<WorkerProgress> WorkerGroup::progress(const ProgressProbe& probe) const {
+std::vector<WorkerProgress> WorkerGroup::progress(const ProgressProbe& probe) {
   std::set<int> groups;
   for (const Member& m : members_) {
     if (m.running) groups.insert(m.process.pid);
   }
   std::map<int, GroupUsage> usage = probe.usage(groups);
   std::vector<WorkerProgress> out;
-  for (const Member& m : members_) {
+  for (Member& m : members_) {
     if (!m.running) continue;
     GroupUsage used = usage.count(m.process.pid) ? usage.at(m.process.pid) : GroupUsage{};
-    out.push_back(
-        WorkerProgress{recordOf(m), used.cpuTicks, m.outputBytes, used.stopped, m.reports});
+    WorkerFailure record = recordOf(m);
+    // Where an idle worker waits (no CPU time, or no report from one that
+    // reports, since the last call): what a hang report shows.
+    const bool idle =
+        used.cpuTicks == m.lastCpuTicks || (m.reports > 0 && m.reports == m.lastReports);
+    if (idle) record.waits = probe.waitChannels(m.process.pid);
+    m.lastCpuTicks = used.cpuTicks;
+    m.lastReports = m.reports;
+    out.push_back(WorkerProgress{record, used.cpuTicks, m.outputBytes, used.stopped, m.reports});
   }
   return out;
 }

@@ -53,7 +53,9 @@ class WorkerGroup {
   // The progress counters of every running worker (--hang-timeout): its
   // group's CPU time from `probe`, the bytes it wrote so far and the bytes
   // it reported on its progress pipe.
-  std::vector<WorkerProgress> progress(const ProgressProbe& probe) const;
+  // A worker that used no CPU since the last call also gets where its
+  // threads wait (ProgressProbe::waitChannels) in its record.
+  std::vector<WorkerProgress> progress(const ProgressProbe& probe);
 
   // The latest status record of every worker of the round that wrote one
   // on its progress pipe (docs/launcher.md, "Status records"), in rank order.
@@ -71,6 +73,8 @@ class WorkerGroup {
     int signal = 0;
     long long outputBytes = 0;    // read from its stdout and stderr
     long long reports = 0;        // bytes read from its progress pipe
+    long long lastCpuTicks = -1;  // its group's CPU time at the last progress()
+    long long lastReports = 0;    // its reports then
     StatusRecordReader status{};  // the records among them
   };
 

@@ -53,6 +53,8 @@ TEST_F(LauncherHangTest, AStoppedRankEndsTheJobWithExit75NamingIt) {
   EXPECT_THAT(r.err, HasSubstr(" s (--hang-timeout 2), at "));
   EXPECT_THAT(r.err, HasSubstr("distrun: no progress: rank 1's processes used no CPU time and "
                                "wrote no output for "));
+  EXPECT_THAT(r.err, HasSubstr("distrun: rank 1's threads wait in the kernel at: "
+                               "do_signal_stop (main thread)\n"));
   EXPECT_THAT(r.err, HasSubstr("'py-spy dump --pid " + std::to_string(pid) + "'"));
   std::string report = log("hung/failure.json");
   EXPECT_THAT(report, HasSubstr("\"rank\":1,"));
