@@ -35,7 +35,7 @@ TEST(DoctorContainerTest, PythonImportsTorchInsideTheImage) {
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   json python = pythonResult(r);
   EXPECT_EQ(python.at("state"), "ok") << python;
-  EXPECT_THAT(python.at("detail").get<std::string>(), HasSubstr("(in container "));
+  EXPECT_THAT(python.at("detail").get<std::string>(), HasSubstr(" in container "));
   EXPECT_NE(python.at("facts").at("torch_version"), "");
 }
 
