@@ -16,11 +16,6 @@ namespace distrun::launch {
 // before the answers at hand decide (a node whose agent hangs too).
 constexpr auto kHangAnswerGrace = std::chrono::seconds(5);
 
-// The CPU time (clock ticks of 10 ms) a worker must use between two samples
-// to count as progress: the background threads of PyTorch and Gloo use a
-// tick now and then while the rank waits in a collective.
-constexpr long long kMinProgressTicks = 3;
-
 // One node's answer to a suspected hang, published as a "hang" event: the
 // worker it would name (hungSeconds and stopped set), or none when every
 // worker of the node made progress at its last sample.

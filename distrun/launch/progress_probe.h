@@ -10,6 +10,11 @@
 
 namespace distrun::launch {
 
+// The CPU time (clock ticks of 10 ms) a worker must use between two samples
+// to count as progress: the background threads of PyTorch and Gloo use a
+// tick now and then while the rank waits in a collective.
+constexpr long long kMinProgressTicks = 3;
+
 // One worker at one sample of --hang-timeout (docs/launcher.md, "Hung
 // workers"): who it is and its progress counters. A plain value the agent
 // builds (WorkerGroup::progress) and the Supervisor judges.

@@ -157,10 +157,12 @@ std::vector<WorkerProgress> WorkerGroup::progress(const ProgressProbe& probe) {
     if (!m.running) continue;
     GroupUsage used = usage.count(m.process.pid) ? usage.at(m.process.pid) : GroupUsage{};
     WorkerFailure record = recordOf(m);
-    // Where an idle worker waits (no CPU time, or no report from one that
-    // reports, since the last call): what a hang report shows.
-    const bool idle =
-        used.cpuTicks == m.lastCpuTicks || (m.reports > 0 && m.reports == m.lastReports);
+    // Where an idle worker waits (less CPU time than progress takes, or no
+    // report from one that reports, since the last call): what a hang
+    // report shows, and what tells a rank from the peers waiting for it.
+    const long long cpu = used.cpuTicks - m.lastCpuTicks;
+    const bool idle = (m.lastCpuTicks >= 0 && cpu >= 0 && cpu < kMinProgressTicks) ||
+                      (m.reports > 0 && m.reports == m.lastReports);
     if (idle) record.waits = probe.waitChannels(m.process.pid);
     m.lastCpuTicks = used.cpuTicks;
     m.lastReports = m.reports;
