@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <iostream>
-#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -22,6 +21,7 @@
 #include "distrun/submit/batch_job.h"
 #include "distrun/submit/job_status.h"
 #include "distrun/submit/job_watch.h"
+#include "distrun/submit/sbatch_flags.h"
 #include "distrun/submit/submit_plan.h"
 
 namespace distrun::cli {
@@ -139,8 +139,8 @@ int runSubmit(SubmitOptions& o, CliContext& ctx) {
   std::optional<cluster::SiteProfile> site = siteFor(o, ctx);
   const cluster::SiteProfile* profile = site ? &*site : nullptr;
   submit::BatchJob job = submit::planBatchJob(o.request, profile);
-  if (std::optional<std::string> note = submit::warningNote(o.request)) ctx.err << *note << "\n";
   checkJobCommands(job, ctx);
+  if (std::optional<std::string> note = submit::warningNote(o.request)) ctx.err << *note << "\n";
   if (o.explain) ctx.out << submit::explainBinding(job, profile);
   std::string script = submit::batchScript(job);
   if (o.dryRun) {
@@ -186,111 +186,14 @@ void addSlurmFlags(CLI::App* cmd, submit::SubmitRequest& r) {
       ->check(CLI::NonNegativeNumber);
 }
 
-// sbatch's long options that submit has no flag of its own for (sbatch 22.05
-// to 24.11); given to submit, one is refused with its --sbatch-arg form.
-const std::set<std::string, std::less<>> kSbatchFlags = {"--array",
-                                                         "--batch",
-                                                         "--begin",
-                                                         "--chdir",
-                                                         "--clusters",
-                                                         "--comment",
-                                                         "--constraint",
-                                                         "--contiguous",
-                                                         "--core-spec",
-                                                         "--cpu-freq",
-                                                         "--cpus-per-gpu",
-                                                         "--deadline",
-                                                         "--delay-boot",
-                                                         "--dependency",
-                                                         "--distribution",
-                                                         "--error",
-                                                         "--exclude",
-                                                         "--export",
-                                                         "--export-file",
-                                                         "--extra-node-info",
-                                                         "--get-user-env",
-                                                         "--gid",
-                                                         "--gpu-bind",
-                                                         "--gpu-freq",
-                                                         "--gpus",
-                                                         "--gpus-per-socket",
-                                                         "--gpus-per-task",
-                                                         "--gres",
-                                                         "--gres-flags",
-                                                         "--hint",
-                                                         "--hold",
-                                                         "--ignore-pbs",
-                                                         "--input",
-                                                         "--kill-on-invalid-dep",
-                                                         "--licenses",
-                                                         "--mail-type",
-                                                         "--mail-user",
-                                                         "--mcs-label",
-                                                         "--mem",
-                                                         "--mem-bind",
-                                                         "--mem-per-cpu",
-                                                         "--mem-per-gpu",
-                                                         "--mincpus",
-                                                         "--network",
-                                                         "--nice",
-                                                         "--no-kill",
-                                                         "--no-requeue",
-                                                         "--nodefile",
-                                                         "--nodelist",
-                                                         "--ntasks",
-                                                         "--ntasks-per-core",
-                                                         "--ntasks-per-gpu",
-                                                         "--ntasks-per-socket",
-                                                         "--open-mode",
-                                                         "--overcommit",
-                                                         "--oversubscribe",
-                                                         "--parsable",
-                                                         "--power",
-                                                         "--prefer",
-                                                         "--priority",
-                                                         "--profile",
-                                                         "--propagate",
-                                                         "--reboot",
-                                                         "--requeue",
-                                                         "--reservation",
-                                                         "--signal",
-                                                         "--sockets-per-node",
-                                                         "--spread-job",
-                                                         "--switches",
-                                                         "--test-only",
-                                                         "--thread-spec",
-                                                         "--threads-per-core",
-                                                         "--time-min",
-                                                         "--tmp",
-                                                         "--tres-per-task",
-                                                         "--uid",
-                                                         "--use-min-nodes",
-                                                         "--wait-all-nodes",
-                                                         "--wckey",
-                                                         "--exclusive"};
-// Those of them that take no value.
-const std::set<std::string, std::less<>> kSbatchSwitches = {
-    "--contiguous", "--get-user-env", "--hold",          "--ignore-pbs",    "--no-kill",
-    "--no-requeue", "--overcommit",   "--oversubscribe", "--parsable",      "--reboot",
-    "--requeue",    "--spread-job",   "--test-only",     "--use-min-nodes", "--exclusive"};
-
 // What submit says of the first argument its parser left: an sbatch flag,
 // with its --sbatch-arg form; a flag of neither, with submit's nearest; a
 // word, the command without its --.
 std::string leftoverMessage(const CLI::App& cmd, const std::vector<std::string>& rest) {
-  const std::string& arg = rest.front();
-  const std::string name = arg.substr(0, arg.find('='));
-  if (kSbatchFlags.contains(name)) {
-    std::string form = arg;
-    if (arg == name && !kSbatchSwitches.contains(name)) {
-      form += "=" + (rest.size() > 1 && !looksLikeFlag(rest[1]) ? rest[1] : "VALUE");
-    }
-    return fmt::format(
-        "submit: {} is sbatch's flag, not distrun submit's: pass it through as --sbatch-arg={}",
-        name, form);
-  }
-  if (looksLikeFlag(arg)) {
-    return unknownFlagMessage(cmd, arg) + " (sbatch's own flags go as --sbatch-arg=--FLAG=VALUE)";
+  if (std::optional<std::string> sbatch = submit::sbatchFlagMessage(rest)) return *sbatch;
+  if (looksLikeFlag(rest.front())) {
+    return unknownFlagMessage(cmd, rest.front()) +
+           " (sbatch's own flags go as --sbatch-arg=--FLAG=VALUE)";
   }
   return fmt::format("submit: put the distrun command after --: distrun submit [OPTIONS] -- {}",
                      fmt::join(rest, " "));

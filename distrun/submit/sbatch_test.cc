@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/common/error.h"
+#include "distrun/submit/sbatch_flags.h"
 
 namespace distrun::submit {
 namespace {
@@ -65,6 +66,22 @@ TEST(SbatchTest, SlurmMessageTakesTheErrorLineWithoutItsPrefix) {
                           "sbatch: fatal: Could not establish a configuration source\n"}),
             "Could not establish a configuration source");
   EXPECT_EQ(slurmMessage({2, "", ""}), "it exited with status 2 and said nothing");
+}
+
+// sbatch's flags given to submit: the --sbatch-arg form, with the value
+// given, or VALUE; a flag that takes none alone; anything else is not one.
+TEST(SbatchFlagsTest, AnSbatchFlagGetsItsSbatchArgForm) {
+  const std::string prefix = "submit: --mem is sbatch's flag, not distrun submit's: pass it ";
+  EXPECT_EQ(sbatchFlagMessage({"--mem", "480G", "--"}),
+            prefix + "through as --sbatch-arg=--mem=480G");
+  EXPECT_EQ(sbatchFlagMessage({"--mem=1G"}), prefix + "through as --sbatch-arg=--mem=1G");
+  EXPECT_EQ(sbatchFlagMessage({"--mem"}), prefix + "through as --sbatch-arg=--mem=VALUE");
+  EXPECT_EQ(sbatchFlagMessage({"--hold", "run"}),
+            "submit: --hold is sbatch's flag, not distrun submit's: pass it through as "
+            "--sbatch-arg=--hold");
+  EXPECT_EQ(sbatchFlagMessage({"--acount", "proj"}), std::nullopt);
+  EXPECT_EQ(sbatchFlagMessage({"train.py"}), std::nullopt);
+  EXPECT_EQ(sbatchFlagMessage({}), std::nullopt);
 }
 
 }  // namespace
