@@ -2,10 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <filesystem>
-#include <optional>
-#include <vector>
-
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
@@ -14,8 +10,6 @@
 namespace distrun::data {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr int64_t kSide = 28;
 constexpr double kMean = 0.1307;

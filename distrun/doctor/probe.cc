@@ -37,7 +37,7 @@ std::vector<Check> checksOf(const ProbeContext& ctx) {
   std::vector<Check> mine;
   for (Check check : nodeChecks()) {
     if (ctx.layout.localRank != 0 && check.name != "cpu-binding") continue;
-    if (check.name == "python" && ctx.options.python == std::optional<std::string>("none")) {
+    if (check.name == "python" && ctx.options.python == "none") {
       check.run = [](const ProbeContext&) {
         return skip("python", "--python none: the training runs without Python");
       };

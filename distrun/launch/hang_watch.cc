@@ -15,16 +15,6 @@ double secondsOf(std::chrono::steady_clock::duration d) {
          1000.0;
 }
 
-// A worker that reports its progress is judged by its reports alone (a
-// rank spinning in a collective whose peer is gone burns CPU time); one
-// that never reported, by its CPU time and its output.
-bool progressed(const WorkerProgress& now, const WorkerProgress& before) {
-  if (now.reports > 0) return now.reports != before.reports;
-  // Less than before: a process of the group ended, and its successor ran.
-  const long long cpu = now.cpuTicks - before.cpuTicks;
-  return cpu >= kMinProgressTicks || cpu < 0 || now.outputBytes != before.outputBytes;
-}
-
 }  // namespace
 
 std::string HangAnswer::toJson() const {
@@ -58,8 +48,9 @@ bool waitsForPeers(const std::string& waits) {
 
 bool likelierHangCause(const WorkerFailure& a, const WorkerFailure& b) {
   if (a.stopped != b.stopped) return a.stopped;
-  if (!a.waits.empty() && !b.waits.empty() && waitsForPeers(a.waits) != waitsForPeers(b.waits)) {
-    return !waitsForPeers(a.waits);
+  if (!a.waits.empty() && !b.waits.empty()) {
+    const bool aWaits = waitsForPeers(a.waits);
+    if (aWaits != waitsForPeers(b.waits)) return !aWaits;
   }
   if (a.hungSeconds != b.hungSeconds) return a.hungSeconds > b.hungSeconds;
   return a.rank < b.rank;
@@ -73,7 +64,7 @@ bool HangWatch::sample(const std::vector<WorkerProgress>& workers,
   bool reached = false;
   for (const WorkerProgress& w : workers) {
     auto before = workers_.find(w.record.localRank);
-    bool moved = before == workers_.end() || progressed(w, before->second.last);
+    bool moved = before == workers_.end() || madeProgress(w, before->second.last);
     TimePoint since = moved ? now : before->second.since;
     next[w.record.localRank] = Worker{w, since};
     reached = reached || now - since >= timeout;

@@ -43,6 +43,13 @@ std::optional<std::string> readLine(const std::filesystem::path& file) {
 
 }  // namespace
 
+bool madeProgress(const WorkerProgress& now, const WorkerProgress& before) {
+  if (now.reports > 0) return now.reports != before.reports;
+  // Less than before: a process of the group ended, and its successor ran.
+  const long long cpu = now.cpuTicks - before.cpuTicks;
+  return cpu >= kMinProgressTicks || cpu < 0 || now.outputBytes != before.outputBytes;
+}
+
 // Fields after the command, counted from 0: state 0, pgrp 2, utime 11,
 // stime 12, cutime 13, cstime 14 (proc(5) numbers them 3, 5, 14-17).
 std::optional<ProcStat> parseProcStat(std::string_view line) {

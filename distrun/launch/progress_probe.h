@@ -26,6 +26,13 @@ struct WorkerProgress {
   long long reports = 0;      // bytes it wrote to its progress pipe (DISTRUN_PROGRESS_FD)
 };
 
+// Whether a worker made progress between two samples (the one rule of
+// --hang-timeout, docs/launcher.md "Hung workers"): a worker that reports
+// its progress is judged by its reports alone (a rank spinning in a
+// collective whose peer is gone burns CPU time); one that never reported,
+// by kMinProgressTicks of CPU time and by its output.
+bool madeProgress(const WorkerProgress& now, const WorkerProgress& before);
+
 // What one process group used, summed over its processes.
 struct GroupUsage {
   long long cpuTicks = 0;  // utime + stime + cutime + cstime

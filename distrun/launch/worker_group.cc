@@ -156,17 +156,14 @@ std::vector<WorkerProgress> WorkerGroup::progress(const ProgressProbe& probe) {
   for (Member& m : members_) {
     if (!m.running) continue;
     GroupUsage used = usage.count(m.process.pid) ? usage.at(m.process.pid) : GroupUsage{};
-    WorkerFailure record = recordOf(m);
-    // Where an idle worker waits (less CPU time than progress takes, or no
-    // report from one that reports, since the last call): what a hang
-    // report shows, and what tells a rank from the peers waiting for it.
-    const long long cpu = used.cpuTicks - m.lastCpuTicks;
-    const bool idle = (m.lastCpuTicks >= 0 && cpu >= 0 && cpu < kMinProgressTicks) ||
-                      (m.reports > 0 && m.reports == m.lastReports);
-    if (idle) record.waits = probe.waitChannels(m.process.pid);
-    m.lastCpuTicks = used.cpuTicks;
-    m.lastReports = m.reports;
-    out.push_back(WorkerProgress{record, used.cpuTicks, m.outputBytes, used.stopped, m.reports});
+    WorkerProgress now{recordOf(m), used.cpuTicks, m.outputBytes, used.stopped, m.reports};
+    // Where an idle worker (no progress since the last call) waits: what a
+    // hang report shows, and what tells a rank from the peers waiting for it.
+    if (m.lastSample && !madeProgress(now, *m.lastSample)) {
+      now.record.waits = probe.waitChannels(m.process.pid);
+    }
+    m.lastSample = WorkerProgress{{}, now.cpuTicks, now.outputBytes, now.stopped, now.reports};
+    out.push_back(std::move(now));
   }
   return out;
 }

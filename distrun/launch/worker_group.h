@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,8 +54,8 @@ class WorkerGroup {
   // The progress counters of every running worker (--hang-timeout): its
   // group's CPU time from `probe`, the bytes it wrote so far and the bytes
   // it reported on its progress pipe.
-  // A worker that used no CPU since the last call also gets where its
-  // threads wait (ProgressProbe::waitChannels) in its record.
+  // A worker that made no progress since the last call (madeProgress) also
+  // gets where its threads wait (ProgressProbe::waitChannels) in its record.
   std::vector<WorkerProgress> progress(const ProgressProbe& probe);
 
   // The latest status record of every worker of the round that wrote one
@@ -71,11 +72,10 @@ class WorkerGroup {
     bool running = true;
     int exitCode = 0;
     int signal = 0;
-    long long outputBytes = 0;    // read from its stdout and stderr
-    long long reports = 0;        // bytes read from its progress pipe
-    long long lastCpuTicks = -1;  // its group's CPU time at the last progress()
-    long long lastReports = 0;    // its reports then
-    StatusRecordReader status{};  // the records among them
+    long long outputBytes = 0;                   // read from its stdout and stderr
+    long long reports = 0;                       // bytes read from its progress pipe
+    StatusRecordReader status{};                 // the records among them
+    std::optional<WorkerProgress> lastSample{};  // its counters at the last progress()
   };
 
   Member* memberWithPid(pid_t pid);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
+#include "distrun/common/python_choice.h"
 #include "distrun/common/strings.h"
 
 namespace distrun::launch {
@@ -74,7 +75,7 @@ std::string locate(const std::string& program, const std::string& what, const st
 }
 
 void locatePython(AgentConfig& c, const std::string& path, const std::string& workingDir) {
-  const std::string what = fmt::format("Python '{}' ({})", c.python, c.pythonSource);
+  const std::string what = describePython({c.python, c.pythonSource});
   const std::string advice = "; choose a Python with --python PATH or DISTRUN_PYTHON=PATH";
   c.python = locate(c.python, what, path, workingDir, advice);
   c.program.front() = c.python;

@@ -1,11 +1,9 @@
 #include "distrun/train_app/workloads.h"
 
-#include <fmt/format.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
 
-#include "distrun/common/error.h"
 #include "distrun/data/mnist.h"
 #include "distrun/data/synthetic.h"
 #include "distrun/models/mnist_cnn.h"
@@ -80,10 +78,8 @@ TrainingTask Workload::task() {
 }
 
 Workload buildWorkload(const std::string& name, const WorkloadOptions& options) {
-  if (name == "mnist") return buildMnist(options);
-  if (name == "linear") return buildLinear(options);
-  checkWorkload(name);  // throws for any other, naming the nearest
-  throw UsageError("workload '" + name + "'");
+  checkWorkload(name);  // one of workloadNames(), else UsageError naming the nearest
+  return name == "mnist" ? buildMnist(options) : buildLinear(options);
 }
 
 }  // namespace distrun::train
