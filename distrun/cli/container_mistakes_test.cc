@@ -72,5 +72,46 @@ const Mistake kContainerMistakes[] = {
 };
 INSTANTIATE_TEST_SUITE_P(Container, DistrunMistakeTest, ::testing::ValuesIn(kContainerMistakes));
 
+// `distrun wrap --pip` and `--list`: refused before anything is staged.
+const std::string kCondaEnv = kSourceDir + "/distrun/cli/testdata/conda_env_with_numpy.yml";
+const Mistake kPipMistakes[] = {
+    {{"wrap", "-o", "/tmp/x.sif", "--dir", kSourceDir + "/docs:/opt/docs", "--pip", "six"},
+     "--pip six: the environment is made with the image's own Python: add --apt "
+     "python3,python3-venv, or --base an image that has Python"},
+    {{"wrap", "-o", "/tmp/x.sif", "--base", kImage, "--find-links", "/tmp"},
+     "--find-links /tmp: is where --pip finds packages: give --pip too"},
+    {{"wrap", "-o", "/tmp/x.sif", "--base", kImage, "--no-index"},
+     "--no-index: is where --pip finds packages: give --pip too"},
+    {{"wrap", "-o", "/tmp/x.sif", "--base", kImage, "--pip",
+      "/nonexistent-distrun/requirements.txt"},
+     "--pip /nonexistent-distrun/requirements.txt: does not exist: give a file on this host",
+     false,
+     {},
+     ExitCode::kNoInput},
+    {{"wrap", "-o", "/tmp/x.sif", "--base", kImage, "--pip", "six", "--find-links",
+      "/nonexistent-distrun/wheels"},
+     "--find-links /nonexistent-distrun/wheels: does not exist: give a folder on this host",
+     false,
+     {},
+     ExitCode::kNoInput},
+    {{"wrap", "-o", "/tmp/x.sif", "--base", kImage, "--pip", kCondaEnv},
+     kCondaEnv +
+         ":8: conda package 'numpy=1.26' cannot be installed: distrun wrap fills the image's "
+         "environment from PyPI with pip and reaches no conda channel; list it under '- pip:' as "
+         "a PyPI requirement, or take Debian's with --apt",
+     false,
+     {},
+     ExitCode::kData},
+    {{"wrap", "--list", kImage, "-o", "/tmp/x.sif"},
+     "wrap --list " + kImage + ": takes no other flag: it reads an image, it builds none"},
+    {{"wrap", "--list", kImage},
+     kImage + ": has no /.singularity.d/labels.json: it was not built by distrun wrap (or by a "
+              "tool that writes labels)",
+     false,
+     {},
+     ExitCode::kData},
+};
+INSTANTIATE_TEST_SUITE_P(Pip, DistrunMistakeTest, ::testing::ValuesIn(kPipMistakes));
+
 }  // namespace
 }  // namespace distrun::cli

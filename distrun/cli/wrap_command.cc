@@ -44,7 +44,7 @@ uint64_t stagedBytesFor(const WrapOptions& o) {
 }
 
 int buildForReal(const WrapOptions& o, CliContext& ctx) {
-  const container::BuildInputs inputs = container::hostBuildInputs(o);
+  const container::BuildInputs inputs = container::hostBuildInputs(o, ctx.env);
   container::InterruptCatcher catcher;
   auto interrupted = [&catcher] { return catcher.caught(); };
   container::ProcessToolRunner runner(interrupted);
@@ -67,6 +67,25 @@ int buildForReal(const WrapOptions& o, CliContext& ctx) {
         launch::signalName(e.signal()), o.output);
     return 128 + e.signal();
   }
+}
+
+// `distrun wrap --list IMAGE`: what the image's labels say was installed.
+int listImage(const std::string& image, CliContext& ctx) {
+  const uint64_t offset = container::openImage(image).rootOffset;
+  ToolResult labels =
+      runTool({"unsquashfs", "-o", std::to_string(offset), "-cat", image, container::kLabelsFile});
+  if (labels.exitCode == 127) {
+    throw SystemError(ExitCode::kNotFound,
+                      "wrap --list: unsquashfs not found on PATH: install the Debian package "
+                      "squashfs-tools (scripts/install-deps does)");
+  }
+  if (labels.exitCode != 0) {
+    throw DataError(fmt::format(
+        "{}: has no {}: it was not built by distrun wrap (or by a tool that writes labels)", image,
+        container::kLabelsFile));
+  }
+  ctx.out << container::describeLabels(image, labels.out);
+  return 0;
 }
 
 int runWrap(const WrapArguments& args, CliContext& ctx) {
@@ -94,6 +113,14 @@ void addSourceFlags(CLI::App* cmd, WrapArguments& a) {
                   "(repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--base", a.base, "an existing image (SIF or SquashFS) to start from");
+  cmd->add_option("--pip", a.pip,
+                  "REQUIREMENT (six==1.16.0), requirements.txt or a conda env.yml's pip: list, "
+                  "installed by pip into the image's Python environment /opt/env (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--find-links", a.findLinks,
+                  "a wheelhouse folder (or URL) pip also takes packages from (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_flag("--no-index", a.noIndex, "pip reaches no package index: --find-links only");
 }
 
 void addImageFlags(CLI::App* cmd, WrapArguments& a) {
@@ -120,6 +147,7 @@ void addImageFlags(CLI::App* cmd, WrapArguments& a) {
 
 Action addWrapCommand(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<WrapArguments>();
+  auto list = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "wrap",
       "Build a container image (SquashFS in SIF, as Apptainer and Singularity run) from Debian "
@@ -127,14 +155,23 @@ Action addWrapCommand(CLI::App& app, CliContext& ctx) {
       "(docs/containers.md)");
   addImageFlags(cmd, *args);
   addSourceFlags(cmd, *args);
+  cmd->add_option("--list", *list,
+                  "print what IMAGE's labels say distrun wrap installed (pip freeze, --apt)");
   cmd->allow_extras();  // what is left must be nothing
-  return [args, cmd, &ctx] {
+  return [args, list, cmd, &ctx] {
     std::vector<std::string> rest = argumentsWithoutFlags(*cmd);
     if (!rest.empty()) {
       throw UsageError(fmt::format(
           "wrap: unexpected argument '{}': sources are flags (--apt, --dir, --base) and the "
           "image is -o IMAGE",
           rest.front()));
+    }
+    if (!list->empty()) {
+      if (cmd->count_all() > 2) {  // the command itself and --list
+        throw UsageError(fmt::format(
+            "wrap --list {}: takes no other flag: it reads an image, it builds none", *list));
+      }
+      return listImage(*list, ctx);
     }
     return runWrap(*args, ctx);
   };

@@ -14,11 +14,13 @@
 
 #include <fmt/format.h>
 
+#include "distrun/common/atomic_file.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/common/system.h"
 #include "distrun/common/unique_fd.h"
 #include "distrun/container/debian_sources.h"
+#include "distrun/container/pip_env.h"
 #include "distrun/container/staging_tree.h"
 #include "distrun/container/wrappers.h"
 
@@ -57,6 +59,30 @@ std::vector<std::string> squashCommand(const WrapOptions& o, const BuildPaths& p
               {"-noappend", "-processors", std::to_string(inputs.processors), "-progress"});
   if (inputs.allRoot) argv.push_back("-all-root");
   return argv;
+}
+
+std::vector<std::string> venvCommand() { return {"/usr/bin/python3", "-m", "venv", kPythonEnv}; }
+
+std::vector<std::string> envPython() {
+  return {std::string(kPythonEnv) + "/bin/python", "-m", "pip"};
+}
+
+std::vector<std::string> pipInstallCommand(const WrapOptions& o, const BuildPaths& paths,
+                                           const BuildInputs& inputs) {
+  std::vector<PipBind> binds;
+  std::vector<std::string> program = envPython();
+  program.insert(program.end(),
+                 {"install", "--no-input", "--disable-pip-version-check", "--progress-bar", "off"});
+  std::vector<std::string> args = pipInstallArguments(o.pip, o.findLinks, o.noIndex, binds);
+  program.insert(program.end(), args.begin(), args.end());
+  return pipSandboxCommand(paths.root, {paths.pip, inputs.pipCache, inputs.pipCert}, binds,
+                           inputs.pipVariables, program);
+}
+
+std::vector<std::string> pipFreezeCommand(const BuildPaths& paths, const BuildInputs& inputs) {
+  std::vector<std::string> program = envPython();
+  program.insert(program.end(), {"freeze", "--disable-pip-version-check"});
+  return pipSandboxCommand(paths.root, {paths.pip, ""}, {}, inputs.pipVariables, program);
 }
 
 // unsquashfs's exit 2: files it could not recreate (device nodes as a
@@ -142,6 +168,12 @@ class Build {
         return debootstrap(step);
       case StepKind::kCopyDir:
         return copyDir(step);
+      case StepKind::kVenv:
+        return pythonEnv(step);
+      case StepKind::kPipInstall:
+        return pipInstall(step);
+      case StepKind::kLabels:
+        return labels(step);
       case StepKind::kLayout:
         return makeImageLayout(paths_.root);
       case StepKind::kEnvironment:
@@ -208,6 +240,100 @@ class Build {
     finishTool(step, call);
   }
 
+  // The environment at /opt/env: the base image's when it has one (--pip
+  // adds to it), else made with the image's own Python.
+  void pythonEnv(const BuildStep& step) {
+    if (::mkdir(paths_.pip.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw IoError(fmt::format("staging {}: cannot create: {}", paths_.pip, std::strerror(errno)));
+    }
+    const std::string envPythonPath = std::string(kPythonEnv) + "/bin/python";
+    if (fs::exists(resolveInRoot(paths_.root, envPythonPath))) {
+      show(fmt::format("venv: adding to the image's {}", kPythonEnv), true);
+      return;
+    }
+    if (!fs::exists(resolveInRoot(paths_.root, "/usr/bin/python3"))) {
+      throw DataError(
+          fmt::format("wrap: --pip: the image has no /usr/bin/python3 to make {} with: add --apt "
+                      "python3,python3-venv (or --base an image that has Python)",
+                      kPythonEnv));
+    }
+    show(fmt::format("venv: making {} with the image's /usr/bin/python3", kPythonEnv), true);
+    ToolExit exit = world_.runner.run(ToolCall{step.argv});
+    if (exit.code != 0) {
+      progress_.clear();
+      throw DataError(fmt::format(
+          "wrap: python3 -m venv {} failed (exit {}): {}: the image's Python needs its venv "
+          "module and ensurepip (add python3-venv to --apt)",
+          kPythonEnv, exit.code, reasonIn(exit.tail)));
+    }
+    appendEnvironment(paths_.root, environmentLines({{"VIRTUAL_ENV", kPythonEnv}},
+                                                    {std::string(kPythonEnv) + "/bin"}));
+  }
+
+  void writeCondaRequirements() {
+    for (size_t i = 0; i < o_.pip.size(); ++i) {
+      const PipSource& source = o_.pip[i];
+      if (source.kind != PipSource::Kind::kCondaEnvFile) continue;
+      auto text = readFileIfPresent(source.text);
+      if (!text) throw IoError(fmt::format("--pip {}: cannot read it", source.text));
+      std::vector<std::string> lines =
+          condaEnvPipLines(*text, source.text, fmt::format("/tmp/inputs/{}", i));
+      writeFileAtomically(paths_.pip + condaRequirementsPath(i).substr(4), join(lines, "\n") + "\n",
+                          "the pip list of " + source.text);
+    }
+  }
+
+  // pip's lines on the live line; its failure as pip's own one line.
+  void pipInstall(const BuildStep& step) {
+    writeCondaRequirements();
+    show("pip: starting", true);
+    auto phase = std::make_shared<std::string>("starting");
+    ToolCall call{step.argv};
+    call.onOutput = [this, phase](std::string_view recent) {
+      const std::string last = lastPipLine(recent);
+      if (!last.empty() && last != *phase) {
+        *phase = last;
+        show("pip: " + last);
+      }
+    };
+    call.onTick = [this, phase] {
+      show(fmt::format("pip: {}: {} files staged", *phase, measureTree(paths_.root).entries));
+    };
+    ToolExit exit = world_.runner.run(call);
+    if (exit.code == 0) return;
+    progress_.clear();
+    std::string reason = pipFailureReason(exit.tail);
+    if (reason.empty()) {
+      printTail(step, exit);
+      reason = reasonIn(exit.tail);
+    }
+    throw DataError(fmt::format("wrap: pip install failed (exit {}): {}", exit.code, reason));
+  }
+
+  // What the image holds, where Apptainer's `inspect --labels` and
+  // `distrun wrap --list` read it.
+  void labels(const BuildStep& step) {
+    std::vector<std::pair<std::string, std::string>> values;
+    if (!o_.packages.empty()) values.emplace_back(kAptLabel, join(o_.packages, ","));
+    if (!step.argv.empty()) {
+      ToolCall call{step.argv};
+      call.stdoutPath = paths_.pip + "/freeze.txt";
+      ToolExit exit = world_.runner.run(call);
+      auto freeze = readFileIfPresent(call.stdoutPath);
+      if (exit.code != 0 || !freeze) {
+        progress_.clear();
+        throw DataError(
+            fmt::format("wrap: pip freeze failed (exit {}): {}", exit.code, reasonIn(exit.tail)));
+      }
+      values.emplace_back(kPythonEnvLabel, kPythonEnv);
+      values.emplace_back(kPipFreezeLabel, *freeze);
+    }
+    const std::string path = resolveInRoot(paths_.root, kLabelsFile);
+    const std::string existing = readFileIfPresent(path).value_or("");
+    writeFileAtomically(path, mergedLabels(existing, values), "the image's labels");
+    ::chmod(path.c_str(), 0644);
+  }
+
   void squash(const BuildStep& step) {
     report_.staged = measureTree(paths_.root);
     if (!o_.wrappers.empty()) {
@@ -231,11 +357,7 @@ class Build {
       }
       return;
     }
-    if (!o_.quiet) {
-      for (const std::string& line : split(exit.tail, '\n')) {
-        if (!line.empty()) world_.err << "  " << step.name << "| " << line << "\n";
-      }
-    }
+    printTail(step, exit);
     const std::string reason = reasonIn(exit.tail);
     const std::string message = fmt::format("wrap: {} failed (exit {}){}", step.name, exit.code,
                                             reason.empty() ? "" : ": " + reason);
@@ -245,6 +367,13 @@ class Build {
                                               o_.suite));
     }
     throw IoError(message);
+  }
+
+  void printTail(const BuildStep& step, const ToolExit& exit) {
+    if (o_.quiet) return;
+    for (const std::string& line : split(exit.tail, '\n')) {
+      if (!line.empty()) world_.err << "  " << step.name << "| " << line << "\n";
+    }
   }
 
   void wrapSif() {
@@ -315,6 +444,7 @@ BuildPaths buildPathsFor(const WrapOptions& options, const std::string& staging,
   paths.staging = staging;
   paths.root = staging + "/root";
   paths.partial = fmt::format("{}.partial-{}", options.output, pid);
+  paths.pip = staging + "/pip";
   paths.squashfs =
       options.format == ImageFormat::kSif ? staging + "/image.squashfs" : paths.partial;
   return paths;
@@ -328,7 +458,7 @@ std::string goArchFor(const std::string& machine) {
   return it == names.end() ? machine : it->second;
 }
 
-BuildInputs hostBuildInputs(const WrapOptions& options) {
+BuildInputs hostBuildInputs(const WrapOptions& options, const Environment& env) {
   BuildInputs inputs;
   inputs.processors = static_cast<int>(usableCpus().size());
   inputs.mirrors = options.mirrors;
@@ -339,6 +469,14 @@ BuildInputs hostBuildInputs(const WrapOptions& options) {
   struct utsname host {};
   if (::uname(&host) == 0) inputs.arch = goArchFor(host.machine);
   inputs.allRoot = ::geteuid() != 0;
+  if (!options.pip.empty()) {
+    inputs.pipCache = hostPipCache(env);
+    std::error_code ec;
+    if (!inputs.pipCache.empty()) fs::create_directories(inputs.pipCache, ec);
+    if (ec) inputs.pipCache.clear();
+    inputs.pipCert = hostPipCert(env);
+    inputs.pipVariables = passedPipVariables(env);
+  }
   return inputs;
 }
 
@@ -361,11 +499,22 @@ std::vector<BuildStep> planBuild(const WrapOptions& o, const BuildPaths& paths,
     copy.dir = dir;
     steps.push_back(copy);
   }
+  if (!o.pip.empty()) {
+    steps.push_back(toolStep(
+        StepKind::kVenv, "venv",
+        pipSandboxCommand(paths.root, {paths.pip, ""}, {}, inputs.pipVariables, venvCommand())));
+    steps.push_back(toolStep(StepKind::kPipInstall, "pip", pipInstallCommand(o, paths, inputs)));
+  }
   steps.push_back(toolStep(StepKind::kLayout, "", {}));
   if (!o.env.empty() || !o.paths.empty()) {
     BuildStep environment = toolStep(StepKind::kEnvironment, "", {});
     environment.text = environmentLines(o.env, o.paths);
     steps.push_back(environment);
+  }
+  if (!o.pip.empty() || !o.packages.empty()) {
+    steps.push_back(
+        toolStep(StepKind::kLabels, "",
+                 o.pip.empty() ? std::vector<std::string>{} : pipFreezeCommand(paths, inputs)));
   }
   steps.push_back(toolStep(StepKind::kSquash, "mksquashfs", squashCommand(o, paths, inputs)));
   if (o.format == ImageFormat::kSif) steps.push_back(toolStep(StepKind::kSif, "SIF", {}));

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "distrun/common/environment.h"
 #include "distrun/container/build_progress.h"
 #include "distrun/container/sif.h"
 #include "distrun/container/tool_runner.h"
@@ -26,6 +27,7 @@ struct BuildPaths {
   std::string squashfs;  // what mksquashfs writes: STAGING/image.squashfs for
                          // SIF, the partial image itself for --format squashfs
   std::string partial;   // IMAGE.partial-PID, beside IMAGE
+  std::string pip;       // STAGING/pip: /tmp of pip's sandbox (--pip), outside the root
 };
 
 BuildPaths buildPathsFor(const WrapOptions& options, const std::string& staging, long pid);
@@ -40,12 +42,18 @@ struct BuildInputs {
   // image built with `apptainer build --fakeroot` has them, rather than as
   // the user who happened to build it.
   bool allRoot = false;
+  // --pip: the host's pip cache bound into the sandbox ("" for none), and
+  // the host's PIP_* and proxy variables pip sees (pip_env.h).
+  std::string pipCache = {};
+  std::string pipCert = {};  // hostPipCert: the CA bundle pip trusts here
+  std::vector<std::string> pipVariables = {};
 };
 
 // The mirrors (--mirror, else the host's apt sources naming the suite),
 // the usable CPUs, --base's offset (openImage), the host's architecture,
-// and whether distrun runs as root.
-BuildInputs hostBuildInputs(const WrapOptions& options);
+// whether distrun runs as root, and for --pip the pip cache (made when
+// missing; none when it cannot be) and the variables pip sees, from `env`.
+BuildInputs hostBuildInputs(const WrapOptions& options, const Environment& env);
 
 // Go's GOARCH name for a `uname -m` machine ("x86_64" is "amd64",
 // "aarch64" "arm64"); the machine itself when unknown.
@@ -55,8 +63,11 @@ enum class StepKind {
   kUnpackBase,   // unsquashfs the --base image into the root
   kDebootstrap,  // mmdebstrap the --apt packages into the root
   kCopyDir,      // cp -a one --dir tree to its DEST
+  kVenv,         // python3 -m venv /opt/env, unless the image has it (--pip)
+  kPipInstall,   // pip install into /opt/env (--pip)
   kLayout,       // makeImageLayout
   kEnvironment,  // appendEnvironment (--env, --path)
+  kLabels,       // /.singularity.d/labels.json: --apt's packages, pip freeze
   kSquash,       // mksquashfs the root
   kSif,          // writeSif around the SquashFS
   kPublish,      // rename the partial image to IMAGE
@@ -72,8 +83,8 @@ struct BuildStep {
 };
 
 // The steps, in order: base, then packages, then each --dir in the order
-// given, then the layout, the environment, mksquashfs, SIF, the rename and
-// the wrappers. Only the steps the options ask for.
+// given, then the Python environment and pip, the layout, the environment,
+// the labels, mksquashfs, SIF, the rename and the wrappers. Only the steps the options ask for.
 std::vector<BuildStep> planBuild(const WrapOptions& options, const BuildPaths& paths,
                                  const BuildInputs& inputs);
 
@@ -99,7 +110,9 @@ struct BuildWorld {
 // returning or throwing, removes the staging folder; on any error or
 // interrupt also the partial image (IMAGE itself is untouched unless the
 // build completed). Throws BuildInterrupted for SIGINT/SIGTERM, ConfigError
-// (78) when mmdebstrap fails (a package, the suite or a mirror), IoError
+// (78) when mmdebstrap fails (a package, the suite or a mirror), DataError
+// (65) when the image has no Python for --pip, venv fails or pip does (a
+// requirement not found, no wheel for the image's Python), IoError
 // (74) when unsquashfs, cp, mksquashfs or a file operation fails, each
 // naming the tool and its last line of output; the tool's last lines go to
 // `err` first.

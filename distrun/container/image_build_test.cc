@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,6 +15,7 @@
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
 #include "distrun/container/staging_tree.h"
+#include "distrun/container/test_images.h"
 #include "distrun/testing/container_tools.h"
 
 namespace distrun::container {
@@ -35,17 +37,26 @@ class FakeRunner : public ToolRunner {
  public:
   ToolExit run(const ToolCall& call) override {
     calls.push_back(call.argv);
-    const std::string& tool = call.argv.front();
+    const std::string tool = toolOf(call.argv);
     if (tool == interruptIn) {
       if (tool == "mksquashfs") writeFile(call.argv[2], "half an image");
       throw BuildInterrupted(SIGINT);
     }
     if (auto it = failures.find(tool); it != failures.end()) return it->second;
     if (tool == "mmdebstrap") writeFile(call.argv[4] + "/usr/bin/busybox", "busybox");
+    if (tool == "mmdebstrap" && pythonInTree) writeFile(call.argv[4] + "/usr/bin/python3", "py");
     if (tool == "unsquashfs") writeFile(call.argv[5] + "/from-base", "base");
+    if (tool == "venv") writeFile(call.argv[2] + "/opt/env/bin/python", "python");
+    if (tool == "pip install") {
+      if (call.onOutput) call.onOutput("Collecting six==1.16.0\n");
+      writeFile(call.argv[2] + "/opt/env/lib/six.py", "six");
+    }
+    if (tool == "pip freeze") writeFile(call.stdoutPath, "six==1.16.0\n");
     if (tool == "cp") fs::copy(call.argv[3], call.argv[4], fs::copy_options::recursive);
     if (tool == "mksquashfs") {
       squashedTree = measureTree(call.argv[1]);
+      squashedEnvFile = readFileIfPresent(call.argv[1] + kEnvFile).value_or("");
+      squashedLabels = readFileIfPresent(call.argv[1] + kLabelsFile).value_or("");
       for (const auto& entry : fs::recursive_directory_iterator(call.argv[1])) {
         squashedPaths.insert(fs::relative(entry.path(), call.argv[1]).string());
       }
@@ -55,10 +66,21 @@ class FakeRunner : public ToolRunner {
     return {0, ""};
   }
 
+  // The tool, or for bubblewrap what runs inside: "venv", "pip install".
+  static std::string toolOf(const Argv& argv) {
+    if (argv.front() != "bwrap") return argv.front();
+    auto program = std::find(argv.begin(), argv.end(), "--") + 1;
+    if (program + 3 < argv.end() && program[2] == "pip") return "pip " + program[3];
+    return program + 2 < argv.end() ? program[2] : *program;
+  }
+
   std::vector<Argv> calls;
   std::map<std::string, ToolExit> failures;
   std::string interruptIn;
+  bool pythonInTree = false;  // mmdebstrap leaves /usr/bin/python3
   TreeStats squashedTree;
+  std::string squashedEnvFile;
+  std::string squashedLabels;
   std::set<std::string> squashedPaths;
 };
 
@@ -132,8 +154,8 @@ TEST_F(ImageBuildTest, ThePlanStacksBaseThenPackagesThenDirs) {
   for (const BuildStep& s : steps) kinds.push_back(s.kind);
   EXPECT_THAT(kinds, ElementsAre(StepKind::kUnpackBase, StepKind::kDebootstrap, StepKind::kCopyDir,
                                  StepKind::kCopyDir, StepKind::kLayout, StepKind::kEnvironment,
-                                 StepKind::kSquash, StepKind::kSif, StepKind::kPublish,
-                                 StepKind::kWrappers));
+                                 StepKind::kLabels, StepKind::kSquash, StepKind::kSif,
+                                 StepKind::kPublish, StepKind::kWrappers));
   EXPECT_EQ(steps[0].argv, (Argv{"unsquashfs", "-o", "4096", "-f", "-d", "/tmp/distrun-wrap-x/root",
                                  "/images/base.sif"}));
   EXPECT_EQ(steps[1].argv,
@@ -142,10 +164,66 @@ TEST_F(ImageBuildTest, ThePlanStacksBaseThenPackagesThenDirs) {
   EXPECT_EQ(steps[2].dir.destination, "/opt/env");
   EXPECT_EQ(steps[3].dir.source, "/home/u/proj");
   EXPECT_EQ(steps[5].text, "export A=1\n");
+  EXPECT_TRUE(steps[6].argv.empty());  // labels: --apt's packages, no pip freeze
   EXPECT_EQ(
-      steps[6].argv,
+      steps[7].argv,
       (Argv{"mksquashfs", "/tmp/distrun-wrap-x/root", "/tmp/distrun-wrap-x/image.squashfs", "-comp",
             "zstd", "-Xcompression-level", "3", "-noappend", "-processors", "8", "-progress"}));
+}
+
+TEST_F(ImageBuildTest, PipMakesTheEnvironmentFillsItAndLabelsTheImage) {
+  WrapOptions o = options();
+  o.dirs.clear();  // options()'s --dir would bring an /opt/env/bin/python
+  o.base = "/images/base.sqfs";
+  o.pip = {{PipSource::Kind::kRequirement, "six==1.16.0"}};
+  o.findLinks = {at("wheels")};
+  inputs_.pipCache = "/home/u/.cache/pip";
+  BuildPaths paths = buildPathsFor(o, "/s", 7);
+  std::vector<BuildStep> steps = planBuild(o, paths, inputs_);
+  std::vector<StepKind> kinds;
+  for (const BuildStep& step : steps) kinds.push_back(step.kind);
+  EXPECT_THAT(kinds, ElementsAre(StepKind::kUnpackBase, StepKind::kVenv, StepKind::kPipInstall,
+                                 StepKind::kLayout, StepKind::kLabels, StepKind::kSquash,
+                                 StepKind::kPublish));
+  const Argv& pip = steps[2].argv;
+  const Argv program(std::find(pip.begin(), pip.end(), "--") + 1, pip.end());
+  EXPECT_EQ(program, (Argv{"/opt/env/bin/python", "-m", "pip", "install", "--no-input",
+                           "--disable-pip-version-check", "--progress-bar", "off", "six==1.16.0",
+                           "--find-links", "/tmp/links/0"}));
+
+  // The base has no Python: one line, exit 65, nothing left.
+  EXPECT_EQ(test::thrownBy([&] { build(o); }).what(),
+            std::string("wrap: --pip: the image has no /usr/bin/python3 to make /opt/env with: add "
+                        "--apt python3,python3-venv (or --base an image that has Python)"));
+  EXPECT_TRUE(stagingIsGone());
+  EXPECT_FALSE(fs::exists(o.output));
+}
+
+TEST_F(ImageBuildTest, PipsEnvironmentIsOnPathAndItsFreezeInTheLabels) {
+  WrapOptions o = options();
+  o.dirs.clear();
+  o.packages = {"python3", "python3-venv"};
+  o.suite = "bookworm";
+  o.pip = {{PipSource::Kind::kRequirement, "six==1.16.0"}};
+  runner_.pythonInTree = true;
+  build(o);
+  EXPECT_THAT(runner_.squashedEnvFile, HasSubstr("export VIRTUAL_ENV=/opt/env\nPATH=/opt/env/bin"));
+  EXPECT_THAT(runner_.squashedLabels,
+              HasSubstr(R"("org.distrun.wrap.apt": "python3,python3-venv")"));
+  EXPECT_THAT(runner_.squashedLabels,
+              HasSubstr(R"("org.distrun.wrap.pip-freeze": "six==1.16.0\n")"));
+  EXPECT_TRUE(runner_.squashedPaths.count("opt/env/lib/six.py"));
+  runner_.failures["pip install"] = {
+      1,
+      "Collecting six==99\nERROR: Could not find a version that satisfies the requirement "
+      "six==99 (from versions: 1.16.0)\nERROR: No matching distribution found for six==99"};
+  const Error e = test::thrownBy([&] { build(o); });
+  EXPECT_EQ(e.exitCode(), ExitCode::kData);
+  EXPECT_EQ(std::string(e.what()),
+            "wrap: pip install failed (exit 1): Could not find a version that satisfies the "
+            "requirement six==99 (from versions: 1.16.0)");
+  EXPECT_THAT(err_.str(), ::testing::Not(HasSubstr("pip| ")));  // pip's own line is enough
+  EXPECT_TRUE(stagingIsGone());
 }
 
 TEST_F(ImageBuildTest, NotAsRootFilesArePackedAsRoots) {

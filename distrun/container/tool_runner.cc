@@ -35,7 +35,8 @@ double now() {
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
-[[noreturn]] void execChild(const std::vector<std::string>& argv, int output) {
+[[noreturn]] void execChild(const ToolCall& call, int output) {
+  const std::vector<std::string>& argv = call.argv;
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   for (int signal : {SIGINT, SIGTERM, SIGPIPE}) ::signal(signal, SIG_DFL);
@@ -44,7 +45,12 @@ double now() {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   int devNull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   ::dup2(devNull, STDIN_FILENO);
-  ::dup2(output, STDOUT_FILENO);
+  int stdoutFd = output;
+  if (!call.stdoutPath.empty()) {
+    stdoutFd = ::open(call.stdoutPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (stdoutFd < 0) ::_exit(126);
+  }
+  ::dup2(stdoutFd, STDOUT_FILENO);
   ::dup2(output, STDERR_FILENO);
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -193,7 +199,7 @@ ToolExit ProcessToolRunner::run(const ToolCall& call) {
   UniqueFd readEnd(fds[0]), writeEnd(fds[1]);
   const pid_t pid = ::fork();
   if (pid < 0) throw SystemError("fork", call.argv.front(), errno);
-  if (pid == 0) execChild(call.argv, writeEnd.get());
+  if (pid == 0) execChild(call, writeEnd.get());
   ::setpgid(pid, pid);  // also in the child: whichever runs first
   writeEnd.reset();
   ToolWatch watch(call, pid, std::move(readEnd), interrupted_, graceSeconds_);

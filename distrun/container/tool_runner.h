@@ -34,6 +34,9 @@ struct ToolCall {
   // Called about every `tickSeconds` while the tool runs.
   std::function<void()> onTick = {};
   double tickSeconds = 2.0;
+  // When set, the tool's standard output goes to this file (created or
+  // truncated) instead of the pipe; its standard error still is read.
+  std::string stdoutPath = {};
 };
 
 // How a tool ended.

@@ -11,6 +11,7 @@
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/common/system.h"
 #include "distrun/common/writable_file.h"
 #include "distrun/container/internal/paths.h"
 
@@ -149,6 +150,17 @@ void checkSources(const WrapArguments& args) {
         "base with --dir",
         args.base));
   }
+  if (!args.pip.empty() && args.apt.empty() && args.base.empty()) {
+    throw UsageError(
+        fmt::format("--pip {}: the environment is made with the image's own Python: add --apt "
+                    "python3,python3-venv, or --base an image that has Python",
+                    args.pip.front()));
+  }
+  if (args.pip.empty() && (!args.findLinks.empty() || args.noIndex)) {
+    throw UsageError(
+        fmt::format("{}: is where --pip finds packages: give --pip too",
+                    args.noIndex ? "--no-index" : "--find-links " + args.findLinks.front()));
+  }
   if (args.output.empty()) {
     throw UsageError("wrap: -o IMAGE is required: the image file to write (-o env.sif)");
   }
@@ -186,6 +198,34 @@ void checkDirSource(const DirSource& dir) {
         fmt::format("{}: {} is not a folder: --dir copies a folder's contents to "
                     "DEST (for one file, give the folder that holds it)",
                     flag, dir.source));
+  }
+}
+
+void checkExists(const std::string& flag, const std::string& path, bool folder) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (status.type() == fs::file_type::not_found) {
+    throw Error(ExitCode::kNoInput, fmt::format("{} {}: does not exist: give {} on this host", flag,
+                                                path, folder ? "a folder" : "a file"));
+  }
+  if ((status.type() == fs::file_type::directory) != folder) {
+    throw UsageError(fmt::format("{} {}: is not {}", flag, path,
+                                 folder ? "a folder (a wheelhouse of .whl files)"
+                                        : "a file (a requirements.txt or a conda env.yml)"));
+  }
+}
+
+void checkPipInputs(const WrapOptions& o) {
+  for (const PipSource& source : o.pip) {
+    if (source.kind == PipSource::Kind::kRequirement) continue;
+    checkExists("--pip", source.text, false);
+    if (source.kind != PipSource::Kind::kCondaEnvFile) continue;
+    auto text = readFileIfPresent(source.text);
+    if (!text) throw IoError(fmt::format("--pip {}: cannot read it", source.text));
+    condaEnvPipLines(*text, source.text, ".");  // its mistakes, before anything starts
+  }
+  for (const std::string& links : o.findLinks) {
+    if (links.find("://") == std::string::npos) checkExists("--find-links", links, true);
   }
 }
 
@@ -285,6 +325,15 @@ WrapOptions parseWrapArguments(const WrapArguments& args, const std::string& hos
   o.mirrors = args.mirrors;
   for (const std::string& dir : args.dirs) o.dirs.push_back(parseDir(dir));
   if (!args.base.empty()) o.base = absoluteNormal(args.base);
+  for (const std::string& p : args.pip) {
+    if (trim(p).empty())
+      throw UsageError("--pip '': expected a requirement (six==1.16.0) or a file");
+    o.pip.push_back(classifyPipArgument(p));
+  }
+  for (const std::string& links : args.findLinks) {
+    o.findLinks.push_back(links.find("://") == std::string::npos ? absoluteNormal(links) : links);
+  }
+  o.noIndex = args.noIndex;
   for (const std::string& e : args.env) o.env.push_back(parseEnv(e));
   for (const std::string& p : args.paths) {
     requireAbsolute("--path", p, "DIR");
@@ -306,12 +355,14 @@ std::vector<std::pair<std::string, std::string>> toolsNeeded(const WrapOptions& 
   if (!options.packages.empty()) tools.emplace_back("mmdebstrap", "mmdebstrap");
   if (!options.base.empty()) tools.emplace_back("unsquashfs", "squashfs-tools");
   if (!options.dirs.empty()) tools.emplace_back("cp", "coreutils");
+  if (!options.pip.empty()) tools.emplace_back("bwrap", "bubblewrap");
   tools.emplace_back("mksquashfs", "squashfs-tools");
   return tools;
 }
 
 void checkWrapInputs(const WrapOptions& options, const Environment& env) {
   for (const DirSource& dir : options.dirs) checkDirSource(dir);
+  checkPipInputs(options);
   checkOutput(options);
   if (!options.base.empty()) openImage(options.base);
   if (!options.wrappers.empty()) checkWrappers(options.wrappers);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "distrun/container/image_file.h"
+#include "distrun/container/pip_env.h"
 
 namespace distrun {
 class Environment;
@@ -28,6 +29,9 @@ struct WrapArguments {
   std::vector<std::string> mirrors = {};    // --mirror; none: the host's apt sources
   std::vector<std::string> dirs = {};       // --dir SRC:DEST, repeatable
   std::string base = {};                    // --base IMAGE
+  std::vector<std::string> pip = {};        // --pip REQUIREMENT|FILE, repeatable
+  std::vector<std::string> findLinks = {};  // --find-links DIR|URL, repeatable
+  bool noIndex = false;                     // --no-index: wheelhouses only
   std::vector<std::string> env = {};        // --env NAME=VALUE, repeatable
   std::vector<std::string> paths = {};      // --path DIR, repeatable
   std::string wrappers = {};                // --wrappers PREFIX
@@ -55,7 +59,10 @@ struct WrapOptions {
   std::string variant = "essential";
   std::vector<std::string> mirrors;  // passed to mmdebstrap as they are
   std::vector<DirSource> dirs;
-  std::string base;  // "" for none
+  std::string base;                    // "" for none
+  std::vector<PipSource> pip;          // empty: no Python environment
+  std::vector<std::string> findLinks;  // absolute folders, or URLs as given
+  bool noIndex = false;
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<std::string> paths;
   std::string wrappers;                // "" for none
@@ -74,7 +81,9 @@ const std::vector<std::string>& debootstrapVariants();
 // Throws UsageError (64) naming the flag: no source at all, --base with
 // --apt, a DEST, --path or --wrap-path that is not absolute, an --env
 // without NAME=, an unknown --format or --variant, an empty package name,
-// --apt without a suite to take.
+// --apt without a suite to take, --pip without --apt or --base (no
+// Python to make the environment with), --find-links or --no-index
+// without --pip.
 WrapOptions parseWrapArguments(const WrapArguments& args, const std::string& hostSuite,
                                const Environment& env);
 
@@ -84,7 +93,8 @@ std::string stagingParent(const std::string& tmpdir, const Environment& env);
 // Checks what the build will read and write, before anything starts:
 // each --dir SRC is a folder (ExitCode::kNoInput, 66, when missing), the
 // output's folder exists and takes a file (IoError, 74), the output does not
-// exist unless --force (UsageError), --base opens as an image (openImage's
+// exist unless --force (UsageError), each --pip file and --find-links
+// folder exists (kNoInput, 66), --base opens as an image (openImage's
 // ImageError), --wrappers can be created (IoError), the staging folder is a
 // writable folder (IoError) not inside a --dir SRC (UsageError), and the
 // tools the build runs are on `env`'s PATH (kNotFound, 127, naming the

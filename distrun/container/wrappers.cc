@@ -14,6 +14,7 @@
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/container/internal/paths.h"
+#include "distrun/container/pip_env.h"
 #include "distrun/container/staging_tree.h"
 
 namespace distrun::container {
@@ -71,6 +72,10 @@ std::vector<std::string> defaultWrapPaths(const std::string& root,
   for (const DirSource& dir : dirs) {
     const std::string bin = detail::childPath(dir.destination, "bin");
     if (isFolder(root, bin)) paths.push_back(bin);
+  }
+  const std::string envBin = std::string(kPythonEnv) + "/bin";
+  if (isFolder(root, envBin) && std::find(paths.begin(), paths.end(), envBin) == paths.end()) {
+    paths.push_back(envBin);
   }
   if (isExecutable(root, kPython)) paths.push_back(kPython);
   return paths;

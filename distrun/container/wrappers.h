@@ -28,8 +28,8 @@ std::string wrapperScript(const std::string& distrun, const std::string& image,
                           const WrappedProgram& program);
 
 // The folders wrapped when --wrap-path is not given: each --dir DEST's bin/
-// that exists in the staged tree at `root`, then /usr/bin/python3 when the
-// image has it.
+// that exists in the staged tree at `root`, then the Python environment's
+// bin/ (/opt/env/bin, --pip) and /usr/bin/python3 when the image has them.
 std::vector<std::string> defaultWrapPaths(const std::string& root,
                                           const std::vector<DirSource>& dirs);
 

@@ -83,6 +83,11 @@ TEST_F(WrappersTest, DefaultsAreEachDirsBinAndPython) {
   fs::create_symlink("python3.11", root + "/usr/bin/python3");
   EXPECT_EQ(defaultWrapPaths(root, dirs),
             (std::vector<std::string>{"/opt/env/bin", "/usr/bin/python3"}));
+  // The Python environment of --pip, /opt/env, is wrapped when the image
+  // has one, whatever put it there.
+  EXPECT_EQ(defaultWrapPaths(root, {{"/h/rootfs", "/"}}),
+            (std::vector<std::string>{"/opt/env/bin", "/usr/bin/python3"}));
+  fs::remove_all(root + "/opt/env");
   EXPECT_EQ(defaultWrapPaths(root, {{"/h/rootfs", "/"}}),
             std::vector<std::string>{"/usr/bin/python3"});
 }

@@ -71,7 +71,7 @@ std::string imageInputs() {
     inputs += slurp(entry.path().string());
   }
   for (const char* source :
-       {"sif_writer.cc", "image_build.cc", "staging_tree.cc", "debian_sources.cc"}) {
+       {"sif_writer.cc", "image_build.cc", "staging_tree.cc", "debian_sources.cc", "pip_env.cc"}) {
     inputs += slurp(sourcePath(std::string("distrun/container/") + source));
   }
   return inputs;
