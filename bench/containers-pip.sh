@@ -48,19 +48,8 @@ if [[ ! -d $tree ]]; then
   mv "$tree.partial" "$tree"
 fi
 
-now() { date +%s%N; }
-median() { sort -n | awk '{v[NR]=$1} END{print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-ms() { awk -v ns="$1" 'BEGIN{printf "%9.1f ms", ns/1e6}'; }
-time_median() {
-  local count=$1 cold=$2; shift 2
-  for ((i = 0; i < count; i++)); do
-    [[ $cold == 1 ]] && drop_caches
-    local t0; t0=$(now)
-    "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
-    echo $(( $(now) - t0 ))
-  done | median
-}
+# shellcheck source=bench/timing.sh
+source "$(dirname "$0")/timing.sh"
 
 import_torch=(/opt/env/bin/python -c 'import torch')
 from_folder() {
@@ -94,7 +83,6 @@ files_folder=$(find "$tree" | wc -l)
 bytes_folder=$(du -sb "$tree" | awk '{print $1}')
 bytes_image=$(stat -c %s "$image")
 built=$(grep -m1 'built in' "$report" 2>/dev/null | sed 's/^distrun wrap: //' || echo "built earlier")
-mb() { awk -v b="$1" 'BEGIN{printf "%9.0f MB", b/1e6}'; }
 echo "PyPI's torch $in_image in /opt/env, distrun wrap --pip ($(nproc) cores, $(date -u +%F))"
 echo "image: $built"
 printf '%-34s %12s %12s\n' "" "folder" "image zstd:3"

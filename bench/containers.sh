@@ -44,10 +44,8 @@ if [[ ! -d $tree ]]; then
   mv "$tree.partial" "$tree"
 fi
 
-now() { date +%s%N; }
-median() { sort -n | awk '{v[NR]=$1} END{print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-ms() { awk -v ns="$1" 'BEGIN{printf "%9.1f ms", ns/1e6}'; }
+# shellcheck source=bench/timing.sh
+source "$(dirname "$0")/timing.sh"
 
 import_torch=(python3 -c 'import torch')
 from_folder() {
@@ -55,17 +53,6 @@ from_folder() {
 }
 from_image() { "$distrun" enter --container-runtime distrun "$image" -- "${import_torch[@]}"; }
 from_lz4() { "$distrun" enter --container-runtime distrun "$image_lz4" -- "${import_torch[@]}"; }
-
-# time_median COUNT COLD CMD...: median ns of CMD, the cache dropped first when COLD=1.
-time_median() {
-  local count=$1 cold=$2; shift 2
-  for ((i = 0; i < count; i++)); do
-    [[ $cold == 1 ]] && drop_caches
-    local t0; t0=$(now)
-    "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
-    echo $(( $(now) - t0 ))
-  done | median
-}
 
 files_folder=$(find "$tree" | wc -l)
 bytes_folder=$(du -sb "$tree" | awk '{print $1}')
@@ -105,7 +92,6 @@ contained() {
 start_plain=$(time_median "$runs" 0 plain)
 start_contained=$(time_median "$runs" 0 contained)
 
-mb() { awk -v b="$1" 'BEGIN{printf "%9.0f MB", b/1e6}'; }
 echo "Python stack: Debian's python3-torch and its dependencies ($(nproc) cores)"
 printf '%-34s %12s %12s %12s\n' "" "folder" "image zstd:3" "image lz4"
 printf '%-34s %12s %12s %12s\n' "files on the file system" "$files_folder" 1 1

@@ -63,9 +63,7 @@ std::vector<std::string> squashCommand(const WrapOptions& o, const BuildPaths& p
 
 std::vector<std::string> venvCommand() { return {"/usr/bin/python3", "-m", "venv", kPythonEnv}; }
 
-std::vector<std::string> envPython() {
-  return {std::string(kPythonEnv) + "/bin/python", "-m", "pip"};
-}
+std::vector<std::string> envPython() { return {kPythonEnvPython, "-m", "pip"}; }
 
 std::vector<std::string> pipInstallCommand(const WrapOptions& o, const BuildPaths& paths,
                                            const BuildInputs& inputs) {
@@ -246,8 +244,7 @@ class Build {
     if (::mkdir(paths_.pip.c_str(), 0700) != 0 && errno != EEXIST) {
       throw IoError(fmt::format("staging {}: cannot create: {}", paths_.pip, std::strerror(errno)));
     }
-    const std::string envPythonPath = std::string(kPythonEnv) + "/bin/python";
-    if (fs::exists(resolveInRoot(paths_.root, envPythonPath))) {
+    if (fs::exists(resolveInRoot(paths_.root, kPythonEnvPython))) {
       show(fmt::format("venv: adding to the image's {}", kPythonEnv), true);
       return;
     }
@@ -266,19 +263,16 @@ class Build {
           "module and ensurepip (add python3-venv to --apt)",
           kPythonEnv, exit.code, reasonIn(exit.tail)));
     }
-    appendEnvironment(paths_.root, environmentLines({{"VIRTUAL_ENV", kPythonEnv}},
-                                                    {std::string(kPythonEnv) + "/bin"}));
+    appendEnvironment(paths_.root,
+                      environmentLines({{"VIRTUAL_ENV", kPythonEnv}}, {kPythonEnvBin}));
   }
 
   void writeCondaRequirements() {
     for (size_t i = 0; i < o_.pip.size(); ++i) {
       const PipSource& source = o_.pip[i];
       if (source.kind != PipSource::Kind::kCondaEnvFile) continue;
-      auto text = readFileIfPresent(source.text);
-      if (!text) throw IoError(fmt::format("--pip {}: cannot read it", source.text));
-      std::vector<std::string> lines =
-          condaEnvPipLines(*text, source.text, fmt::format("/tmp/inputs/{}", i));
-      writeFileAtomically(paths_.pip + condaRequirementsPath(i).substr(4), join(lines, "\n") + "\n",
+      std::vector<std::string> lines = condaEnvFilePipLines(source.text, pipInputFolder(i));
+      writeFileAtomically(paths_.pip + "/" + condaRequirementsFile(i), join(lines, "\n") + "\n",
                           "the pip list of " + source.text);
     }
   }

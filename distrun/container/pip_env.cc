@@ -10,6 +10,7 @@
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
+#include "distrun/common/system.h"
 
 namespace distrun::container {
 
@@ -153,7 +154,15 @@ std::string hostPipCert(const Environment& env) {
   return "";
 }
 
-std::string condaRequirementsPath(size_t index) { return fmt::format("/tmp/conda-{}.txt", index); }
+std::vector<std::string> condaEnvFilePipLines(const std::string& file, const std::string& folder) {
+  auto text = readFileIfPresent(file);
+  if (!text) throw IoError(fmt::format("--pip {}: cannot read it", file));
+  return condaEnvPipLines(*text, file, folder);
+}
+
+std::string pipInputFolder(size_t index) { return fmt::format("/tmp/inputs/{}", index); }
+
+std::string condaRequirementsFile(size_t index) { return fmt::format("conda-{}.txt", index); }
 
 std::vector<std::string> pipInstallArguments(const std::vector<PipSource>& sources,
                                              const std::vector<std::string>& findLinks,
@@ -165,12 +174,12 @@ std::vector<std::string> pipInstallArguments(const std::vector<PipSource>& sourc
       args.push_back(source.text);
       continue;
     }
-    const std::string folder = fmt::format("/tmp/inputs/{}", i);
+    const std::string folder = pipInputFolder(i);
     const fs::path file(source.text);
     binds.push_back({file.parent_path().string(), folder});
     args.push_back("-r");
     args.push_back(source.kind == PipSource::Kind::kCondaEnvFile
-                       ? condaRequirementsPath(i)
+                       ? "/tmp/" + condaRequirementsFile(i)
                        : folder + "/" + file.filename().string());
   }
   for (size_t i = 0; i < findLinks.size(); ++i) {
@@ -214,7 +223,7 @@ std::vector<std::string> pipSandboxCommand(const std::string& root, const PipPat
     argv.insert(argv.end(), {"--ro-bind", bind.host, bind.inSandbox});
   argv.insert(argv.end(),
               {"--chdir", "/tmp", "--unshare-pid", "--die-with-parent", "--clearenv", "--setenv",
-               "PATH", fmt::format("{}/bin:/usr/local/bin:/usr/bin:/bin", kPythonEnv), "--setenv",
+               "PATH", fmt::format("{}:/usr/local/bin:/usr/bin:/bin", kPythonEnvBin), "--setenv",
                "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8"});
   for (const std::string& variable : passed) {
     const size_t eq = variable.find('=');

@@ -17,8 +17,11 @@ class Environment;
 
 namespace distrun::container {
 
-// Where the environment lives in every image distrun wraps.
+// Where the environment lives in every image distrun wraps, its programs
+// and its Python.
 inline constexpr const char* kPythonEnv = "/opt/env";
+inline constexpr const char* kPythonEnvBin = "/opt/env/bin";
+inline constexpr const char* kPythonEnvPython = "/opt/env/bin/python";
 
 // The labels file Apptainer reads (`apptainer inspect --labels`) and
 // `distrun wrap --list` prints, and distrun's keys in it.
@@ -49,6 +52,10 @@ PipSource classifyPipArgument(const std::string& value);
 std::vector<std::string> condaEnvPipLines(std::string_view text, const std::string& file,
                                           const std::string& folder);
 
+// The same of the conda environment file at `file`, read from the host
+// (IoError, 74, when it cannot be).
+std::vector<std::string> condaEnvFilePipLines(const std::string& file, const std::string& folder);
+
 // The folder of the staging tree pip works in (beside the root, not in it),
 // and where the inputs are bound there for pip to see.
 struct PipPaths {
@@ -76,14 +83,15 @@ struct PipBind {
 };
 
 // The pip arguments of the sources and wheelhouses (-r FILE, the
-// requirements, --find-links DIR, --no-index) with each host file and
-// folder bound under /tmp/inputs/N in the sandbox; `binds` gets the binds.
-// A conda file's pip lines are written by the caller to the file named by
-// condaRequirementsPath(N).
+// requirements, --find-links DIR, --no-index) with the folder of the N-th
+// source's file bound at pipInputFolder(N) in the sandbox; `binds` gets the
+// binds. The N-th source's conda pip lines are written by the caller to
+// condaRequirementsFile(N) in pip's /tmp (PipPaths::hostTmp on the host).
 std::vector<std::string> pipInstallArguments(const std::vector<PipSource>& sources,
                                              const std::vector<std::string>& findLinks,
                                              bool noIndex, std::vector<PipBind>& binds);
-std::string condaRequirementsPath(size_t index);  // in the sandbox, under /tmp
+std::string pipInputFolder(size_t index);         // /tmp/inputs/N
+std::string condaRequirementsFile(size_t index);  // conda-N.txt
 
 // `bwrap` around `program`, which runs inside the tree at `root` as its `/`
 // (writable), with /proc, /dev, the host's resolv.conf (pip reaches PyPI by

@@ -11,7 +11,6 @@
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
-#include "distrun/common/system.h"
 #include "distrun/common/writable_file.h"
 #include "distrun/container/internal/paths.h"
 
@@ -220,9 +219,7 @@ void checkPipInputs(const WrapOptions& o) {
     if (source.kind == PipSource::Kind::kRequirement) continue;
     checkExists("--pip", source.text, false);
     if (source.kind != PipSource::Kind::kCondaEnvFile) continue;
-    auto text = readFileIfPresent(source.text);
-    if (!text) throw IoError(fmt::format("--pip {}: cannot read it", source.text));
-    condaEnvPipLines(*text, source.text, ".");  // its mistakes, before anything starts
+    condaEnvFilePipLines(source.text, ".");  // its mistakes, before anything starts
   }
   for (const std::string& links : o.findLinks) {
     if (links.find("://") == std::string::npos) checkExists("--find-links", links, true);

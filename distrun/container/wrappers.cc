@@ -73,9 +73,9 @@ std::vector<std::string> defaultWrapPaths(const std::string& root,
     const std::string bin = detail::childPath(dir.destination, "bin");
     if (isFolder(root, bin)) paths.push_back(bin);
   }
-  const std::string envBin = std::string(kPythonEnv) + "/bin";
-  if (isFolder(root, envBin) && std::find(paths.begin(), paths.end(), envBin) == paths.end()) {
-    paths.push_back(envBin);
+  if (isFolder(root, kPythonEnvBin) &&
+      std::find(paths.begin(), paths.end(), kPythonEnvBin) == paths.end()) {
+    paths.push_back(kPythonEnvBin);
   }
   if (isExecutable(root, kPython)) paths.push_back(kPython);
   return paths;
