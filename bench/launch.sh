@@ -79,6 +79,10 @@ eight_gpu_node() {
 }
 
 measure distrun "$distrun" run --nproc-per-node 2 "$tmp/worker"
+# The floor: a shell starting the same two workers and waiting for them,
+# what any launcher costs at least on this machine (its fork and exec, the
+# workers' own start); distrun's own cost is what it adds to it.
+measure floor sh -c '"$1" & "$1" & wait' sh "$tmp/worker"
 measure mpirun mpirun --allow-run-as-root --oversubscribe -np 2 "$tmp/worker"
 
 torchrun_note=""
@@ -100,6 +104,7 @@ echo "two trivial workers, median of $runs runs"
 printf '%-10s %14s %14s\n' launcher "all started" "wall time"
 printf '%-10s %14s %14s\n' distrun "$(ms "$start_distrun")" "$(ms "$wall_distrun")"
 printf '%-10s %14s %14s\n' mpirun "$(ms "$start_mpirun")" "$(ms "$wall_mpirun")"
+printf '%-10s %14s %14s   (sh -c "W & W & wait": the floor)\n' sh "$(ms "$start_floor")" "$(ms "$wall_floor")"
 if [[ -n $torchrun_note ]]; then
   printf '%-10s %14s %14s   (floor: python3 -c "import torch.distributed.run")\n' torchrun \
     "$(ms "$start_torchrun")" "$(ms "$wall_torchrun")"
@@ -111,6 +116,9 @@ echo
 # PyPI's torchrun 2.x, and the larger cases.
 torch2=${DISTRUN_TORCH2_PYTHON:-$("$(dirname "$0")/../scripts/torch-venv" || true)}
 torchrun2=$(dirname "${torch2:-/nonexistent/python}")/torchrun
+# torchrun 2.4, the oldest 2.x the sites' users run (scripts/torch-venv --torch 2.4.1).
+torch24=${DISTRUN_TORCH24_PYTHON:-$("$(dirname "$0")/../scripts/torch-venv" --torch 2.4.1 || true)}
+torchrun24=$(dirname "${torch24:-/nonexistent/python}")/torchrun
 gpu_node=$tmp/eight_gpus.xml
 eight_gpu_node >"$gpu_node"
 DISTRUN_NODE_TOPOLOGY=$gpu_node measure distrun_gpus "$distrun" run --nproc-per-node 2 "$tmp/worker"
@@ -123,6 +131,12 @@ if [[ -x $torchrun2 ]]; then
 else
   echo "no PyPI torchrun 2.x (scripts/torch-venv failed): its rows are left out"
 fi
+if [[ -x $torchrun24 ]]; then
+  measure torchrun24 "$torchrun24" --standalone --nproc-per-node 2 --no-python "$tmp/worker"
+  torch24_version=$("$torch24" -c 'import torch; print(torch.__version__)')
+else
+  echo "no PyPI torchrun 2.4 (scripts/torch-venv --torch 2.4.1 failed): its row is left out"
+fi
 echo
 echo "larger cases, median of $runs runs"
 printf '%-28s %14s %14s\n' case "all started" "wall time"
@@ -134,6 +148,9 @@ if [[ -x $torchrun2 ]]; then
   row "torchrun $torch2_version, 2 workers" "$start_torchrun2" "$wall_torchrun2"
   row "torchrun $torch2_version, 16 workers" "$start_torchrun2_16" "$wall_torchrun2_16"
 fi
+if [[ -x $torchrun24 ]]; then
+  row "torchrun $torch24_version, 2 workers" "$start_torchrun24" "$wall_torchrun24"
+fi
 echo
 if [[ -x $torchrun2 ]]; then
   awk -v d="$start_distrun" -v t="$start_torchrun2" -v d16="$start_distrun16" -v t16="$start_torchrun2_16" \
@@ -141,9 +158,15 @@ if [[ -x $torchrun2 ]]; then
     printf "start-up: distrun is %.1fx faster than torchrun %s, 2 workers\n", t/d, v
     printf "start-up: distrun is %.1fx faster than torchrun %s, 16 workers\n", t16/d16, v }'
 fi
+if [[ -x $torchrun24 ]]; then
+  awk -v d="$start_distrun" -v t="$start_torchrun24" -v v="$torch24_version" 'BEGIN{
+    printf "start-up: distrun is %.1fx faster than torchrun %s, 2 workers\n", t/d, v }'
+fi
 awk -v d16="$start_distrun16" -v m16="$start_mpirun16" -v g="$start_distrun_gpus" -v m="$start_mpirun" 'BEGIN{
   printf "start-up: distrun is %.1fx faster than mpirun, 16 workers\n", m16/d16
   printf "start-up: distrun on the described 8-GPU node is %.1fx faster than mpirun (2 workers; target >= 5x)\n", m/g }'
+awk -v d="$start_distrun" -v f="$start_floor" 'BEGIN{
+  printf "start-up: distrun adds %.1f ms to the floor (a shell starting the same workers: %.1f ms)\n", (d-f)/1000, f/1000 }'
 awk -v d="$start_distrun" -v m="$start_mpirun" -v t="$start_torchrun" \
     -v dw="$wall_distrun" -v mw="$wall_mpirun" -v floor="${torchrun_note:+ (against its floor)}" 'BEGIN{
   printf "start-up: distrun is %.1fx faster than mpirun (target >= 5x)\n", m/d

@@ -180,7 +180,9 @@ std::optional<SiteProfile> selectSiteProfile(const std::optional<std::string>& r
   return std::nullopt;
 }
 
-std::string loginName() {
+namespace {
+
+std::string readLoginName() {
   const uid_t uid = ::geteuid();
   struct passwd entry {};
   struct passwd* found = nullptr;
@@ -189,6 +191,15 @@ std::string loginName() {
     return found->pw_name;
   }
   return "uid" + std::to_string(uid);
+}
+
+}  // namespace
+
+// Read once a process: every worker's environment asks (the password
+// database's files cost 0.1 ms a read, bench/launch.sh).
+const std::string& loginName() {
+  static const std::string name = readLoginName();
+  return name;
 }
 
 MapEnvironment siteFallbacks(int nodeRank, const std::string& jobId) {

@@ -94,7 +94,7 @@ MapEnvironment siteFallbacks(int nodeRank, const std::string& jobId);
 
 // The login name of this process's effective user; "uidN" when the user
 // database has none.
-std::string loginName();
+const std::string& loginName();
 
 // Expands ${VAR} in `value` from `env`. ConfigError naming the profile and
 // the variable when a referenced variable is unset.

@@ -80,7 +80,6 @@ class Join {
 struct RoundIo {
   RoundIo(const AgentConfig& config, int round, ProcessLauncher& launcher)
       : number(round),
-        watcher(config.storeHost, config.storePort, config.token, config.runId, round, events.fd()),
         stdoutCopy(filteredCopy(config, round, config.stdoutFilters, "filtered_stdout.log")),
         stderrCopy(filteredCopy(config, round, config.stderrFilters, "filtered_stderr.log")),
         group(launcher, config.layout.nodeRank, nodeWithAddress(config)) {}
@@ -91,9 +90,16 @@ struct RoundIo {
     return std::make_unique<FilteredCopy>(
         needles, fmt::format("{}/{}", attemptFolder(config.logDir, config, round), name));
   }
+  // Once the workers have started: its thread's connection and hello would
+  // take a core from them (2 cores here, bench/launch.sh). It reads the
+  // round's events from the first, so none published before is missed.
+  void watchEvents(const AgentConfig& config) {
+    watcher = std::make_unique<EventWatcher>(config.storeHost, config.storePort, config.token,
+                                             config.runId, number, events.fd());
+  }
   int number;
   EventFd events;
-  EventWatcher watcher;
+  std::unique_ptr<EventWatcher> watcher;
   // Before the group: the workers' outputs that write to them go first.
   std::unique_ptr<FilteredCopy> stdoutCopy;
   std::unique_ptr<FilteredCopy> stderrCopy;
@@ -175,8 +181,6 @@ class Agent::Loop {
         trace_(agent.env_, config_.layout.nodeRank, agent.err_),
         server_(startStoreServer(config_)),
         storeAt_{config_.storeHost, server_ ? server_->port() : config_.storePort},
-        store_(std::make_unique<rdzv::StoreClient>(storeAt_.host, storeAt_.port, config_.token,
-                                                   config_.joinTimeout, config_.runId)),
         standby_(standbyOf(config_)),
         supervisor_(config_, storeAt_.port),
         status_(config_.status, agent.err_, agent.clock_, config_.statusFile,
@@ -190,10 +194,12 @@ class Agent::Loop {
 
   void operator()(const JoinRendezvous& a) {
     trace_.rendezvousStarted(a.round);
-    join_ = std::make_unique<Join>(*store_, a.round, config_, standby_ ? standby_->port() : 0);
+    if (isAloneInJob(config_)) return joinAlone(a.round);
+    join_ = std::make_unique<Join>(store(), a.round, config_, standby_ ? standby_->port() : 0);
   }
   void operator()(const InterruptRendezvous&) {
-    store_->interrupt();
+    if (!join_) return;
+    store().interrupt();
     try {
       join_->take();
     } catch (const Error&) {
@@ -218,6 +224,7 @@ class Agent::Loop {
       trace_.workerStarted(rank, local, pid, a.world.restarts);
       feed(supervisor_.workerStarted(local, pid, now()));
     }
+    if (round_) round_->watchEvents(config);
     if (config_.hangTimeout.count() > 0) nextSample_ = now() + kSampleInterval;
   }
   // A stopped worker (SIGSTOP) gets a signal that ends the job only once
@@ -234,14 +241,14 @@ class Agent::Loop {
   void operator()(const WakeAt& a) { wakeAt_ = a.time; }
   void operator()(const PublishEvent& a) {
     try {
-      publishEvent(*store_, round().number, a.event);
+      publishEvent(store(), round().number, a.event);
     } catch (const Error& e) {
       feed(supervisor_.storeLost(e.what(), now()));
     }
   }
   void operator()(const MarkNodeDone&) {
     try {
-      long long done = store_->add(rdzv::roundKey(round().number, "done"), 1);
+      long long done = store().add(rdzv::roundKey(round().number, "done"), 1);
       feed(supervisor_.nodesDone(done, now()));
     } catch (const Error& e) {
       feed(supervisor_.storeLost(e.what(), now()));
@@ -262,7 +269,7 @@ class Agent::Loop {
   void operator()(const WriteFailureReport& a);
   void operator()(const RecordNodeFailure&) {
     try {
-      rdzv::recordNodeFailure(*store_, round().number, config_.elastic->nodeName);
+      rdzv::recordNodeFailure(store(), round().number, config_.elastic->nodeName);
     } catch (const Error& e) {
       feed(supervisor_.storeLost(e.what(), now()));
     }
@@ -276,6 +283,27 @@ class Agent::Loop {
 
  private:
   TimePoint now() const { return agent_.clock_.now(); }
+
+  // The agent's connection to the store, made at its first use: a job of
+  // one node makes none before its workers start (joinAlone).
+  rdzv::StoreClient& store() {
+    if (!store_) {
+      store_ = std::make_unique<rdzv::StoreClient>(storeAt_.host, storeAt_.port, config_.token,
+                                                   config_.joinTimeout, config_.runId);
+    }
+    return *store_;
+  }
+
+  // A fixed job of one node has no other agent to meet: its world is its
+  // own workers, known without the store's round trips and the join's
+  // thread (they took 0.6 to 1.1 ms of a 7 ms start, bench/launch.sh). Nobody
+  // watches for its loss either, so it leaves no will.
+  void joinAlone(int round) {
+    rdzv::World w =
+        rdzv::soloWorld(round, config_.layout.localWorldSize, config_.host, pickFreeTcpPort());
+    trace_.rendezvousDone(w.round, w.worldSize, w.numNodes, w.nodeRank);
+    feed(supervisor_.rendezvousCompleted(w, now(), {}));
+  }
 
   RoundIo& round() {
     DISTRUN_ENFORCE(round_ != nullptr, "a round's action outside a round");
@@ -351,7 +379,8 @@ class Agent::Loop {
   void takeStoreEvents() {
     if (!round_) return;
     round_->events.drain();
-    for (const JobEvent& e : round_->watcher.take()) {
+    if (!round_->watcher) return;
+    for (const JobEvent& e : round_->watcher->take()) {
       traceJobEvent(trace_, e);
       feed(supervisor_.storeEvent(e, now()));
     }
@@ -514,13 +543,14 @@ int Agent::run() {
 // agent hosting the store keeps it up until all have read the end of the
 // job (or kExitBarrier passes).
 void Agent::Loop::operator()(const LeaveJob& a) {
+  if (isAloneInJob(config_)) return;  // nobody to tell, nobody to wait for
   int round = supervisor_.round();
   try {
-    store_->clearWill();  // leaving is no loss
-    long long exited = store_->add(rdzv::roundKey(round, "exited"), 1);
+    store().clearWill();  // leaving is no loss
+    long long exited = store().add(rdzv::roundKey(round, "exited"), 1);
     std::string allExited = rdzv::roundKey(round, "all_exited");
-    if (exited == supervisor_.config().layout.numNodes - a.lostNodes) store_->set(allExited, "1");
-    if (server_) store_->get(allExited, kExitBarrier);
+    if (exited == supervisor_.config().layout.numNodes - a.lostNodes) store().set(allExited, "1");
+    if (server_) store().get(allExited, kExitBarrier);
   } catch (const Error&) {
     // The store is gone: nobody is left to wait for.
   }

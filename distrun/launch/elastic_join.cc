@@ -61,6 +61,10 @@ JoinedRound joinFixed(rdzv::StoreClient& store, int round, const AgentConfig& co
 
 }  // namespace
 
+bool isAloneInJob(const AgentConfig& config) {
+  return !config.elastic && config.layout.numNodes == 1;
+}
+
 std::string nodeLabel(const AgentConfig& config) {
   if (config.elastic) return config.elastic->nodeName;
   return fmt::format("{} ({})", config.layout.nodeRank, nodeWithAddress(config));

@@ -24,6 +24,10 @@ struct JoinedRound {
   std::vector<std::string> excluded;  // nodes left out for repeated failures
 };
 
+// Whether this agent is the job's only one: a fixed job of one node, which
+// meets nobody in its rendezvous (the agent's joinAlone).
+bool isAloneInJob(const AgentConfig& config);
+
 // How this node names itself in other agents' reports: its elastic name
 // (its address), else "R (HOST)" with its fixed node rank.
 std::string nodeLabel(const AgentConfig& config);

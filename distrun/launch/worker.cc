@@ -162,10 +162,27 @@ void becomeSubreaper() {
 
 namespace {
 
-// The pids whose parent is this process, from /proc.
+// The pids whose parent is this process: each of its threads' children
+// file (/proc/self/task/TID/children), else, where the kernel has none, every
+// process's parent from /proc (a walk of every process: about 1 ms at
+// each job's end here).
 std::vector<pid_t> childrenOfSelf() {
   const pid_t self = ::getpid();
   std::vector<pid_t> children;
+  const std::string tasks = "/proc/" + std::to_string(self) + "/task";
+  bool listed = false;
+  for (pid_t tid : numberedEntries(tasks)) {
+    std::optional<std::string> list =
+        readFileIfPresent(tasks + "/" + std::to_string(tid) + "/children");
+    if (!list) continue;
+    listed = true;
+    for (size_t at = 0; (at = list->find_first_of("0123456789", at)) != std::string::npos;) {
+      size_t end = list->find(' ', at);
+      children.push_back(static_cast<pid_t>(std::stol(list->substr(at, end - at))));
+      at = end;
+    }
+  }
+  if (listed) return children;
   for (pid_t pid : numberedEntries("/proc")) {
     const std::optional<ProcessStatus> status = readProcessStatus(pid);
     if (status && status->parentPid == self) children.push_back(pid);

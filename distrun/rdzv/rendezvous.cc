@@ -90,6 +90,16 @@ std::string roundKey(int round, const std::string& name) {
   return fmt::format("r{}/{}", round, name);
 }
 
+World soloWorld(int round, int nproc, const std::string& host, int masterPort) {
+  World world;
+  world.round = round;
+  world.numNodes = 1;
+  world.worldSize = nproc;
+  world.masterAddr = host;
+  world.masterPort = masterPort;
+  return world;
+}
+
 World joinRound(StoreClient& store, int round, const RendezvousConfig& config) {
   Clock::time_point deadline = Clock::now() + config.joinTimeout;
   claim(store, round, config);

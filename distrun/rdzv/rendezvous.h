@@ -51,6 +51,10 @@ struct RendezvousConfig {
 // were expected to reach when the join timeout passes.
 World joinRound(StoreClient& store, int round, const RendezvousConfig& config);
 
+// The world of a job of one node, which needs no store: its `nproc`
+// workers are ranks 0 to nproc-1 and rank 0's store is at `host`:`masterPort`.
+World soloWorld(int round, int nproc, const std::string& host, int masterPort);
+
 // The store key of round `round`'s `name`, e.g. "r3/failure".
 std::string roundKey(int round, const std::string& name);
 

@@ -2,6 +2,7 @@
 
 #include <future>
 #include <thread>
+#include <tuple>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -50,6 +51,17 @@ TEST_F(RendezvousTest, AgentsAgreeOnRanksAndMasterPort) {
     EXPECT_EQ(w.masterAddr, "host0");
     EXPECT_EQ(w.masterPort, 4242);
   }
+}
+
+// A job of one node (soloWorld) is the world a store round of one node
+// agrees on, without the store.
+TEST_F(RendezvousTest, AOneNodeWorldIsTheOneTheStoreWouldAgreeOn) {
+  World stored = join(3, config(0, 1, 4));
+  World solo = soloWorld(3, 4, "host0", 4242);
+  EXPECT_EQ(std::tie(solo.round, solo.numNodes, solo.worldSize, solo.firstRank, solo.masterAddr,
+                     solo.masterPort, solo.nodeRank, solo.restarts),
+            std::tie(stored.round, stored.numNodes, stored.worldSize, stored.firstRank,
+                     stored.masterAddr, stored.masterPort, stored.nodeRank, stored.restarts));
 }
 
 TEST_F(RendezvousTest, RoundsAreIndependent) {
