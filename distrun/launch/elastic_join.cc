@@ -1,12 +1,15 @@
 #include "distrun/launch/elastic_join.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
 #include "distrun/launch/job_events.h"
 #include "distrun/rdzv/elastic_rendezvous.h"
+#include "distrun/rdzv/socket.h"
 
 namespace distrun::launch {
 
@@ -85,7 +88,34 @@ JoinedRound joinRoundOf(rdzv::StoreClient& store, int round, const AgentConfig& 
     // and an elastic job then finds the store's successor among the
     // candidates this join returned.
   }
+  // After the will: should the check end this agent, the others hear of it.
+  if (joined.world.nodeRank != 0) checkMasterReachable(joined.world, config);
   return joined;
+}
+
+void checkMasterReachable(const rdzv::World& world, const AgentConfig& config,
+                          std::chrono::milliseconds timeout) {
+  const std::string what =
+      fmt::format("MASTER_ADDR {} (node 0's, where rank 0's store listens on port {})",
+                  world.masterAddr, world.masterPort);
+  const std::string fix = fmt::format(
+      "make {} resolve to an address every node reaches (/etc/hosts, DNS), or give node 0's "
+      "agent --local-addr ADDRESS",
+      world.masterAddr);
+  std::string address;
+  try {
+    address = rdzv::resolvedAddress(world.masterAddr);
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{} does not resolve on {}: {}: {}", what,
+                                  nodeWithAddress(config), e.what(), fix));
+  }
+  rdzv::ConnectAttempt a =
+      rdzv::tryConnectTcp(address, world.masterPort, rdzv::Clock::now() + timeout);
+  if (a.fd || a.error == ECONNREFUSED) return;
+  throw ConfigError(
+      fmt::format("{} is {} on {}, which cannot reach it: {}: its workers would "
+                  "not reach rank 0; {}",
+                  what, address, nodeWithAddress(config), std::strerror(a.error), fix));
 }
 
 }  // namespace distrun::launch

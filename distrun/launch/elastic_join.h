@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -40,7 +41,23 @@ std::string nodeLabel(const AgentConfig& config);
 // Then leaves this node's will with `store`: should its connection close
 // without a goodbye, the store publishes this node's kNodeLost event in the
 // round joined.
+// Then, on every node but the world's first, checks that MASTER_ADDR is
+// reachable from here (checkMasterReachable).
 JoinedRound joinRoundOf(rdzv::StoreClient& store, int round, const AgentConfig& config,
                         int standbyPort, const std::function<int()>& pickMasterPort);
+
+// How long checkMasterReachable waits for an answer: a host whose address
+// no neighbour owns is "No route to host" after about 3 s.
+inline constexpr std::chrono::seconds kMasterProbeTimeout{5};
+
+// Rank 0's store will listen at the world's MASTER_ADDR:MASTER_PORT, and
+// this node's workers must reach it. A connection there refused (nothing
+// listens yet) or accepted (closed at once) says they will; no route, or
+// no answer within `timeout`, is a ConfigError naming the address, what it
+// resolves to here and this node, before any worker starts (a worker would
+// wait for it up to PyTorch's 30-minute time-out); so is a MASTER_ADDR that
+// does not resolve here.
+void checkMasterReachable(const rdzv::World& world, const AgentConfig& config,
+                          std::chrono::milliseconds timeout = kMasterProbeTimeout);
 
 }  // namespace distrun::launch

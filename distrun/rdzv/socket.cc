@@ -179,6 +179,15 @@ ConnectAttempt attemptConnect(const addrinfo* addr, Clock::time_point deadline,
 
 }  // namespace
 
+std::string resolvedAddress(const std::string& host) {
+  AddrInfo ai;
+  resolve(host, 0, false, ai);
+  char text[INET_ADDRSTRLEN] = {};
+  const auto& addr = *reinterpret_cast<const sockaddr_in*>(ai.list->ai_addr);
+  ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
+  return text;
+}
+
 ConnectAttempt tryConnectTcp(const std::string& host, int port, Clock::time_point deadline) {
   AddrInfo ai;
   resolve(host, port, false, ai);
@@ -199,8 +208,10 @@ int connectTcp(const std::string& host, int port, Clock::time_point deadline) {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
-  throw TimeoutError(
-      fmt::format("cannot reach the rendezvous store at {}: {}", where, std::strerror(lastError)));
+  const std::string address = resolvedAddress(host);
+  throw TimeoutError(fmt::format("cannot reach the rendezvous store at {}{}: {}", where,
+                                 address == host ? "" : " (" + address + " from here)",
+                                 std::strerror(lastError)));
 }
 
 void writeAll(int fd, const std::string& data, const std::string& peer) {

@@ -45,6 +45,10 @@ bool isThisMachine(const std::string& host);
 // blocking, close-on-exec, TCP_NODELAY, and the caller owns it (UniqueFd).
 int connectTcp(const std::string& host, int port, Clock::time_point deadline);
 
+// The IPv4 address `host` resolves to here, as text ("10.1.0.7"). Throws
+// ConfigError naming `host` when it does not resolve.
+std::string resolvedAddress(const std::string& host);
+
 // One connection attempt of connectTcp's, no retry: `fd` is the connected
 // socket (as connectTcp's), or empty with `error` the errno (ECONNREFUSED:
 // nothing listens there; ETIMEDOUT: `deadline` passed with no answer, as

@@ -1,0 +1,193 @@
+// Jobs across hosts that are network namespaces of this machine
+// (network_hosts.h; label netns): each host its own name, addresses and
+// hosts file, a management network (eth0) and a fast one (hsn0).
+
+#include "distrun/testing/network_hosts.h"
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "distrun/testing/command.h"
+#include "distrun/testing/launcher_fixture.h"
+
+namespace distrun::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr std::uint64_t kTensorBytes = 16 << 20;  // each all_reduce's, float32
+
+// PyTorch's gloo all_reduce of 16 MiB, three times, under torchrun's
+// variables: what a site's DDP job does on its fast network.
+// Steps of a small all_reduce, one a second, for up to two minutes: a job
+// that is running when its network fails.
+constexpr const char* kSteps = R"(import time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.ones(1024)
+for step in range(120):
+    dist.all_reduce(t)
+    print(f"rank {dist.get_rank()} step {step}", flush=True)
+    time.sleep(1)
+)";
+
+constexpr const char* kAllReduce = R"(import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.ones(4 << 20)
+for _ in range(3):
+    dist.all_reduce(t)
+print(f"rank {dist.get_rank()} on {os.uname().nodename}: {t[0].item():.0f}", flush=True)
+dist.destroy_process_group()
+)";
+
+class AcrossHostsTest : public LauncherFixture {
+ protected:
+  void SetUp() override {
+    LauncherFixture::SetUp();
+    if (std::string why = NetworkHosts::unavailable(); !why.empty()) GTEST_SKIP() << why;
+    if (runCommand("/usr/bin/python3 -c 'import torch'").exitCode != 0) {
+      GTEST_SKIP() << "no PyTorch for /usr/bin/python3 (python3-torch: scripts/install-deps)";
+    }
+    write("all_reduce.py", kAllReduce);
+    write("steps.py", kSteps);
+    // The site's profile: its collectives on the fast network.
+    write("sites/cluster.site",
+          "description = test cluster: Slingshot-like hsn0\n"
+          "set GLOO_SOCKET_IFNAME = hsn0\nset NCCL_SOCKET_IFNAME = hsn0\n");
+  }
+  void write(const std::string& name, const std::string& text) {
+    runCommand("mkdir -p " + quote(path(name.substr(0, name.rfind('/') + 1))));
+    std::ofstream(path(name)) << text;
+  }
+  // `distrun run` as node `node` of two on host `node + 1`, meeting at
+  // nid001's store.
+  std::string agent(int node, int port, const std::string& program,
+                    const std::string& extra = "") const {
+    return hosts_->on(
+        node + 1,
+        fmt::format("cd {} && DISTRUN_TOKEN=netns-test DISTRUN_SITE_PATH={} {} run --site cluster "
+                    "--nnodes 2 --node-rank {} --master-addr {} --master-port {} "
+                    "--nproc-per-node 1 --python /usr/bin/python3 --join-timeout {} {} {}",
+                    quote(dir_), quote(path("sites")), distrun(), node, masterAddr_, port,
+                    joinTimeout_, extra, program));
+  }
+  std::optional<NetworkHosts> hosts_;
+  std::string masterAddr_ = NetworkHosts::name(1);  // --master-addr
+  int joinTimeout_ = 20;                            // --join-timeout, s
+};
+
+TEST(NetworkHostsTest, EachHostHasItsNameAddressesAndHostsFile) {
+  if (std::string why = NetworkHosts::unavailable(); !why.empty()) GTEST_SKIP() << why;
+  NetworkHosts hosts(2);
+  CommandResult r = runCommand(hosts.on(2,
+                                        "hostname; getent hosts nid001 nid001-hsn0; "
+                                        "ip -o -4 addr show | awk '{print $2, $4}'"));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "nid002\n10.10.0.1       nid001\n10.20.0.1       nid001-hsn0\n"
+            "lo 127.0.0.1/8\neth0 10.10.0.2/24\nhsn0 10.20.0.2/24\n");
+  // Reachable on both networks; cut off, on neither.
+  auto reach = [](const std::string& address) {
+    return "python3 -c 'import socket,sys; socket.create_connection((sys.argv[1], 9), 2)' " +
+           address + " 2>&1 | tail -1";
+  };
+  for (const char* address : {"10.10.0.2", "10.20.0.2"}) {
+    EXPECT_THAT(runCommand(hosts.on(1, reach(address))).out,
+                HasSubstr("Connection refused"));  // the host answers: no server on port 9
+  }
+  hosts.cut(2);
+  EXPECT_THAT(runCommand(hosts.on(1, reach("10.20.0.2"))).out,
+              Not(HasSubstr("Connection refused")));
+  hosts.heal();
+  EXPECT_THAT(runCommand(hosts.on(1, reach("10.20.0.2"))).out, HasSubstr("Connection refused"));
+}
+
+// The store on nid001's management address (its name), the workers'
+// collectives on hsn0 as the site's profile says: each host sends the
+// all_reduces' bytes on hsn0, next to nothing on eth0.
+TEST_F(AcrossHostsTest, AJobOfTwoHostsRunsItsCollectivesOnTheSitesFastInterface) {
+  hosts_.emplace(2);
+  const int port = freePort();
+  int first = startCommand(agent(0, port, "all_reduce.py"), path("node0.log"));
+  CommandResult second = runCommand(agent(1, port, "all_reduce.py"));
+  ASSERT_EQ(waitCommand(first), 0) << log("node0.log");
+  ASSERT_EQ(second.exitCode, 0) << second.err;
+  EXPECT_THAT(log("node0.log"), HasSubstr("rank 0 on nid001: 8\n"));
+  EXPECT_THAT(second.out, HasSubstr("rank 1 on nid002: 8\n"));
+  for (int host : {1, 2}) {
+    // A ring all_reduce of two sends each tensor's half twice: 3 x 16 MiB in all.
+    EXPECT_GE(hosts_->sentBytes(host, "hsn0"), 3 * kTensorBytes) << NetworkHosts::name(host);
+    EXPECT_LT(hosts_->sentBytes(host, "eth0"), kTensorBytes / 4) << NetworkHosts::name(host);
+  }
+}
+
+// Node 0's name resolves, on nid002, to an address nobody has: its
+// workers could never reach rank 0's store. nid002's agent says so in one
+// line before any worker starts (node 0's agent then hears it left).
+TEST_F(AcrossHostsTest, AMasterAddrUnreachableFromAHostIsOneErrorBeforeAnyWorker) {
+  hosts_.emplace(2);
+  hosts_->resolveOn(2, "nid001", "10.10.0.99");
+  masterAddr_ = NetworkHosts::managementAddress(1);  // the agents meet; MASTER_ADDR is nid001
+  const int port = freePort();
+  int first = startCommand(agent(0, port, "all_reduce.py"), path("node0.log"));
+  CommandResult second = runCommand(agent(1, port, "all_reduce.py"));
+  EXPECT_NE(waitCommand(first), 0);
+  EXPECT_EQ(second.exitCode, 78) << second.err;
+  EXPECT_EQ(second.out, "");
+  EXPECT_THAT(second.err,
+              ::testing::MatchesRegex(
+                  "distrun: error: MASTER_ADDR nid001 \\(node 0's, where rank 0's store listens "
+                  "on port [0-9]+\\) is 10\\.10\\.0\\.99 on nid002, which cannot reach it: No "
+                  "route to host: its workers would not reach rank 0; make nid001 resolve to an "
+                  "address every node reaches \\(/etc/hosts, DNS\\), or give node 0's agent "
+                  "--local-addr ADDRESS\n"));
+  EXPECT_THAT(log("node0.log"), HasSubstr("node 1 (nid002) was lost"));
+}
+
+// The store's host name resolves, on nid002, to an address nobody has: its
+// agent's error names the address it tried.
+TEST_F(AcrossHostsTest, AStoreUnreachableFromAHostIsNamedWithTheAddressTried) {
+  hosts_.emplace(2);
+  hosts_->resolveOn(2, "nid001", "10.10.0.99");
+  joinTimeout_ = 5;
+  const int port = freePort();
+  int first = startCommand(agent(0, port, "all_reduce.py"), path("node0.log"));
+  CommandResult second = runCommand(agent(1, port, "all_reduce.py"));
+  EXPECT_NE(waitCommand(first), 0);
+  EXPECT_NE(second.exitCode, 0);
+  EXPECT_THAT(second.err, HasSubstr(fmt::format(
+                              "distrun: error: cannot reach the rendezvous store at nid001:{} "
+                              "(10.10.0.99 from here): ",
+                              port)));
+  EXPECT_THAT(log("node0.log"), HasSubstr("node(s) 1 of 2 did not join within 5 s"));
+}
+
+// nid002 is cut off mid-job: both agents end, none waits out a time-out,
+// and nid001's report names the lost node.
+TEST_F(AcrossHostsTest, AHostCutOffMidJobEndsBothAgentsNamingIt) {
+  hosts_.emplace(2);
+  const int port = freePort();
+  int first = startCommand(agent(0, port, "steps.py"), path("node0.log"));
+  int second = startCommand(agent(1, port, "steps.py"), path("node1.log"));
+  ASSERT_TRUE(waitForLines(path("node1.log"), 2, 60)) << log("node1.log");
+  const auto cutAt = std::chrono::steady_clock::now();
+  hosts_->cut(2);
+  EXPECT_NE(waitCommand(first), 0);
+  EXPECT_NE(waitCommand(second), 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - cutAt).count();
+  std::cerr << "both agents ended " << seconds << " s after the cut\n";
+  EXPECT_THAT(log("node0.log"), HasSubstr("nid002"));
+  EXPECT_THAT(log("node0.log"), Not(HasSubstr("step 119")));
+}
+
+}  // namespace
+}  // namespace distrun::testing
