@@ -14,6 +14,7 @@
 #include "distrun/common/error.h"
 #include "distrun/common/sigpipe.h"
 #include "distrun/common/unique_fd.h"
+#include "distrun/common/wait_status.h"
 
 extern char** environ;
 
@@ -135,16 +136,12 @@ bool exchange(const std::string& input, Child& child, ToolResult& result,
   return true;
 }
 
-int exitStatus(int status) {
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
-}
-
 int waitFor(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw SystemError("waitpid", "a tool", errno);
   }
-  return exitStatus(status);
+  return shellStatus(status);
 }
 
 // Reaps the tool once it ends (its exit code), or nullopt when it is still
@@ -153,7 +150,7 @@ std::optional<int> reapBy(pid_t pid, Clock::time_point deadline) {
   int status = 0;
   for (;;) {
     pid_t reaped = ::waitpid(pid, &status, WNOHANG);
-    if (reaped == pid) return exitStatus(status);
+    if (reaped == pid) return shellStatus(status);
     if (reaped < 0 && errno != EINTR) throw SystemError("waitpid", "a tool", errno);
     if (Clock::now() >= deadline) return std::nullopt;
     ::usleep(5'000);

@@ -231,12 +231,6 @@ int startProgram(const std::vector<std::string>& argv) {
   return shellStatus(status);
 }
 
-int shellStatus(int waitStatus) {
-  if (WIFEXITED(waitStatus)) return WEXITSTATUS(waitStatus);
-  if (WIFSIGNALED(waitStatus)) return 128 + WTERMSIG(waitStatus);
-  return 255;
-}
-
 [[noreturn]] void exitLike(int waitStatus) {
   if (WIFSIGNALED(waitStatus)) {
     int signal = WTERMSIG(waitStatus);

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "distrun/common/wait_status.h"
+
 namespace distrun::container {
 
 // The signals a program in a container gets as it would outside: the ones
@@ -53,10 +55,6 @@ int superviseChild(const std::vector<std::string>& argv, bool statusPipe);
 // `distrun: error: cannot run 'X': reason` with 127 or 126, as the agent
 // does for a program outside. Throws std::system_error when fork fails.
 int startProgram(const std::vector<std::string>& argv);
-
-// A wait status as a shell reports it: the exit code, or 128+N when signal
-// N killed the process.
-int shellStatus(int waitStatus);
 
 // Ends this process as `waitStatus` says: with its exit code, or killed by
 // its signal (with core files turned off, so the signal's action is the

@@ -13,6 +13,7 @@
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/common/unique_fd.h"
+#include "distrun/common/wait_status.h"
 
 namespace distrun::container {
 
@@ -57,10 +58,6 @@ double now() {
   args.push_back(nullptr);
   ::execvp(args[0], args.data());
   ::_exit(errno == ENOENT ? 127 : 126);
-}
-
-int statusCode(int status) {
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
 std::string tailOf(const std::string& recent) {
@@ -153,7 +150,7 @@ class ToolWatch {
     }
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      exitCode_ = statusCode(status);
+      exitCode_ = shellStatus(status);
       exitedAt_ = now();
     }
   }

@@ -11,6 +11,7 @@
 #include "distrun/common/strings.h"
 #include "distrun/common/system.h"
 #include "distrun/common/unique_fd.h"
+#include "distrun/common/wait_status.h"
 #include "distrun/testing/tree_paths.h"
 
 namespace distrun::testing {
@@ -34,9 +35,7 @@ CommandResult runCommand(const std::string& command) {
   while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
     result.out.append(buffer, n);
   }
-  int status = ::pclose(pipe);
-  if (WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) result.exitCode = 128 + WTERMSIG(status);
+  result.exitCode = shellStatus(::pclose(pipe));
   result.err = slurp(errPath);
   ::unlink(errPath);
   return result;
@@ -55,8 +54,7 @@ int startCommand(const std::string& command, const std::string& logPath) {
 int waitCommand(int pid) {
   int status = 0;
   ::waitpid(pid, &status, 0);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
+  return shellStatus(status);
 }
 
 bool processAlive(int pid) { return !processExited(pid); }
