@@ -372,10 +372,16 @@ Actions Supervisor::endJob() {
   if (state_.signal != 0) return {LeaveJob{}, Exit{128 + state_.signal}};
   if (state_.complete && state_.checkpointedRank) return endCheckpointed();
   if (state_.complete) return {LeaveJob{}, Exit{0}};
-  return {EndWithError{
-      fmt::format("node {} lost the rendezvous store at {}:{} (did node 0's agent die?): "
-                  "{}",
-                  config_.layout.nodeRank, config_.storeHost, storePort_, state_.lost)}};
+  // The cause names the store already when the connection's end was seen
+  // ("lost the rendezvous store at HOST:PORT: Connection timed out").
+  const std::string store =
+      fmt::format("the rendezvous store at {}:{}", config_.storeHost, storePort_);
+  if (state_.lost.find(store) != std::string::npos) {
+    return {EndWithError{fmt::format("node {} {} (did node 0's agent or its host die?)",
+                                     config_.layout.nodeRank, state_.lost)}};
+  }
+  return {EndWithError{fmt::format("node {} lost {} (did node 0's agent or its host die?): {}",
+                                   config_.layout.nodeRank, store, state_.lost)}};
 }
 
 // The report goes to stderr before anything can fail; the file is written

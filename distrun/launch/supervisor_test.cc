@@ -305,7 +305,20 @@ TEST_F(SupervisorTest, StoreLostMidRunStopsTheWorkersAndEndsWithARendezvousError
   EXPECT_THAT(names(s.workerExited(exitOf(3, 1, 143, 0, 1), now())),
               ElementsAre("end round",
                           "error node 1 lost the rendezvous store at head:29400 (did node "
-                          "0's agent die?): connection reset by peer"));
+                          "0's agent or its host die?): connection reset by peer"));
+}
+
+// The cause as the store's connection words it names the store already:
+// the error says so once.
+TEST_F(SupervisorTest, AStoreLostInItsOwnWordsIsNamedOnce) {
+  Supervisor s(nodeOfTwo(1, 2), kPort);
+  startJob(s, 2, 4);
+  s.storeLost("lost the rendezvous store at head:29400: Connection timed out", now());
+  s.workerExited(exitOf(2, 0, 0, SIGTERM, 1), now());
+  EXPECT_THAT(names(s.workerExited(exitOf(3, 1, 143, 0, 1), now())),
+              ElementsAre("end round",
+                          "error node 1 lost the rendezvous store at head:29400: Connection timed "
+                          "out (did node 0's agent or its host die?)"));
 }
 
 TEST_F(SupervisorTest, StoreLostOnceTheEndIsKnownChangesNothing) {

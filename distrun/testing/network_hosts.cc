@@ -18,11 +18,18 @@ namespace distrun::testing {
 
 namespace {
 
-// Namespaces are "dr<pid>-<host>", the bridges' ports "d<pid><m|f><host>",
-// the bridges "dr<pid><M|F>" and, for a partition, "dr<pid>P<M|F>": the
-// pid says whose they are, and that fits the kernel's 15 characters.
-const std::regex kNamespace(R"(^dr([0-9]+)-[0-9]+$)");
-const std::regex kBridge(R"(^dr([0-9]+)P?[MF]$)");
+// Namespaces are "dr<id>-<host>", the bridges' ports "d<id><m|f><host>",
+// the bridges "dr<id><M|F>" and, for a partition, "dr<id>P<M|F>", where
+// <id> is "<pid>_<serial>" (the serial counts this process's sets of
+// hosts: a namespace deleted goes away a moment later): the pid says whose
+// they are, and that fits the kernel's 15 characters.
+const std::regex kNamespace(R"(^dr([0-9]+)_[0-9]+-[0-9]+$)");
+const std::regex kBridge(R"(^dr([0-9]+)_[0-9]+P?[MF]$)");
+
+std::string nextId() {
+  static int serial = 0;
+  return fmt::format("{}_{}", ::getpid(), serial++ % 10);
+}
 
 void run(const std::string& command) {
   CommandResult r = runCommand(command);
@@ -81,7 +88,7 @@ std::string NetworkHosts::bridge(const std::string& which) const {
   return fmt::format("dr{}{}", id_, which);
 }
 
-NetworkHosts::NetworkHosts(int count) : count_(count), id_(std::to_string(::getpid())) {
+NetworkHosts::NetworkHosts(int count) : count_(count), id_(nextId()) {
   if (count < 1 || count > 9) throw std::runtime_error("network hosts: 1 to 9 hosts");
   removeStaleHosts();
   try {

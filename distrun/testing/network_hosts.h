@@ -66,7 +66,7 @@ class NetworkHosts {
   void removeAll();
 
   int count_;
-  std::string id_;  // this process's pid: stale hosts are those of dead pids
+  std::string id_;  // "<pid>_<serial>": stale hosts are those of dead pids
   std::vector<std::vector<std::pair<std::string, std::string>>> hostsFiles_;
 };
 

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -67,21 +68,22 @@ class AcrossHostsTest : public LauncherFixture {
     runCommand("mkdir -p " + quote(path(name.substr(0, name.rfind('/') + 1))));
     std::ofstream(path(name)) << text;
   }
-  // `distrun run` as node `node` of two on host `node + 1`, meeting at
+  // `distrun run` as node `node` of nodes_ on host `node + 1`, meeting at
   // nid001's store.
   std::string agent(int node, int port, const std::string& program,
                     const std::string& extra = "") const {
     return hosts_->on(
         node + 1,
         fmt::format("cd {} && DISTRUN_TOKEN=netns-test DISTRUN_SITE_PATH={} {} run --site cluster "
-                    "--nnodes 2 --node-rank {} --master-addr {} --master-port {} "
+                    "--nnodes {} --node-rank {} --master-addr {} --master-port {} "
                     "--nproc-per-node 1 --python /usr/bin/python3 --join-timeout {} {} {}",
-                    quote(dir_), quote(path("sites")), distrun(), node, masterAddr_, port,
+                    quote(dir_), quote(path("sites")), distrun(), nodes_, node, masterAddr_, port,
                     joinTimeout_, extra, program));
   }
   std::optional<NetworkHosts> hosts_;
   std::string masterAddr_ = NetworkHosts::name(1);  // --master-addr
   int joinTimeout_ = 20;                            // --join-timeout, s
+  int nodes_ = 2;                                   // --nnodes
 };
 
 TEST(NetworkHostsTest, EachHostHasItsNameAddressesAndHostsFile) {
@@ -187,6 +189,44 @@ TEST_F(AcrossHostsTest, AHostCutOffMidJobEndsBothAgentsNamingIt) {
   std::cerr << "both agents ended " << seconds << " s after the cut\n";
   EXPECT_THAT(log("node0.log"), HasSubstr("nid002"));
   EXPECT_THAT(log("node0.log"), Not(HasSubstr("step 119")));
+  // nid002's agent names the store it lost once, with how it was lost.
+  EXPECT_THAT(log("node1.log"),
+              HasSubstr(fmt::format(
+                  "distrun: error: node 1 lost the rendezvous store at nid001:{}: ", port)));
+  EXPECT_THAT(log("node1.log"), HasSubstr("(did node 0's agent or its host die?)\n"));
+}
+
+}  // namespace
+}  // namespace distrun::testing
+
+namespace distrun::testing {
+namespace {
+
+// A job of fixed nodes on three hosts, nid003 split from the other two:
+// no side trains on (a fixed job never re-forms), every agent ends, and
+// nid001's report names nid003.
+TEST_F(AcrossHostsTest, APartitionEndsAFixedJobOnBothSides) {
+  hosts_.emplace(3);
+  nodes_ = 3;
+  const int port = freePort();
+  std::vector<int> agents;
+  for (int node = 0; node < 3; ++node) {
+    agents.push_back(
+        startCommand(agent(node, port, "steps.py"), path(fmt::format("node{}.log", node))));
+  }
+  for (int node = 0; node < 3; ++node) {
+    ASSERT_TRUE(waitForLines(path(fmt::format("node{}.log", node)), 2, 60))
+        << log(fmt::format("node{}.log", node));
+  }
+  hosts_->partition({3});
+  for (int node = 0; node < 3; ++node) {
+    EXPECT_NE(waitCommand(agents[static_cast<size_t>(node)]), 0)
+        << log(fmt::format("node{}.log", node));
+  }
+  EXPECT_THAT(log("node0.log"), HasSubstr("node 2 (nid003) was lost"));
+  for (int node = 0; node < 3; ++node) {
+    EXPECT_THAT(log(fmt::format("node{}.log", node)), Not(HasSubstr("step 119")));
+  }
 }
 
 }  // namespace
