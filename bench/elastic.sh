@@ -86,10 +86,15 @@ median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 # new world. A node's death takes its workers: the agent and every process
 # below it are SIGKILLed at once (torchrun's workers run in sessions of
 # their own, so a process group is not enough).
-torch2_python() {
-  local py=${DISTRUN_TORCH2_PYTHON:-}
-  [[ -n $py ]] || py=$(ls -d "$HOME"/.cache/distrun/torch-venv/torch-2*/bin/python 2>/dev/null | tail -1)
+# The pythons of PyPI's torch 2.15 (the latest) and 2.4 (the oldest 2.x the
+# sites run), one a line, those that scripts/torch-venv has or can make.
+torch2_pythons() {
+  local py
+  py=${DISTRUN_TORCH2_PYTHON:-$("$root/scripts/torch-venv" 2>/dev/null || true)}
   [[ -x $py ]] && echo "$py"
+  py=${DISTRUN_TORCH24_PYTHON:-$("$root/scripts/torch-venv" --torch 2.4.1 2>/dev/null || true)}
+  [[ -x $py ]] && echo "$py"
+  return 0
 }
 cat >"$tmp/allreduce_loop.py" <<'PY'
 import os, time, torch, torch.distributed as dist
@@ -157,7 +162,8 @@ for victim in 2 0; do
   printf '%-34s %s  (median %s)\n' "$name" "${times[*]}" "${result[$victim]}"
 done
 echo "Debian's torchrun: $(torchrun_note)"
-if py=$(torch2_python); then
+pythons=$(torch2_pythons)
+for py in $pythons; do
   version=$("$py" -c 'import torch; print(torch.__version__)')
   declare -A torch2
   for victim in 2 0; do
@@ -171,7 +177,7 @@ if py=$(torch2_python); then
     if (t + 0 > 0) printf "recovery: distrun is %.1fx faster than torchrun %s after losing a node\n", t / d, v
     if (t0 + 0 > 0) printf "recovery: distrun is %.1fx faster than torchrun %s after losing node 0\n", t0 / d0, v
     else print "recovery: torchrun " v " did not train again after losing node 0 (its store is that agent'"'"'s)" }'
-else
-  echo "torchrun 2.x: not measured: no PyPI PyTorch environment (scripts/torch-venv)"
-fi
+done
+[[ -n $pythons ]] || echo "torchrun 2.x: not measured: no PyPI PyTorch environment (scripts/torch-venv)"
+
 echo "distrun: back to training ${result[2]} s after losing a node, ${result[0]} s after losing the store's node (median of $repeats; last_call_timeout=1)"
