@@ -4,6 +4,8 @@
 
 #include "distrun/testing/network_hosts.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -226,6 +228,86 @@ TEST_F(AcrossHostsTest, APartitionEndsAFixedJobOnBothSides) {
   EXPECT_THAT(log("node0.log"), HasSubstr("node 2 (nid003) was lost"));
   for (int node = 0; node < 3; ++node) {
     EXPECT_THAT(log(fmt::format("node{}.log", node)), Not(HasSubstr("step 119")));
+  }
+}
+
+}  // namespace
+}  // namespace distrun::testing
+
+namespace distrun::testing {
+namespace {
+
+// Steps of an elastic job's workers: each says its world, 20 steps of half
+// a second, then the job is done.
+constexpr const char* kElasticSteps = R"(import os, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.ones(1024)
+for step in range(20):
+    dist.all_reduce(t)
+    print(f"rank {dist.get_rank()} of {dist.get_world_size()} step {step}", flush=True)
+    time.sleep(0.5)
+)";
+
+class ElasticAcrossHostsTest : public AcrossHostsTest {
+ protected:
+  // `distrun run --nnodes 2:3` on host `host`, the store at nid001.
+  std::string elasticAgent(int host, int port) const {
+    return hosts_->on(
+        host, fmt::format("cd {} && DISTRUN_TOKEN=netns-test DISTRUN_SITE_PATH={} {} run --site "
+                          "cluster --nnodes 2:3 --rdzv-backend c10d --rdzv-endpoint nid001:{} "
+                          "--rdzv-id netns --max-restarts 3 --rdzv-conf "
+                          "last_call_timeout=1,join_timeout=20 --nproc-per-node 1 --python "
+                          "/usr/bin/python3 elastic_steps.py",
+                          quote(dir_), quote(path("sites")), distrun(), port));
+  }
+};
+
+// Three hosts train; nid003 is cut off: nid001 and nid002 re-form without
+// it and finish in a world of two; nid003, alone, never trains on (it
+// cannot gather the 2 nodes --nnodes 2:3 needs) and ends.
+TEST_F(ElasticAcrossHostsTest, AHostCutOffLeavesTheOthersTrainingWithoutIt) {
+  hosts_.emplace(3);
+  write("elastic_steps.py", kElasticSteps);
+  const int port = freePort();
+  std::vector<int> agents;
+  for (int host = 1; host <= 3; ++host) {
+    agents.push_back(startCommand(elasticAgent(host, port), path(fmt::format("host{}.log", host))));
+    if (host == 1) ::usleep(300000);  // nid001 binds the endpoint: it hosts the store
+  }
+  for (int host = 1; host <= 3; ++host) {
+    ASSERT_TRUE(waitForLines(path(fmt::format("host{}.log", host)), 2, 90))
+        << log(fmt::format("host{}.log", host));
+  }
+  hosts_->cut(3);
+  EXPECT_EQ(waitCommand(agents[0]), 0) << log("host1.log");
+  EXPECT_EQ(waitCommand(agents[1]), 0) << log("host2.log");
+  EXPECT_NE(waitCommand(agents[2]), 0) << log("host3.log");
+  for (int host : {1, 2}) {
+    EXPECT_THAT(log(fmt::format("host{}.log", host)), HasSubstr(" of 2 step 19\n"));
+  }
+  EXPECT_THAT(log("host3.log"), Not(HasSubstr(" of 1 step")));
+  EXPECT_THAT(log("host3.log"),
+              HasSubstr("distrun: error: only 1 of the 2 nodes needed (--nnodes 2:3) joined round "
+                        "1 within 20 s (joined: nid003)"));
+  EXPECT_THAT(log("host1.log"), HasSubstr("nid003"));
+}
+
+// distrun's own collectives (distrun-bench, Gloo) across two hosts whose
+// fast links are capped at 1 Gbit/s: the site profile's hsn0 carries them.
+TEST_F(AcrossHostsTest, DistrunsBenchRunsAcrossHostsOnTheFastLink) {
+  hosts_.emplace(2);
+  for (int host : {1, 2}) hosts_->capFastLink(host, 1000);
+  const int port = freePort();
+  const std::string bench =
+      binaryPath("distrun-bench") + " all_reduce -b 4M -e 4M -n 5 -w 1 --backend gloo";
+  int first = startCommand(agent(0, port, bench), path("node0.log"));
+  CommandResult second = runCommand(agent(1, port, bench));
+  ASSERT_EQ(waitCommand(first), 0) << log("node0.log");
+  ASSERT_EQ(second.exitCode, 0) << second.err;
+  EXPECT_THAT(log("node0.log") + second.out, ::testing::ContainsRegex("4194304 +1048576 +float"));
+  for (int host : {1, 2}) {
+    EXPECT_GE(hosts_->sentBytes(host, "hsn0"), 6 * (4u << 20)) << NetworkHosts::name(host);
+    EXPECT_LT(hosts_->sentBytes(host, "eth0"), 1u << 20) << NetworkHosts::name(host);
   }
 }
 
