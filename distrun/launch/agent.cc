@@ -53,13 +53,14 @@ constexpr auto kExitingCheckInterval = std::chrono::milliseconds(250);
 // fd() when it is done. Destroying it waits for the thread.
 class Join {
  public:
-  Join(rdzv::StoreClient& store, int round, const AgentConfig& config, int standbyPort) {
-    world_ = std::async(std::launch::async, [this, &store, round, config, standbyPort] {
+  Join(rdzv::StoreClient& store, int round, const AgentConfig& config, int standbyPort,
+       rdzv::TrainedRound trained) {
+    world_ = std::async(std::launch::async, [this, &store, round, config, standbyPort, trained] {
       struct Notify {
         EventFd& fd;
         ~Notify() { fd.notify(); }
       } notify{done_};
-      return joinRoundOf(store, round, config, standbyPort, pickFreeTcpPort);
+      return joinRoundOf(store, round, config, standbyPort, pickFreeTcpPort, trained);
     });
   }
   int fd() const { return done_.fd(); }
@@ -145,6 +146,7 @@ void traceJobEvent(trace::AgentTrace& trace, const JobEvent& e) {
     case JobEvent::Kind::kHang:
       return trace.jobEvent("hang", {});
     case JobEvent::Kind::kNodeLost:
+    case JobEvent::Kind::kNodeDied:
       return trace.jobEvent("node_lost", trace::Args().add("node", e.payload));
     case JobEvent::Kind::kFailure:
       return trace.jobEvent("job_failure", {});
@@ -195,7 +197,8 @@ class Agent::Loop {
   void operator()(const JoinRendezvous& a) {
     trace_.rendezvousStarted(a.round);
     if (isAloneInJob(config_)) return joinAlone(a.round);
-    join_ = std::make_unique<Join>(store(), a.round, config_, standby_ ? standby_->port() : 0);
+    join_ = std::make_unique<Join>(store(), a.round, config_, standby_ ? standby_->port() : 0,
+                                   trained_);
   }
   void operator()(const InterruptRendezvous&) {
     if (!join_) return;
@@ -283,6 +286,14 @@ class Agent::Loop {
 
  private:
   TimePoint now() const { return agent_.clock_.now(); }
+
+  // A node of the last round trained whose process is gone for sure: a
+  // round's fencing counts it out (rdzv::detail::fencedBy).
+  void noteGone(const std::string& name) {
+    if (name.empty()) return;
+    std::vector<std::string>& gone = trained_.gone;
+    if (std::find(gone.begin(), gone.end(), name) == gone.end()) gone.push_back(name);
+  }
 
   // The agent's connection to the store, made at its first use: a job of
   // one node makes none before its workers start (joinAlone).
@@ -373,6 +384,7 @@ class Agent::Loop {
     join_.reset();
     if (!joined->successors.empty()) successors_ = joined->successors;
     const rdzv::World& w = joined->world;
+    trained_ = rdzv::TrainedRound{w.round, w.numNodes, w.nodeRank == 0, {}};
     trace_.rendezvousDone(w.round, w.worldSize, w.numNodes, w.nodeRank);
     feed(supervisor_.rendezvousCompleted(joined->world, now(), joined->excluded));
   }
@@ -381,6 +393,7 @@ class Agent::Loop {
     round_->events.drain();
     if (!round_->watcher) return;
     for (const JobEvent& e : round_->watcher->take()) {
+      if (e.kind == JobEvent::Kind::kNodeDied) noteGone(e.payload);
       traceJobEvent(trace_, e);
       feed(supervisor_.storeEvent(e, now()));
     }
@@ -431,6 +444,7 @@ class Agent::Loop {
   std::unique_ptr<rdzv::StoreClient> store_;
   std::optional<rdzv::StandbyStore> standby_;     // elastic jobs: this agent's reserve
   std::vector<rdzv::StoreCandidate> successors_;  // elastic jobs: the last round's candidates
+  rdzv::TrainedRound trained_;  // elastic jobs: the last round trained, for fencing
   Supervisor supervisor_;
   AgentStatus status_;  // before round_: its workers' output erases the status line
   std::unique_ptr<Join> join_;
@@ -459,6 +473,7 @@ void Agent::Loop::operator()(const FindStore&) {
     rdzv::StoreLocation at =
         rdzv::findOrBecomeStore(candidates, index, *standby_, config_.token, storeAt_);
     if (at.server) server_ = std::move(at.server);
+    for (const rdzv::StoreCandidate& c : at.gone) noteGone(c.name);
     storeAt_ = at.address;
     store_ = std::make_unique<rdzv::StoreClient>(storeAt_.host, storeAt_.port, config_.token,
                                                  config_.joinTimeout, config_.runId);

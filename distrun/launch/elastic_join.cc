@@ -16,7 +16,8 @@ namespace distrun::launch {
 namespace {
 
 rdzv::ElasticJoin elasticJoinOf(const AgentConfig& c, int standbyPort,
-                                const std::function<int()>& pickMasterPort) {
+                                const std::function<int()>& pickMasterPort,
+                                const rdzv::TrainedRound& trained) {
   const ElasticSpec& e = *c.elastic;
   rdzv::ElasticJoin join;
   join.minNodes = e.minNodes;
@@ -30,6 +31,7 @@ rdzv::ElasticJoin elasticJoinOf(const AgentConfig& c, int standbyPort,
   join.joinTimeout = c.joinTimeout;
   join.lastCall = e.lastCall;
   join.pickMasterPort = pickMasterPort;
+  join.trained = trained;
   return join;
 }
 
@@ -41,8 +43,9 @@ JoinedRound joinedOf(const rdzv::ElasticOutcome& o) {
 
 // A replacement node starts at the round the job is in, not at round 0.
 JoinedRound joinElastic(rdzv::StoreClient& store, int round, const AgentConfig& config,
-                        int standbyPort, const std::function<int()>& pickMasterPort) {
-  const rdzv::ElasticJoin join = elasticJoinOf(config, standbyPort, pickMasterPort);
+                        int standbyPort, const std::function<int()>& pickMasterPort,
+                        const rdzv::TrainedRound& trained) {
+  const rdzv::ElasticJoin join = elasticJoinOf(config, standbyPort, pickMasterPort, trained);
   int r = std::max(round, rdzv::latestRound(store).value_or(0));
   while (true) {
     const rdzv::ElasticOutcome o = rdzv::joinElasticRound(store, r, join);
@@ -74,15 +77,17 @@ std::string nodeLabel(const AgentConfig& config) {
 }
 
 JoinedRound joinRoundOf(rdzv::StoreClient& store, int round, const AgentConfig& config,
-                        int standbyPort, const std::function<int()>& pickMasterPort) {
+                        int standbyPort, const std::function<int()>& pickMasterPort,
+                        const rdzv::TrainedRound& trained) {
   store.clearWill();  // the last round's: a join's timed waits would fire it
   JoinedRound joined = config.elastic
-                           ? joinElastic(store, round, config, standbyPort, pickMasterPort)
+                           ? joinElastic(store, round, config, standbyPort, pickMasterPort, trained)
                            : joinFixed(store, round, config, pickMasterPort);
   const int r = joined.world.round;
   try {
     store.setWill(rdzv::roundKey(r, "events"), rdzv::roundKey(r, "event/"),
-                  encodeEvent(JobEvent{JobEvent::Kind::kNodeLost, nodeLabel(config)}));
+                  encodeEvent(JobEvent{JobEvent::Kind::kNodeLost, nodeLabel(config)}),
+                  encodeEvent(JobEvent{JobEvent::Kind::kNodeDied, nodeLabel(config)}));
   } catch (const Error&) {
     // The store died as the round closed: the round's watcher reports it,
     // and an elastic job then finds the store's successor among the

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "distrun/launch/agent_config.h"
+#include "distrun/rdzv/elastic_rendezvous.h"
 #include "distrun/rdzv/rendezvous.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_succession.h"
@@ -43,8 +44,11 @@ std::string nodeLabel(const AgentConfig& config);
 // round joined.
 // Then, on every node but the world's first, checks that MASTER_ADDR is
 // reachable from here (checkMasterReachable).
+// `trained`: the round this node last trained in, for an elastic round's
+// fencing (rdzv::detail::fencedBy).
 JoinedRound joinRoundOf(rdzv::StoreClient& store, int round, const AgentConfig& config,
-                        int standbyPort, const std::function<int()>& pickMasterPort);
+                        int standbyPort, const std::function<int()>& pickMasterPort,
+                        const rdzv::TrainedRound& trained = {});
 
 // How long checkMasterReachable waits for an answer: a host whose address
 // no neighbour owns is "No route to host" after about 3 s.

@@ -31,6 +31,8 @@ const char* kindName(JobEvent::Kind kind) {
       return "node_lost";
     case JobEvent::Kind::kNodeWaiting:
       return "node_waiting";
+    case JobEvent::Kind::kNodeDied:
+      return "node_died";
   }
   return "?";
 }
@@ -41,7 +43,7 @@ JobEvent decode(const std::string& text) {
   std::string payload = nl == std::string::npos ? "" : text.substr(nl + 1);
   for (auto k : {JobEvent::Kind::kFailure, JobEvent::Kind::kSignal, JobEvent::Kind::kComplete,
                  JobEvent::Kind::kCheckpoint, JobEvent::Kind::kHang, JobEvent::Kind::kNodeLost,
-                 JobEvent::Kind::kNodeWaiting}) {
+                 JobEvent::Kind::kNodeDied, JobEvent::Kind::kNodeWaiting}) {
     if (kind == kindName(k)) return JobEvent{k, payload};
   }
   return JobEvent{JobEvent::Kind::kStoreLost, fmt::format("unknown event '{}' in the store", kind)};

@@ -25,6 +25,8 @@ struct JobEvent {
     kStoreLost,    // (local) the watcher lost the store; payload: why
     kHang,         // a node's answer to a suspected hang; payload: HangAnswer JSON
     kNodeLost,     // a node's agent is gone (its will, set by the store); payload: its name
+    kNodeDied,     // kNodeLost where its process is gone for sure (its kernel closed
+                   // the connection; a partition's far side never is): fencing counts it
     kNodeWaiting,  // elastic: a node waits to join the next round; payload: its name
   };
   Kind kind;

@@ -42,6 +42,8 @@ std::string describeEvent(const JobEvent& e) {
       return "hang answer " + e.payload;
     case Kind::kNodeLost:
       return "node lost: " + e.payload;
+    case Kind::kNodeDied:
+      return "node died: " + e.payload;
     case Kind::kNodeWaiting:
       return "node waiting: " + e.payload;
   }
@@ -259,6 +261,7 @@ Actions Supervisor::storeEvent(const JobEvent& event, TimePoint now) {
     case Kind::kHang:
       return hangPublished(HangAnswer::fromJson(event.payload), now);
     case Kind::kNodeLost:
+    case Kind::kNodeDied:  // the same loss; fencing (the agent) tells them apart
       return nodeLostPublished(event.payload, now);
     case Kind::kNodeWaiting:
       return nodeWaitingPublished(event.payload, now);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
+#include "distrun/common/strings.h"
 
 namespace distrun::rdzv {
 
@@ -121,8 +123,12 @@ std::vector<bool> leftOut(const std::vector<NodeRecord>& arrivals, const Failure
 }  // namespace
 
 std::string encodeRecord(const NodeRecord& r) {
-  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.nproc, r.preferredNodeRank, r.preferredRankScope,
-                     r.standbyPort, r.host, r.name);
+  std::string out =
+      fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}", r.nproc, r.preferredNodeRank,
+                  r.preferredRankScope, r.standbyPort, r.host, r.name, r.trained.round,
+                  r.trained.numNodes, r.trained.wasNodeZero ? 1 : 0, r.trained.gone.size());
+  for (const std::string& name : r.trained.gone) out += "\n" + name;
+  return out;
 }
 
 NodeRecord decodeRecord(const std::string& value) {
@@ -134,6 +140,10 @@ NodeRecord decodeRecord(const std::string& value) {
   r.standbyPort = f.number();
   r.host = f.text();
   r.name = f.text();
+  r.trained.round = f.number();
+  r.trained.numNodes = f.number();
+  r.trained.wasNodeZero = f.number() != 0;
+  for (int n = f.number(); n > 0; --n) r.trained.gone.push_back(f.text());
   return r;
 }
 
@@ -175,11 +185,43 @@ RoundPlan planRound(const std::vector<NodeRecord>& arrivals, const FailureTable&
     plan.nodeRank[order[rank]] = static_cast<int>(rank);
     plan.firstRank[order[rank]] = plan.worldSize;
     plan.worldSize += r.nproc;
-    if (rank < kMaxSuccessors) plan.successors.push_back({r.host, r.standbyPort});
+    if (rank < kMaxSuccessors) plan.successors.push_back({r.host, r.standbyPort, r.name});
   }
   plan.numNodes = static_cast<int>(order.size());
   plan.master = order.at(0);
   return plan;
+}
+
+std::optional<std::string> fencedBy(const std::vector<NodeRecord>& arrivals, int round) {
+  int last = -1, nodes = 0;
+  for (const NodeRecord& r : arrivals) {
+    if (r.trained.round > last) {
+      last = r.trained.round;
+      nodes = r.trained.numNodes;
+    }
+  }
+  if (last < 0) return std::nullopt;
+  std::set<std::string> present, gone;
+  std::vector<std::string> trained;
+  bool nodeZero = false;
+  for (const NodeRecord& r : arrivals) present.insert(r.name);
+  for (const NodeRecord& r : arrivals) {
+    if (r.trained.round != last) continue;
+    trained.push_back(r.name);
+    nodeZero = nodeZero || r.trained.wasNodeZero;
+    for (const std::string& name : r.trained.gone) {
+      if (!present.count(name)) gone.insert(name);
+    }
+  }
+  const int c = static_cast<int>(trained.size());
+  const int alive = nodes - static_cast<int>(gone.size());
+  if (2 * c > alive || (2 * c == alive && nodeZero)) return std::nullopt;
+  return fmt::format(
+      "round {} is fenced: {} of the {} nodes of round {} ({}) reach this rendezvous store, {} "
+      "of the others are gone for sure; the rest may be training beyond a network partition, "
+      "so this side stops (a round goes on with more than half of the last round's nodes not "
+      "known gone, or half of them with its node rank 0)",
+      round, c, nodes, last, join(trained, ", "), gone.size());
 }
 
 ElasticOutcome outcomeFor(const RoundPlan& plan, const std::vector<NodeRecord>& arrivals,
@@ -209,7 +251,9 @@ std::string encodeOutcome(const ElasticOutcome& o) {
   std::string out =
       fmt::format("joined\n{}\n{}\n{}\n{}\n{}\n{}\n{}", o.nodeRank, o.firstRank, o.numNodes,
                   o.worldSize, o.masterPort, o.masterAddr, o.successors.size());
-  for (const StoreCandidate& c : o.successors) out += fmt::format("\n{}\n{}", c.host, c.port);
+  for (const StoreCandidate& c : o.successors) {
+    out += fmt::format("\n{}\n{}\n{}", c.host, c.port, c.name);
+  }
   out += fmt::format("\n{}", o.excluded.size());
   for (const std::string& name : o.excluded) out += "\n" + name;
   return out;
@@ -237,7 +281,7 @@ ElasticOutcome decodeOutcome(const std::string& value, int round) {
   o.worldSize = f.number();
   o.masterPort = f.number();
   o.masterAddr = f.text();
-  for (int n = f.number(); n > 0; --n) o.successors.push_back({f.text(), f.number()});
+  for (int n = f.number(); n > 0; --n) o.successors.push_back({f.text(), f.number(), f.text()});
   for (int n = f.number(); n > 0; --n) o.excluded.push_back(f.text());
   return o;
 }

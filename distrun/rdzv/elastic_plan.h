@@ -5,6 +5,7 @@
 // I/O; unit-tested on their own.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct NodeRecord {
   int standbyPort = 0;
   std::string host;
   std::string name;
+  TrainedRound trained = {};  // the last round it trained in
 };
 
 // Fields separated by newlines (no field holds one: hosts and names are
@@ -55,6 +57,15 @@ struct RoundPlan {
 // contiguous per node in that order.
 RoundPlan planRound(const std::vector<NodeRecord>& arrivals, const FailureTable& failures,
                     int round, int minNodes);
+
+// Fencing: why round `round` of `arrivals` (its members) may not form, or
+// nullopt when it may. R is the latest round any arrival trained in, L its
+// node count, G its nodes known gone for sure (the union of the arrivals'
+// lists, less the arrivals), c the arrivals that trained in R. It forms when
+// 2c > L - |G|, or 2c = L - |G| with R's node rank 0 among them; always
+// when no arrival trained yet. Two sides of a partition never both pass
+// (they share R, a node gone for sure is on neither, R's node 0 on one).
+std::optional<std::string> fencedBy(const std::vector<NodeRecord>& arrivals, int round);
 
 // Arrival `index`'s outcome in `plan` (kJoined or kExcluded), its master
 // port still to be filled in.

@@ -48,6 +48,65 @@ NodeRecord node(const std::string& name, int nproc = 1, int preferred = -1,
   return NodeRecord{nproc, preferred, scope, standbyPort, name + ".host", name};
 }
 
+// `name`, which last trained in round `round` of `nodes` (its node 0 when
+// `zero`), knowing `gone` gone for sure.
+NodeRecord trainedIn(const std::string& name, int round, int nodes, bool zero = false,
+                     std::vector<std::string> gone = {}) {
+  NodeRecord r = node(name);
+  r.trained = TrainedRound{round, nodes, zero, std::move(gone)};
+  return r;
+}
+
+TEST(Fencing, AFirstRoundAndAMajorityOfTheLastRoundForm) {
+  EXPECT_EQ(detail::fencedBy({node("a")}, 0), std::nullopt);
+  EXPECT_EQ(detail::fencedBy({trainedIn("b", 0, 3), trainedIn("c", 0, 3)}, 1), std::nullopt);
+  // A newcomer does not count; the old members are enough.
+  EXPECT_EQ(detail::fencedBy({trainedIn("a", 4, 2), trainedIn("b", 4, 2), node("new")}, 5),
+            std::nullopt);
+}
+
+TEST(Fencing, AMinorityOfTheLastRoundIsFencedInOneLine) {
+  EXPECT_EQ(detail::fencedBy({trainedIn("c", 0, 3), node("new")}, 1),
+            "round 1 is fenced: 1 of the 3 nodes of round 0 (c) reach this rendezvous store, 0 "
+            "of the others are gone for sure; the rest may be training beyond a network "
+            "partition, so this side stops (a round goes on with more than half of the last "
+            "round's nodes not known gone, or half of them with its node rank 0)");
+}
+
+TEST(Fencing, HalfFormsOnlyWithTheLastRoundsNodeZero) {
+  EXPECT_EQ(detail::fencedBy({trainedIn("a", 2, 2, true)}, 3), std::nullopt);
+  EXPECT_NE(detail::fencedBy({trainedIn("b", 2, 2)}, 3), std::nullopt);
+  EXPECT_EQ(detail::fencedBy({trainedIn("a", 2, 4, true), trainedIn("b", 2, 4)}, 3), std::nullopt);
+  EXPECT_NE(detail::fencedBy({trainedIn("c", 2, 4), trainedIn("d", 2, 4)}, 3), std::nullopt);
+}
+
+// Nodes whose process is gone for sure are on no side: the survivors need
+// a majority of the rest. A name that arrived is not gone, whatever a
+// record says.
+TEST(Fencing, NodesGoneForSureAreCountedOut) {
+  EXPECT_EQ(
+      detail::fencedBy({trainedIn("b", 0, 4, false, {"d"}), trainedIn("c", 0, 4, false, {"a"})}, 1),
+      std::nullopt);  // 2 of the 2 not gone
+  EXPECT_NE(detail::fencedBy({trainedIn("b", 0, 4, false, {"c"}), trainedIn("c", 0, 4)}, 1),
+            std::nullopt);  // c is here: 2 of 4, without node 0
+}
+
+// Only the latest round trained counts: a node that missed it does not.
+TEST(Fencing, ArrivalsOfAnOlderRoundDoNotCount) {
+  EXPECT_NE(detail::fencedBy({trainedIn("a", 5, 3), trainedIn("b", 4, 2), trainedIn("c", 4, 2)}, 6),
+            std::nullopt);
+}
+
+TEST(Fencing, ARecordCarriesWhereItsNodeLastTrained) {
+  const NodeRecord r = trainedIn("b", 7, 3, true, {"a", "c"});
+  const NodeRecord back = detail::decodeRecord(detail::encodeRecord(r));
+  EXPECT_EQ(back.trained.round, 7);
+  EXPECT_EQ(back.trained.numNodes, 3);
+  EXPECT_TRUE(back.trained.wasNodeZero);
+  EXPECT_EQ(back.trained.gone, (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(back.name, "b");
+}
+
 TEST(PlanRound, ArrivalOrderGivesNodeRanksAndContiguousFirstRanks) {
   RoundPlan plan = detail::planRound({node("a", 2), node("b", 3), node("c", 1)}, {}, 0, 1);
   EXPECT_EQ(plan.nodeRank, (std::vector<int>{0, 1, 2}));

@@ -78,7 +78,7 @@ struct Arrival {
   Clock::time_point deadline;
   std::string record() const {
     return encodeRecord({join.nproc, join.preferredNodeRank, join.preferredRankScope,
-                         join.standbyPort, join.host, join.nodeName});
+                         join.standbyPort, join.host, join.nodeName, join.trained});
   }
 };
 
@@ -220,6 +220,10 @@ ElasticOutcome lead(const Arrival& a, long long arrived) {
   if (count < a.join.minNodes) failTooFew(a, count);
   FailureTable failures;
   std::vector<NodeRecord> records = gather(a, count, failures);
+  if (std::optional<std::string> fenced = fencedBy(records, a.round)) {
+    failRound(a, count,
+              fmt::format("{}; the rendezvous store is at {}", *fenced, a.store.address()));
+  }
   RoundPlan plan = planRound(records, failures, a.round, a.join.minNodes);
   const int port = masterPort(a, plan, records);
   StoreBatch batch;

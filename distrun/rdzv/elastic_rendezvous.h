@@ -12,6 +12,15 @@ namespace distrun::rdzv {
 
 class StoreClient;
 
+// The round a node last trained in, as fencing counts it (docs/launcher.md,
+// "Fencing a partition"): round -1 before its first.
+struct TrainedRound {
+  int round = -1;
+  int numNodes = 0;               // of that round
+  bool wasNodeZero = false;       // this node was its node rank 0
+  std::vector<std::string> gone;  // its nodes known gone for sure since (names)
+};
+
 // One agent's request to join a round of the elastic rendezvous
 // (`--nnodes MIN:MAX`, torchrun's c10d rendezvous: node ranks by arrival).
 struct ElasticJoin {
@@ -33,6 +42,9 @@ struct ElasticJoin {
   // Called only on the node that becomes node rank 0: a free port on its
   // host for the workers' own store (MASTER_PORT).
   std::function<int()> pickMasterPort;
+  // Where this node last trained: a round forms only with a quorum of the
+  // last round trained (fencing: detail::fencedBy).
+  TrainedRound trained;
 };
 
 enum class ElasticStatus {

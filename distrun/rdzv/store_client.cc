@@ -144,9 +144,11 @@ long long StoreClient::add(const std::string& key, long long delta) {
 }
 
 void StoreClient::setWill(const std::string& counterKey, const std::string& prefix,
-                          const std::string& value) {
+                          const std::string& value, const std::string& closedValue) {
   DISTRUN_ENFORCE(!counterKey.empty(), "a will needs the key of its sequence's counter");
-  request(Frame{Op::kWill, {counterKey, prefix, value}}, std::nullopt);
+  Frame will{Op::kWill, {counterKey, prefix, value}};
+  if (!closedValue.empty()) will.fields.push_back(closedValue);
+  request(will, std::nullopt);
   hasWill_ = true;
 }
 

@@ -74,11 +74,15 @@ class StoreClient {
   // store appends `value` to the sequence counted by `counterKey`, at
   // `prefix` + index, as publishEvent does (launch/job_events.cc: counter
   // roundKey(k, "events"), prefix roundKey(k, "event/")). A later call
-  // replaces the will. `counterKey` must not be empty.
+  // replaces the will. `counterKey` must not be empty. `closedValue`, when
+  // not empty, is appended instead if this process died for sure (its
+  // kernel closed the connection), where `value` is for a connection that
+  // went silent (a host cut off may still live).
   // Hold a will on a connection whose get() never times out (or that makes
   // no get()): a get() whose time-out passes gives up the connection, so the
   // will fires, and get() then throws RendezvousError saying so.
-  void setWill(const std::string& counterKey, const std::string& prefix, const std::string& value);
+  void setWill(const std::string& counterKey, const std::string& prefix, const std::string& value,
+               const std::string& closedValue = {});
   // Withdraws the will; the connection stays.
   void clearWill();
   // A clean leave: withdraws the will, if one is set, and closes the

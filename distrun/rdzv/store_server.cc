@@ -19,6 +19,16 @@ namespace distrun::rdzv {
 
 namespace {
 
+// Whether the peer's kernel ended the connection (EOF, a reset): its
+// process is gone, rather than its host silent (a keepalive or user
+// time-out, no route). Read before the socket closes.
+bool endedByPeersKernel(int fd) {
+  int error = 0;
+  socklen_t length = sizeof(error);
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) return false;
+  return error == 0 || error == ECONNRESET || error == EPIPE;
+}
+
 // kAdd's new total: `current` (a stored value, read as a number) plus
 // `delta`. nullopt when `delta` is not a decimal long long or the sum would
 // overflow one (found by fuzz/store_frames; the connection is then closed).
@@ -67,6 +77,7 @@ struct StoreServer::Will {
   std::string counter;
   std::string prefix;
   std::string value;
+  std::string closedValue;  // when the peer's kernel ended the connection; "": value
 };
 
 struct StoreServer::Connection {
@@ -425,7 +436,8 @@ bool StoreServer::leaveWill(Connection& c, Frame& frame) {
   c.will.reset();
   if (!frame.fields[0].empty()) {
     c.will = Will{c.keyPrefix + frame.fields[0], c.keyPrefix + frame.fields[1],
-                  std::move(frame.fields[2])};
+                  std::move(frame.fields[2]),
+                  frame.fields.size() > 3 ? std::move(frame.fields[3]) : std::string()};
   }
   reply(c, Frame{Op::kOk, {}});
   return true;
@@ -434,9 +446,11 @@ bool StoreServer::leaveWill(Connection& c, Frame& frame) {
 // Appends a closed connection's will to its sequence, as `n = add(counter,
 // 1)` then `set(prefix + (n - 1), value)` from a client would. A counter at
 // the top of a long long appends nothing.
-void StoreServer::carryOut(const Will& will) {
+void StoreServer::carryOut(const Will& will, bool closedByPeer) {
   std::optional<long long> total = storeAdd(will.counter, "1");
-  if (total) storeSet(will.prefix + std::to_string(*total - 1), will.value);
+  const std::string& value =
+      closedByPeer && !will.closedValue.empty() ? will.closedValue : will.value;
+  if (total) storeSet(will.prefix + std::to_string(*total - 1), value);
 }
 
 void StoreServer::wake(const std::string& key, const std::string& value) {
@@ -488,11 +502,12 @@ void StoreServer::disconnect(int fd, bool rejected) {
     std::erase(list, fd);
   }
   std::optional<Will> will = std::move(it->second->will);
+  const bool closedByPeer = will && endedByPeersKernel(fd);
   watch(fd, EPOLL_CTL_DEL, 0);
   connections_.erase(it);  // closes the socket
   // After the erase: carrying it out wakes waiters, whose own requests may
   // close (and so look up) other connections.
-  if (will) carryOut(*will);
+  if (will) carryOut(*will, closedByPeer);
 }
 
 }  // namespace distrun::rdzv

@@ -117,7 +117,7 @@ class StoreServer {
   std::optional<long long> storeAdd(const std::string& key, const std::string& delta);
   bool leaveWill(Connection& c, Frame& frame);
   struct Will;
-  void carryOut(const Will& will);
+  void carryOut(const Will& will, bool closedByPeer);
   void disconnect(int fd, bool rejected);
   void updateInterest(Connection& c);
   int msUntilNextHelloDeadline() const;

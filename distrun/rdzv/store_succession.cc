@@ -1,6 +1,7 @@
 #include "distrun/rdzv/store_succession.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -26,8 +27,10 @@ namespace {
 
 std::string addressOf(const StoreCandidate& c) { return fmt::format("{}:{}", c.host, c.port); }
 
-// What a walk learnt of one candidate.
-enum class Answer { kServes, kDead };
+// What a walk learnt of one candidate: it serves, its process is gone for
+// sure (refused), or it is dead as far as the walk can tell (its host
+// silent: a partition's far side looks the same).
+enum class Answer { kServes, kGone, kDead };
 
 // One walk: its list, its deadline, and what it needs to tell.
 struct Walk {
@@ -87,7 +90,7 @@ Answer ask(const Walk& walk, size_t index) {
     // Refused, unreachable, or unanswered for the whole per-candidate time:
     // no live agent there. Cut short by the walk's deadline: not known.
     if (Clock::now() >= walk.deadline) throwWalkTimedOut(walk, index);
-    return Answer::kDead;
+    return attempt.error == ECONNREFUSED ? Answer::kGone : Answer::kDead;
   }
   const std::string where = addressOf(c);
   setKeepAlive(attempt.fd.get(), where);
@@ -108,10 +111,13 @@ StoreLocation findOrBecomeStore(const std::vector<StoreCandidate>& candidates, s
                                 const StoreCandidate& lost, const SuccessionOptions& options) {
   DISTRUN_ENFORCE_LT(selfIndex, candidates.size(), "this agent is not among the candidates");
   const Walk walk{candidates, token, lost, options, Clock::now() + options.timeout};
+  std::vector<StoreCandidate> gone;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (candidates[i] == lost) continue;
-    if (i == selfIndex) return {candidates[i], standby.serve(token, options.limits)};
-    if (ask(walk, i) == Answer::kServes) return {candidates[i], nullptr};
+    if (i == selfIndex) return {candidates[i], standby.serve(token, options.limits), gone};
+    const Answer answer = ask(walk, i);
+    if (answer == Answer::kServes) return {candidates[i], nullptr, gone};
+    if (answer == Answer::kGone) gone.push_back(candidates[i]);
   }
   throw RendezvousError(fmt::format(
       "store succession: no candidate serves the rendezvous store after the loss of {}: this "

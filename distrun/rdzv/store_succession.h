@@ -47,8 +47,9 @@ namespace distrun::rdzv {
 // What breaks it, and so what it does not survive:
 // - a network partition: if B cannot reach A (a cut link, a firewall, a
 //   full accept queue dropping SYNs for longer than the per-candidate
-//   time-out), B takes the live A for a dead host and both may serve; the
-//   job splits in two;
+//   time-out), B takes the live A for a dead host and both may serve
+//   (the round's fencing then lets only one side train: elastic_plan.h,
+//   fencedBy);
 // - an old store that is not dead but unreachable from some agents: those
 //   walk and elect a new store while the others keep using the old one;
 //   walk only after the store's connection broke (EOF, reset, keepalive
@@ -70,6 +71,7 @@ namespace distrun::rdzv {
 struct StoreCandidate {
   std::string host;
   int port = 0;
+  std::string name = {};  // its node's name (not part of its identity as an address)
 };
 
 inline bool operator==(const StoreCandidate& a, const StoreCandidate& b) {
@@ -116,6 +118,9 @@ struct SuccessionOptions {
 struct StoreLocation {
   StoreCandidate address;
   std::unique_ptr<StoreServer> server;  // empty unless this agent serves
+  // The candidates the walk found gone for sure: their standby refused the
+  // connect (their process died; a host cut off never refuses).
+  std::vector<StoreCandidate> gone;
 };
 
 // Walks `candidates` in order (above) for this agent, `candidates[selfIndex]`

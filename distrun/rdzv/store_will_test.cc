@@ -63,6 +63,16 @@ TEST_F(StoreWillTest, AConnectionClosedWithItsWillSetAppendsItToTheEventSequence
 
 // A will left in a key space is carried out in that space: the job's own
 // event sequence, not another's on the same store.
+// A will with a second value: that one when the client's kernel closed the
+// connection (its process is gone for sure); the first is for a
+// connection that went silent (a keepalive time-out), as a host cut off.
+TEST_F(StoreWillTest, AClosedConnectionsWillAppendsItsClosedValue) {
+  auto agent = client();
+  agent->setWill("r0/events", "r0/event/", "node_lost\nnode 2", "node_died\nnode 2");
+  agent.reset();  // EOF, as when its process dies
+  EXPECT_EQ(watcher->get("r0/event/0", kGenerous), "node_died\nnode 2");
+}
+
 TEST_F(StoreWillTest, AWillFiresInItsClientsKeySpace) {
   const int port = server.port();
   auto agent = std::make_unique<StoreClient>("127.0.0.1", port, "secret", kGenerous, "jobA");

@@ -77,7 +77,9 @@ std::optional<size_t> requestFieldCount(Op op) {
 bool fieldCountFits(Op op, size_t count) {
   std::optional<size_t> fields = requestFieldCount(op);
   if (!fields) return false;
-  return op == Op::kHello ? count == 1 || count == 2 : count == *fields;
+  if (op == Op::kHello) return count == 1 || count == 2;
+  if (op == Op::kWill) return count == 3 || count == 4;  // the 4th: its value if closed
+  return count == *fields;
 }
 
 }  // namespace distrun::rdzv

@@ -29,12 +29,15 @@ namespace distrun::rdzv {
 //   kCompareSet key expected desired -> kValue current: sets `desired` when
 //                           the value is `expected` (an absent key reads as
 //                           ""); `current` is the value held afterwards
-//   kWill counter prefix value -> kOk  (this connection's last will)
+//   kWill counter prefix value [closed] -> kOk  (this connection's last will)
 // A will is kept with its connection, one per connection (a later kWill
 // replaces it; an empty counter clears it). When the connection closes
 // while the will is set (the client died: EOF, a reset, a keepalive
 // time-out; or it just closed without clearing it), the server appends
-// `value` to the sequence that `counter` counts, as one client's
+// `value` to the sequence that `counter` counts (`closed` instead, when
+// given, if the peer's kernel ended the connection, EOF or reset: its
+// process is gone for sure, where a keepalive time-out may be a host cut
+// off and alive), as one client's
 // `n = kAdd counter 1` then `kSet prefix<n-1> value` would, waking their
 // waiters: the key scheme of the job's event sequence (`r<k>/events`,
 // `r<k>/event/<i>`, distrun/launch/job_events.cc). No will fires when the

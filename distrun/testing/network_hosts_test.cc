@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -250,15 +251,49 @@ for step in range(20):
 
 class ElasticAcrossHostsTest : public AcrossHostsTest {
  protected:
-  // `distrun run --nnodes 2:3` on host `host`, the store at nid001.
-  std::string elasticAgent(int host, int port) const {
+  // `distrun run --nnodes NODES` on host `host`, the store at nid001.
+  std::string elasticAgent(int host, int port, const std::string& nodes = "2:3") const {
     return hosts_->on(
         host, fmt::format("cd {} && DISTRUN_TOKEN=netns-test DISTRUN_SITE_PATH={} {} run --site "
-                          "cluster --nnodes 2:3 --rdzv-backend c10d --rdzv-endpoint nid001:{} "
+                          "cluster --nnodes {} --rdzv-backend c10d --rdzv-endpoint nid001:{} "
                           "--rdzv-id netns --max-restarts 3 --rdzv-conf "
                           "last_call_timeout=1,join_timeout=20 --nproc-per-node 1 --python "
                           "/usr/bin/python3 elastic_steps.py",
-                          quote(dir_), quote(path("sites")), distrun(), port));
+                          quote(dir_), quote(path("sites")), distrun(), nodes, port));
+  }
+  // Three hosts of `--nnodes 1:3` training, then `side` split from the
+  // others: the others finish in a world of two; every host of `side`
+  // ends, fenced, without training alone.
+  void expectOnlyTheMajorityTrainsOn(const std::vector<int>& side) {
+    hosts_.emplace(3);
+    write("elastic_steps.py", kElasticSteps);
+    const int port = freePort();
+    std::vector<int> agents;
+    for (int host = 1; host <= 3; ++host) {
+      agents.push_back(
+          startCommand(elasticAgent(host, port, "1:3"), path(fmt::format("host{}.log", host))));
+      if (host == 1) ::usleep(300000);  // nid001 binds the endpoint: it hosts the store
+    }
+    for (int host = 1; host <= 3; ++host) {
+      ASSERT_TRUE(waitForLines(path(fmt::format("host{}.log", host)), 2, 90))
+          << log(fmt::format("host{}.log", host));
+    }
+    hosts_->partition(side);
+    for (int host = 1; host <= 3; ++host) {
+      const std::string name = fmt::format("host{}.log", host);
+      const bool minority = std::count(side.begin(), side.end(), host) > 0;
+      const int code = waitCommand(agents[static_cast<size_t>(host - 1)]);
+      if (minority) {
+        EXPECT_NE(code, 0) << log(name);
+        EXPECT_THAT(log(name), Not(HasSubstr(" of 1 step"))) << "trained alone";
+        EXPECT_THAT(log(name), ::testing::ContainsRegex("round [0-9]+ is fenced: 1 of the 3 nodes "
+                                                        "of round 0 \\(nid00[0-9]\\) reach"))
+            << log(name);
+      } else {
+        EXPECT_EQ(code, 0) << log(name);
+        EXPECT_THAT(log(name), HasSubstr(" of 2 step 19\n"));
+      }
+    }
   }
 };
 
@@ -309,6 +344,17 @@ TEST_F(AcrossHostsTest, DistrunsBenchRunsAcrossHostsOnTheFastLink) {
     EXPECT_GE(hosts_->sentBytes(host, "hsn0"), 6 * (4u << 20)) << NetworkHosts::name(host);
     EXPECT_LT(hosts_->sentBytes(host, "eth0"), 1u << 20) << NetworkHosts::name(host);
   }
+}
+
+// A partition of an elastic job that could run on one node (--nnodes
+// 1:3): the side with two of the three hosts trains on, the single host
+// never does, whether it hosts the store or not (fencing: docs/launcher.md).
+TEST_F(ElasticAcrossHostsTest, APartitionLeavesOnlyTheMajorityTrainingWhenTheStoreIsWithIt) {
+  expectOnlyTheMajorityTrainsOn({3});
+}
+
+TEST_F(ElasticAcrossHostsTest, APartitionLeavesOnlyTheMajorityTrainingWhenTheStoreIsNot) {
+  expectOnlyTheMajorityTrainsOn({1});
 }
 
 }  // namespace
