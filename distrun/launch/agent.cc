@@ -475,8 +475,8 @@ void Agent::Loop::operator()(const FindStore&) {
     if (at.server) server_ = std::move(at.server);
     for (const rdzv::StoreCandidate& c : at.gone) noteGone(c.name);
     storeAt_ = at.address;
-    store_ = std::make_unique<rdzv::StoreClient>(storeAt_.host, storeAt_.port, config_.token,
-                                                 config_.joinTimeout, config_.runId);
+    store_.reset();
+    store();  // connects to the new store now, inside this try
   } catch (const Error& e) {
     feed(supervisor_.rendezvousFailed(
         fmt::format("the rendezvous store at {} was lost and no successor took over: {}", lost,

@@ -126,6 +126,17 @@ void setKeepAlive(int fd, const std::string& where) {
 
 namespace {
 
+// `addr` as text ("10.1.0.7").
+std::string addressText(const sockaddr_in& addr) {
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
+  return text;
+}
+
+const sockaddr_in& firstAddress(const AddrInfo& ai) {
+  return *reinterpret_cast<const sockaddr_in*>(ai.list->ai_addr);
+}
+
 // Whether `addr` is one of this machine's: binding it (port 0) succeeds.
 bool isLocal(const sockaddr_in& addr) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -143,7 +154,7 @@ bool isThisMachine(const std::string& host) {
   } catch (const ConfigError&) {
     return false;
   }
-  return isLocal(*reinterpret_cast<const sockaddr_in*>(ai.list->ai_addr));
+  return isLocal(firstAddress(ai));
 }
 
 std::string storeBindAddress(const std::string& reachHost, bool severalNodes) {
@@ -153,12 +164,10 @@ std::string storeBindAddress(const std::string& reachHost, bool severalNodes) {
   } catch (const ConfigError&) {
     return "0.0.0.0";  // the clients' own connect names the host that does not resolve
   }
-  const auto& addr = *reinterpret_cast<const sockaddr_in*>(ai.list->ai_addr);
+  const sockaddr_in& addr = firstAddress(ai);
   const bool loopback = (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
   if ((loopback && severalNodes) || !isLocal(addr)) return "0.0.0.0";
-  char text[INET_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
-  return text;
+  return addressText(addr);
 }
 
 namespace {
@@ -182,10 +191,7 @@ ConnectAttempt attemptConnect(const addrinfo* addr, Clock::time_point deadline,
 std::string resolvedAddress(const std::string& host) {
   AddrInfo ai;
   resolve(host, 0, false, ai);
-  char text[INET_ADDRSTRLEN] = {};
-  const auto& addr = *reinterpret_cast<const sockaddr_in*>(ai.list->ai_addr);
-  ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text));
-  return text;
+  return addressText(firstAddress(ai));
 }
 
 ConnectAttempt tryConnectTcp(const std::string& host, int port, Clock::time_point deadline) {
@@ -208,7 +214,7 @@ int connectTcp(const std::string& host, int port, Clock::time_point deadline) {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
-  const std::string address = resolvedAddress(host);
+  const std::string address = addressText(firstAddress(ai));
   throw TimeoutError(fmt::format("cannot reach the rendezvous store at {}{}: {}", where,
                                  address == host ? "" : " (" + address + " from here)",
                                  std::strerror(lastError)));

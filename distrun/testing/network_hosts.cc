@@ -39,6 +39,13 @@ void run(const std::string& command) {
   }
 }
 
+// A namespace with every process still in it, and its hosts file.
+void removeNamespace(const std::string& ns) {
+  runCommand("ip netns pids " + ns + " | xargs -r kill -9; ip netns del " + ns + " 2>/dev/null");
+  std::error_code ec;
+  std::filesystem::remove_all("/etc/netns/" + ns, ec);
+}
+
 bool pidAlive(const std::string& pid) {
   return ::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno == EPERM;
 }
@@ -50,8 +57,7 @@ void removeStaleHosts() {
   for (const std::string& line : lines(runCommand("ip netns list").out)) {
     const std::string ns = line.substr(0, line.find(' '));
     if (!std::regex_match(ns, m, kNamespace) || pidAlive(m[1].str())) continue;
-    runCommand("ip netns pids " + ns + " | xargs -r kill -9; ip netns del " + ns);
-    std::filesystem::remove_all("/etc/netns/" + ns);
+    removeNamespace(ns);
   }
   for (const std::string& name : lines(runCommand("ls /sys/class/net").out)) {
     if (std::regex_match(name, m, kBridge) && !pidAlive(m[1].str())) {
@@ -107,10 +113,7 @@ NetworkHosts::~NetworkHosts() { removeAll(); }
 
 void NetworkHosts::removeAll() {
   for (int host = 1; host <= count_; ++host) {
-    runCommand("ip netns pids " + ns(host) + " | xargs -r kill -9; ip netns del " + ns(host) +
-               " 2>/dev/null");
-    std::error_code ec;
-    std::filesystem::remove_all("/etc/netns/" + ns(host), ec);
+    removeNamespace(ns(host));
   }
   for (const char* b : {"M", "F", "PM", "PF"}) {
     runCommand("ip link del " + bridge(b) + " 2>/dev/null");

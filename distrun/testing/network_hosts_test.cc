@@ -30,19 +30,20 @@ using ::testing::Not;
 
 constexpr std::uint64_t kTensorBytes = 16 << 20;  // each all_reduce's, float32
 
-// PyTorch's gloo all_reduce of 16 MiB, three times, under torchrun's
-// variables: what a site's DDP job does on its fast network.
-// Steps of a small all_reduce, one a second, for up to two minutes: a job
-// that is running when its network fails.
-constexpr const char* kSteps = R"(import time, torch, torch.distributed as dist
+// `steps.py COUNT PAUSE`: COUNT steps of a small all_reduce, PAUSE seconds
+// apart, each saying its rank and world: a job that is running when its
+// network fails (and, elastic, re-forms).
+constexpr const char* kSteps = R"(import sys, time, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 t = torch.ones(1024)
-for step in range(120):
+for step in range(int(sys.argv[1])):
     dist.all_reduce(t)
-    print(f"rank {dist.get_rank()} step {step}", flush=True)
-    time.sleep(1)
+    print(f"rank {dist.get_rank()} of {dist.get_world_size()} step {step}", flush=True)
+    time.sleep(float(sys.argv[2]))
 )";
 
+// PyTorch's gloo all_reduce of 16 MiB, three times, under torchrun's
+// variables: what a site's DDP job does on its fast network.
 constexpr const char* kAllReduce = R"(import os, torch, torch.distributed as dist
 dist.init_process_group("gloo")
 t = torch.ones(4 << 20)
@@ -180,8 +181,8 @@ TEST_F(AcrossHostsTest, AStoreUnreachableFromAHostIsNamedWithTheAddressTried) {
 TEST_F(AcrossHostsTest, AHostCutOffMidJobEndsBothAgentsNamingIt) {
   hosts_.emplace(2);
   const int port = freePort();
-  int first = startCommand(agent(0, port, "steps.py"), path("node0.log"));
-  int second = startCommand(agent(1, port, "steps.py"), path("node1.log"));
+  int first = startCommand(agent(0, port, "steps.py 120 1"), path("node0.log"));
+  int second = startCommand(agent(1, port, "steps.py 120 1"), path("node1.log"));
   ASSERT_TRUE(waitForLines(path("node1.log"), 2, 60)) << log("node1.log");
   const auto cutAt = std::chrono::steady_clock::now();
   hosts_->cut(2);
@@ -199,12 +200,6 @@ TEST_F(AcrossHostsTest, AHostCutOffMidJobEndsBothAgentsNamingIt) {
   EXPECT_THAT(log("node1.log"), HasSubstr("(did node 0's agent or its host die?)\n"));
 }
 
-}  // namespace
-}  // namespace distrun::testing
-
-namespace distrun::testing {
-namespace {
-
 // A job of fixed nodes on three hosts, nid003 split from the other two:
 // no side trains on (a fixed job never re-forms), every agent ends, and
 // nid001's report names nid003.
@@ -215,7 +210,7 @@ TEST_F(AcrossHostsTest, APartitionEndsAFixedJobOnBothSides) {
   std::vector<int> agents;
   for (int node = 0; node < 3; ++node) {
     agents.push_back(
-        startCommand(agent(node, port, "steps.py"), path(fmt::format("node{}.log", node))));
+        startCommand(agent(node, port, "steps.py 120 1"), path(fmt::format("node{}.log", node))));
   }
   for (int node = 0; node < 3; ++node) {
     ASSERT_TRUE(waitForLines(path(fmt::format("node{}.log", node)), 2, 60))
@@ -232,23 +227,6 @@ TEST_F(AcrossHostsTest, APartitionEndsAFixedJobOnBothSides) {
   }
 }
 
-}  // namespace
-}  // namespace distrun::testing
-
-namespace distrun::testing {
-namespace {
-
-// Steps of an elastic job's workers: each says its world, 20 steps of half
-// a second, then the job is done.
-constexpr const char* kElasticSteps = R"(import os, time, torch, torch.distributed as dist
-dist.init_process_group("gloo")
-t = torch.ones(1024)
-for step in range(20):
-    dist.all_reduce(t)
-    print(f"rank {dist.get_rank()} of {dist.get_world_size()} step {step}", flush=True)
-    time.sleep(0.5)
-)";
-
 class ElasticAcrossHostsTest : public AcrossHostsTest {
  protected:
   // `distrun run --nnodes NODES` on host `host`, the store at nid001.
@@ -258,7 +236,7 @@ class ElasticAcrossHostsTest : public AcrossHostsTest {
                           "cluster --nnodes {} --rdzv-backend c10d --rdzv-endpoint nid001:{} "
                           "--rdzv-id netns --max-restarts 3 --rdzv-conf "
                           "last_call_timeout=1,join_timeout=20 --nproc-per-node 1 --python "
-                          "/usr/bin/python3 elastic_steps.py",
+                          "/usr/bin/python3 steps.py 20 0.5",
                           quote(dir_), quote(path("sites")), distrun(), nodes, port));
   }
   // Three hosts of `--nnodes 1:3` training, then `side` split from the
@@ -266,7 +244,6 @@ class ElasticAcrossHostsTest : public AcrossHostsTest {
   // ends, fenced, without training alone.
   void expectOnlyTheMajorityTrainsOn(const std::vector<int>& side) {
     hosts_.emplace(3);
-    write("elastic_steps.py", kElasticSteps);
     const int port = freePort();
     std::vector<int> agents;
     for (int host = 1; host <= 3; ++host) {
@@ -302,7 +279,6 @@ class ElasticAcrossHostsTest : public AcrossHostsTest {
 // cannot gather the 2 nodes --nnodes 2:3 needs) and ends.
 TEST_F(ElasticAcrossHostsTest, AHostCutOffLeavesTheOthersTrainingWithoutIt) {
   hosts_.emplace(3);
-  write("elastic_steps.py", kElasticSteps);
   const int port = freePort();
   std::vector<int> agents;
   for (int host = 1; host <= 3; ++host) {
