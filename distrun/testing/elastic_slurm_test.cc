@@ -29,6 +29,9 @@ using ::testing::HasSubstr;
 constexpr int kRecordSeconds = 60;
 // The agents' rendezvous settings: a round waits 2 s for more nodes.
 const std::string kRdzvConf = " --rdzv-conf last_call_timeout=2,join_timeout=10 ";
+// For a test whose first round must hold every node: under load one agent
+// of `srun -N3` was seen to start more than 2 s after the others.
+const std::string kPatientRdzvConf = " --rdzv-conf last_call_timeout=10,join_timeout=20 ";
 
 class ElasticSlurmFixture : public SlurmTest {
  protected:
@@ -62,10 +65,10 @@ class ElasticSlurmFixture : public SlurmTest {
   }
   // `srun SRUN distrun run --nnodes NODES ...` of every test: one agent per
   // node, a node's loss not ending the step; `run` holds more flags.
-  std::string step(const std::string& srun, const std::string& nodes,
-                   const std::string& run) const {
+  std::string step(const std::string& srun, const std::string& nodes, const std::string& run,
+                   const std::string& rdzvConf = kRdzvConf) const {
     return "srun " + srun + " --ntasks-per-node=1 --no-kill " + distrun() + " run --nnodes " +
-           nodes + " --max-restarts 2" + kRdzvConf + run;
+           nodes + " --max-restarts 2" + rdzvConf + run;
   }
   // Starts `command` under the cluster in the background, its output in
   // the test's log.
@@ -117,7 +120,7 @@ class ElasticSlurmTest : public ElasticSlurmFixture, public ::testing::WithParam
 
 TEST_P(ElasticSlurmTest, AStepLosingANodeFinishesOnTheOtherTwo) {
   const std::string victim = "node" + std::to_string(GetParam() + 1);  // Slurm's node id
-  int srun = start(step("-N3", "2:3", worker(8)));
+  int srun = start(step("-N3", "2:3", worker(8), kPatientRdzvConf));
   ASSERT_NO_FATAL_FAILURE(waitForEveryNode());
   killAgent(victim);
   waitCommand(srun);

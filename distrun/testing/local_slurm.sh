@@ -16,6 +16,13 @@
 #                                      that process is gone, killed or not
 #   local_slurm.sh stop DIR            stop every daemon started under DIR
 #   local_slurm.sh check               exit 0 if Slurm and munge are installed
+#
+# Hosts mode: with NETWORK_HOSTS=N and NETWORK_HOST_1..N in the environment
+# (network_hosts.h: hosts that are network namespaces) and
+# NETWORK_HOSTS_HERE (this machine's address on their management network),
+# the nodes are those hosts: slurmd of nidK runs on host K (NodeAddr the
+# address its name resolves to there), slurmctld here, and names resolve
+# through each host's own hosts file, so no nss_wrapper.
 set -euo pipefail
 
 # Ports: slurmctld on BASE, slurmd of nodeK on BASE+K. BASE varies with the
@@ -75,6 +82,10 @@ MinJobAge=300
 SlurmctldTimeout=30
 SlurmdTimeout=30
 EOF
+  if [[ -n ${NETWORK_HOSTS:-} ]]; then
+    write_hosts_nodes "$dir" "$cpus"
+    return
+  fi
   for ((k = 1; k <= last; k++)); do
     echo "NodeName=node$k NodeHostname=localhost NodeAddr=127.0.0.$((10 + k)) Port=$((kBasePort + k)) CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN" >>"$dir/slurm.conf"
   done
@@ -96,9 +107,32 @@ EOF
   echo "127.0.0.1 localhost" >>"$dir/hosts"
 }
 
+# Hosts mode's nodes and partition (nid001..): slurmctld at this machine's
+# address on the hosts' network, each node at its host's.
+write_hosts_nodes() {
+  local dir=$1 cpus=$2 k name address names=()
+  sed -i "s/^SlurmctldHost=.*/SlurmctldHost=localhost($NETWORK_HOSTS_HERE)/" "$dir/slurm.conf"
+  for ((k = 1; k <= NETWORK_HOSTS; k++)); do
+    name=$(printf 'nid%03d' "$k")
+    address=$(on_host "$k" getent ahostsv4 "$name" | awk 'NR == 1 {print $1}')
+    [[ -n $address ]] || { echo "local_slurm: $name does not resolve on its host" >&2; return 1; }
+    echo "NodeName=$name NodeHostname=$name NodeAddr=$address Port=$((kBasePort + k)) CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN" >>"$dir/slurm.conf"
+    names+=("$name")
+  done
+  echo "PartitionName=test Nodes=$(IFS=,; echo "${names[*]}") Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" >>"$dir/slurm.conf"
+}
+
+# on_host K PROGRAM ARGS...: PROGRAM on host K (hosts mode).
+on_host() {
+  local words="NETWORK_HOST_$1"
+  shift
+  eval "${!words}" '"$@"'
+}
+
 env_lines() {
   local dir=$1
   echo "export SLURM_CONF=$dir/slurm.conf"
+  [[ -n ${NETWORK_HOSTS:-} ]] && return
   echo "export NSS_WRAPPER_HOSTS=$dir/hosts"
   echo "export LD_PRELOAD=$kNssWrapper"
 }
@@ -134,13 +168,21 @@ start() {
   start_munge "$dir"
   eval "$(env_lines "$dir")"
   slurmctld -i -f "$dir/slurm.conf"
-  for ((k = 1; k <= nodes; k++)); do
-    mkdir -p "$dir/spool/node$k"
-    slurmd -f "$dir/slurm.conf" -N "node$k"
-  done
-  mkdir -p "$dir/spool/spec1"
-  slurmd -f "$dir/slurm.conf" -N spec1
-  wait_idle "$dir" "$((nodes + 1))"
+  if [[ -n ${NETWORK_HOSTS:-} ]]; then
+    for ((k = 1; k <= NETWORK_HOSTS; k++)); do
+      mkdir -p "$dir/spool/$(printf 'nid%03d' "$k")"
+      on_host "$k" slurmd -f "$dir/slurm.conf" -N "$(printf 'nid%03d' "$k")"
+    done
+    wait_idle "$dir" "$NETWORK_HOSTS"
+  else
+    for ((k = 1; k <= nodes; k++)); do
+      mkdir -p "$dir/spool/node$k"
+      slurmd -f "$dir/slurm.conf" -N "node$k"
+    done
+    mkdir -p "$dir/spool/spec1"
+    slurmd -f "$dir/slurm.conf" -N spec1
+    wait_idle "$dir" "$((nodes + 1))"
+  fi
   [[ -n $owner ]] && setsid -f bash "$0" watch "$dir" "$owner" </dev/null >/dev/null 2>&1
   env_lines "$dir"
 }

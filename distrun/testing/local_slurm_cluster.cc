@@ -33,7 +33,7 @@ std::string LocalSlurmCluster::unavailableReason() {
   return "";
 }
 
-LocalSlurmCluster::LocalSlurmCluster(int nodes) {
+LocalSlurmCluster::LocalSlurmCluster(int nodes, const std::string& hosts) {
   char pattern[] = "/tmp/distrun-slurm-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) {
     throw std::runtime_error("mkdtemp failed for the Slurm cluster directory");
@@ -41,7 +41,7 @@ LocalSlurmCluster::LocalSlurmCluster(int nodes) {
   dir_ = pattern;
   // This process owns the cluster: if it is killed (a test's time limit),
   // the script's watcher stops the daemons.
-  CommandResult start = runCommand("bash " + script() + " start " + quote(dir_) + " " +
+  CommandResult start = runCommand(hosts + " bash " + script() + " start " + quote(dir_) + " " +
                                    std::to_string(nodes) + " " + std::to_string(::getpid()));
   if (start.exitCode != 0) {
     std::string logs = runCommand("tail -n 20 " + quote(dir_) + "/log/*").out;

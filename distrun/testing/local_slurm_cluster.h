@@ -17,8 +17,11 @@ class LocalSlurmCluster {
   static std::string unavailableReason();
 
   // Starts the cluster and waits until every node is idle. Throws
-  // std::runtime_error with the script's output when it fails.
-  explicit LocalSlurmCluster(int nodes);
+  // std::runtime_error with the script's output when it fails. With
+  // `hosts`, the words of NetworkHosts::environment() and
+  // NETWORK_HOSTS_HERE (its reachFromHere()), the nodes are those hosts,
+  // nid001..., each slurmd in its own (local_slurm.sh's hosts mode).
+  explicit LocalSlurmCluster(int nodes, const std::string& hosts = "");
   ~LocalSlurmCluster();
   LocalSlurmCluster(const LocalSlurmCluster&) = delete;
   LocalSlurmCluster& operator=(const LocalSlurmCluster&) = delete;

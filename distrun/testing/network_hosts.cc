@@ -70,7 +70,7 @@ void removeStaleHosts() {
 
 std::string NetworkHosts::unavailable() {
   if (::geteuid() != 0) return "network hosts need root (ip netns)";
-  for (const char* tool : {"ip", "tc", "unshare"}) {
+  for (const char* tool : {"ip", "tc", "unshare", "nsenter"}) {
     if (runCommand(fmt::format("command -v {}", tool)).exitCode != 0) {
       return fmt::format("network hosts need '{}' (iproute2, util-linux: scripts/install-deps)",
                          tool);
@@ -163,9 +163,33 @@ void NetworkHosts::resolveOn(int host, const std::string& hostName, const std::s
   writeHostsFile(host);
 }
 
+// Not `ip netns exec`, which mounts a sysfs of the namespace's own over
+// /sys and so hides /sys/fs/cgroup, without which slurmd does not start:
+// the host's network namespace, and a mount namespace of its own in which
+// its hosts file is /etc/hosts.
+std::string NetworkHosts::runsOn(int host) const {
+  return fmt::format(
+      "nsenter --net=/run/netns/{} unshare --mount --uts -- sh -c {} sh", ns(host),
+      quote(fmt::format("mount --bind /etc/netns/{}/hosts /etc/hosts && hostname {} && exec \"$@\"",
+                        ns(host), name(host))));
+}
+
 std::string NetworkHosts::on(int host, const std::string& command) const {
-  return fmt::format("ip netns exec {} unshare --uts -- sh -c {} sh {}", ns(host),
-                     quote("hostname " + name(host) + " && exec sh -c \"$1\""), quote(command));
+  return runsOn(host) + " sh -c " + quote(command);
+}
+
+std::string NetworkHosts::environment() const {
+  std::string words = fmt::format("NETWORK_HOSTS={}", count_);
+  for (int host = 1; host <= count_; ++host) {
+    words += fmt::format(" NETWORK_HOST_{}={}", host, quote(runsOn(host)));
+  }
+  return words;
+}
+
+std::string NetworkHosts::reachFromHere() {
+  const std::string address = managementAddress(254);
+  run(fmt::format("ip addr add {}/24 dev {}", address, bridge("M")));
+  return address;
 }
 
 void NetworkHosts::capFastLink(int host, int megabitsPerSecond) {

@@ -9,7 +9,7 @@ namespace distrun::testing {
 
 // Hosts of a cluster on one machine: each a Linux network namespace with
 // its own name (its UTS name as `hostname` says it), its own /etc/hosts
-// (/etc/netns/NS/hosts, which `ip netns exec` puts in its place) and two
+// (/etc/netns/NS/hosts, bound over /etc/hosts for what runs there) and two
 // interfaces, a management one (`eth0`, 10.10.0.N/24, the address its
 // name resolves to) and a fast one named like LUMI's Slingshot (`hsn0`,
 // 10.20.0.N/24, `NAME-hsn0` in the hosts files), each network a bridge of
@@ -40,6 +40,19 @@ class NetworkHosts {
   // A shell command that runs `command` (itself a shell command) on host
   // `host`: in its namespace, with its name and hosts file.
   std::string on(int host, const std::string& command) const;
+  // The shell words that run the program and arguments after them on host
+  // `host` (what on() puts before `sh -c COMMAND`).
+  std::string runsOn(int host) const;
+
+  // The shell words of a command prefix that hands the hosts to a script:
+  // NETWORK_HOSTS=count and, for each host N, NETWORK_HOST_N=runsOn(N)
+  // (what distrun-network-hosts and distrun/testing/local_slurm.sh read).
+  std::string environment() const;
+  // Gives this machine (the root namespace) an address on the management
+  // network, so that its daemons (slurmctld) and clients reach the hosts;
+  // returns it. One set of hosts at a time may do this: their networks'
+  // addresses are the same.
+  std::string reachFromHere();
 
   // Caps both directions of host `host`'s fast link at `megabitsPerSecond`.
   void capFastLink(int host, int megabitsPerSecond);
