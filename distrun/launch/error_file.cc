@@ -1,5 +1,7 @@
 #include "distrun/launch/error_file.h"
 
+#include <sys/stat.h>
+
 #include <nlohmann/json.hpp>
 
 #include "distrun/common/strings.h"
@@ -18,6 +20,14 @@ long long timestampOf(const nlohmann::json& holder) {
   } catch (const std::exception&) {
     return 0;
   }
+}
+
+// The file's mtime in ms since the epoch: to the millisecond where the
+// record's own timestamp counts seconds; 0 when it cannot be read.
+long long writtenMsOf(const std::string& path) {
+  struct stat st = {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<long long>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 
 }  // namespace
@@ -44,6 +54,7 @@ std::optional<RecordedError> readErrorFile(const std::string& path) {
   } else {
     return std::nullopt;
   }
+  e.writtenMs = writtenMsOf(path);
   return e;
 }
 

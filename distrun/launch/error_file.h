@@ -15,6 +15,7 @@ struct RecordedError {
   std::string message;                 // the exception's own words, "RuntimeError: boom"
   std::vector<std::string> traceback;  // py_callstack, one line each
   long long timestamp = 0;             // seconds since the epoch; 0: not given
+  long long writtenMs = 0;             // the file's last write (mtime), ms since the epoch
 };
 
 // nullopt when the file is absent, empty or not such a record (a worker

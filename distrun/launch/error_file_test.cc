@@ -1,5 +1,6 @@
 #include "distrun/launch/error_file.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -39,6 +40,20 @@ TEST_F(ErrorFileTest, ReadsWhatRecordWrites) {
               ElementsAre("Traceback (most recent call last):", "  File \"f.py\", line 3",
                           "RuntimeError: rank 1 failed on purpose"));
   EXPECT_EQ(e->timestamp, 1764640000);
+}
+
+// The record's timestamp counts seconds; the file's own write time, to the
+// millisecond, orders exceptions against failures of other nodes.
+TEST_F(ErrorFileTest, GivesTheFilesWriteTimeToTheMillisecond) {
+  const std::string path = write(R"({"message": "boom", "timestamp": 7})");
+  const auto at = std::filesystem::file_time_type::clock::now() - std::chrono::milliseconds(1234);
+  std::filesystem::last_write_time(path, at);
+  std::optional<RecordedError> e = readErrorFile(path);
+  ASSERT_TRUE(e);
+  const long long expected = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::file_clock::to_sys(at).time_since_epoch())
+                                 .count();
+  EXPECT_EQ(e->writtenMs, expected);
 }
 
 TEST_F(ErrorFileTest, ReadsTheFlatRecordOfOtherWriters) {

@@ -47,6 +47,23 @@ bool showsALostPeer(std::string_view line) {
 
 }  // namespace
 
+bool raised(const WorkerFailure& f) {
+  return f.errorTimestamp > 0 || f.errorWrittenMs > 0 || !f.errorMessage.empty();
+}
+
+bool raisedBefore(const WorkerFailure& failure, const WorkerFailure& than) {
+  if (!raised(failure)) return false;
+  if (!raised(than)) {
+    return failure.errorWrittenMs > 0 && than.exitedMs > 0 &&
+           failure.errorWrittenMs < than.exitedMs;
+  }
+  if (failure.errorWrittenMs > 0 && than.errorWrittenMs > 0) {
+    return failure.errorWrittenMs < than.errorWrittenMs;
+  }
+  return failure.errorTimestamp > 0 && than.errorTimestamp > 0 &&
+         failure.errorTimestamp < than.errorTimestamp;
+}
+
 std::string echoLine(const std::vector<std::string>& tail) {
   for (const std::string& line : tail) {
     if (showsALostPeer(line) || relaysAnotherRank(line)) return line;

@@ -29,6 +29,20 @@ namespace distrun::launch {
 // Everything else (another exit code, a signal, an exception) is a cause.
 bool isEcho(const WorkerFailure& failure);
 
+// Whether PyTorch's @record left the worker's own exception (its
+// TORCHELASTIC_ERROR_FILE held one when it was reaped).
+bool raised(const WorkerFailure& failure);
+
+// torchrun's order of failures, across nodes too: the first exception
+// raised is the root cause, by its error file's time (to the millisecond
+// where the records have its write time, else to the second); a failure
+// without one counts from when its agent reaped it. True when `failure`
+// raised before `than` raised or, without an exception of its own, was
+// reaped. Clocks of different nodes are compared as they are (NTP keeps
+// them within milliseconds; a rank that lost its peer is reaped tens of
+// milliseconds after that peer raised at the least).
+bool raisedBefore(const WorkerFailure& failure, const WorkerFailure& than);
+
 // The texts that, found in a line of a worker's stderr, show that it lost a
 // peer: Gloo's ("Connection closed by peer", "Connection reset by peer"),
 // NCCL's through PyTorch ("remote process exited or there was a network

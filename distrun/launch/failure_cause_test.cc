@@ -91,5 +91,39 @@ TEST(FailureCauseTest, NoEchoLineIsEmpty) {
   EXPECT_EQ(echoLine({}), "");
 }
 
+// torchrun's order: the first exception raised, by its error file's write
+// time, against another's write time or, without one, its reap time.
+TEST(FailureCauseTest, AnExceptionRanksByWhenItsErrorFileWasWritten) {
+  WorkerFailure reaped = failure(2, 0, {"rank 0: the all_reduce failed"});
+  reaped.exitedMs = 1000500;
+  WorkerFailure before = failure(0, SIGTERM, {});
+  before.errorMessage = "ValueError: bad batch";
+  before.errorTimestamp = 1000;
+  before.errorWrittenMs = 1000460;
+  EXPECT_TRUE(raised(before));
+  EXPECT_FALSE(raised(reaped));
+  EXPECT_TRUE(raisedBefore(before, reaped));
+  EXPECT_FALSE(raisedBefore(reaped, before)) << "no exception of its own";
+  WorkerFailure after = before;
+  after.errorWrittenMs = 1000540;
+  EXPECT_FALSE(raisedBefore(after, reaped));
+  EXPECT_TRUE(raisedBefore(before, after)) << "both raised: the earlier write";
+  WorkerFailure old = before;  // a record without write times: by the second
+  old.errorWrittenMs = 0;
+  after.errorTimestamp = 1001;
+  EXPECT_TRUE(raisedBefore(old, after));
+  EXPECT_FALSE(raisedBefore(old, reaped)) << "a reap time compares with a write time only";
+}
+
+TEST(FailureCauseTest, TheTimesThatOrderFailuresCrossNodes) {
+  WorkerFailure f = failure(1, 0, {});
+  f.exitedMs = 1764640000500;
+  f.errorMessage = "ValueError: bad batch";
+  f.errorWrittenMs = 1764640000460;
+  WorkerFailure crossed = WorkerFailure::fromJson(f.toJson());
+  EXPECT_EQ(crossed.exitedMs, f.exitedMs);
+  EXPECT_EQ(crossed.errorWrittenMs, f.errorWrittenMs);
+}
+
 }  // namespace
 }  // namespace distrun::launch

@@ -114,12 +114,14 @@ std::string WorkerFailure::toJson() const {
   j["signal"] = signal;
   j["signal_name"] = signal != 0 ? signalName(signal) : "";
   j["time"] = time;
+  j["exited_ms"] = exitedMs;
   j["stderr_tail"] = stderrTail;
   j["python"] = python;
   if (errorTimestamp != 0 || !errorMessage.empty()) {
     j["error_message"] = errorMessage;
     j["error_traceback"] = errorTraceback;
     j["error_timestamp"] = errorTimestamp;
+    j["error_written_ms"] = errorWrittenMs;
   }
   if (afterRaiseOf >= 0) j["after_raise_of"] = afterRaiseOf;
   if (!waits.empty()) j["waits"] = waits;
@@ -144,11 +146,13 @@ WorkerFailure WorkerFailure::fromJson(const std::string& text) {
     f.exitCode = j.at("exit_code");
     f.signal = j.at("signal");
     f.time = j.at("time");
+    f.exitedMs = j.value("exited_ms", 0LL);
     f.stderrTail = j.at("stderr_tail").get<std::vector<std::string>>();
     f.python = j.value("python", "");
     f.errorMessage = j.value("error_message", "");
     f.errorTraceback = j.value("error_traceback", std::vector<std::string>{});
     f.errorTimestamp = j.value("error_timestamp", 0LL);
+    f.errorWrittenMs = j.value("error_written_ms", 0LL);
     f.afterRaiseOf = j.value("after_raise_of", -1);
     f.waits = j.value("waits", "");
     f.hungSeconds = j.value("hung_seconds", 0.0);

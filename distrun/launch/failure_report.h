@@ -15,9 +15,10 @@ struct WorkerFailure {
   int nodeRank = -1;
   std::string host;
   int pid = 0;
-  int exitCode = 0;  // when it exited
-  int signal = 0;    // when a signal killed it (0: it exited)
-  std::string time;  // UTC, ISO 8601
+  int exitCode = 0;        // when it exited
+  int signal = 0;          // when a signal killed it (0: it exited)
+  std::string time;        // UTC, ISO 8601
+  long long exitedMs = 0;  // when its agent reaped it, ms since the epoch (0: unknown)
   std::vector<std::string> stderrTail;
   // What PyTorch's @record wrote to the worker's TORCHELASTIC_ERROR_FILE
   // (error_file.h): the exception's own words and traceback, and its time
@@ -25,6 +26,7 @@ struct WorkerFailure {
   std::string errorMessage;
   std::vector<std::string> errorTraceback;
   long long errorTimestamp = 0;
+  long long errorWrittenMs = 0;  // the error file's last write, ms since the epoch
   // For a Python program, the Python that ran it and where it came from:
   // "/usr/bin/python3 (the first python3 on PATH)". Empty otherwise.
   std::string python;

@@ -83,13 +83,6 @@ struct Describe {
   std::string operator()(const EndWithError& a) const { return "error " + a.message; }
 };
 
-// torchrun's order of failures: by their error files' times, the first
-// error being the root cause; failures without one keep the store's order.
-bool raisedEarlier(const WorkerFailure& failure, const WorkerFailure& than) {
-  return failure.errorTimestamp > 0 && than.errorTimestamp > 0 &&
-         failure.errorTimestamp < than.errorTimestamp;
-}
-
 }  // namespace
 
 void append(Actions& to, Actions more) {
@@ -158,6 +151,8 @@ Actions Supervisor::workerExited(const WorkerFailure& exit, TimePoint now) {
     append(out, publishFailure(exit));
   } else if (killedFromOutside(exit) && awaitingCause()) {
     out = publishFailure(exit);  // the cause the echo waited for, reaped late
+  } else if (correctsTheCause(exit)) {
+    out = publishFailure(exit);  // it raised before the cause every node stops for failed
   }                              // else: stopped on purpose, or the job failed already
   append(out, doneIfAwaiting(now));
   return endRoundIfOver(std::move(out));
@@ -209,6 +204,7 @@ Actions Supervisor::signalReceived(int signal, TimePoint now) {
 
 Actions Supervisor::deadlinePassed(TimePoint now) {
   if (state_.causeWaitUntil && now >= *state_.causeWaitUntil) return causeWaitPassed(now);
+  if (state_.correctionUntil && now >= *state_.correctionUntil) return correctionWaitPassed(now);
   if (!inRound() || !state_.killAt || now < *state_.killAt) return {};
   state_.killAt.reset();
   return killRunning(fmt::format("still running {} s after {} (--term-timeout)",
@@ -272,9 +268,16 @@ Actions Supervisor::storeEvent(const JobEvent& event, TimePoint now) {
 Actions Supervisor::failurePublished(const WorkerFailure& failure, TimePoint now) {
   if (!inRound()) return {};  // an event of a round already over
   if (isEcho(failure)) return echoPublished(failure, now);
-  if (!state_.rootCause && !state_.lostNode) state_.rootCause = failure;
-  if (state_.rootCause && raisedEarlier(failure, *state_.rootCause)) state_.rootCause = failure;
-  return endRoundIfOver(stopWorkers(now));
+  Actions out;
+  if (!state_.rootCause && !state_.lostNode) {
+    state_.rootCause = failure;
+    append(out, awaitCorrection(now));
+  } else if (state_.rootCause && raisedBefore(failure, *state_.rootCause)) {
+    state_.echoRanks.insert(state_.rootCause->rank);  // it failed first, because of this
+    state_.rootCause = failure;
+  }
+  append(out, stopWorkers(now));
+  return endRoundIfOver(std::move(out));
 }
 
 Actions Supervisor::signalPublished(int signal, TimePoint now) {
@@ -348,7 +351,12 @@ std::string Supervisor::interruptLine(int signal) const {
 }
 
 Actions Supervisor::endRoundIfOver(Actions actions) {
-  if (inRound() && allExited() && endKnown()) append(actions, endRound());
+  if (!inRound() || !allExited() || !endKnown()) return actions;
+  if (correctable()) {
+    append(actions, markDone());  // the last node done publishes "complete"
+  } else {
+    append(actions, endRound());
+  }
   return actions;
 }
 

@@ -237,6 +237,10 @@ class Supervisor {
     bool causePublished = false;              // this node published a cause
     std::optional<TimePoint> causeWaitUntil;  // stop the workers, or settle, then
     bool settleArmed = false;                 // this node's workers exited while waiting
+    // A cause without an exception of its own, which an earlier one raised
+    // on another node may still correct: end once every node is done, or then.
+    std::optional<TimePoint> correctionUntil;
+    bool correctionClosed = false;
     // Lost nodes and joining ones.
     std::optional<std::string> lostNode;     // the first lost node, if it came before a cause
     std::optional<std::string> waitingNode;  // elastic: the first node waiting to join
@@ -274,6 +278,11 @@ class Supervisor {
   Actions causeWaitPassed(TimePoint now);
   Actions settleOnEcho(TimePoint now);
   std::string echoNote(const WorkerFailure& rootCause) const;
+  bool correctable() const;
+  Actions awaitCorrection(TimePoint now);
+  bool correctsTheCause(const WorkerFailure& exit) const;
+  Actions correctionWaitPassed(TimePoint now);
+  Actions markDone();
   // Lost nodes and elastic re-forming (supervisor_elastic.cc).
   bool elastic() const { return config_.elastic.has_value(); }
   bool endKnown() const;

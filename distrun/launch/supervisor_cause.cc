@@ -103,6 +103,45 @@ Actions Supervisor::causeWaitPassed(TimePoint now) {
   return out;
 }
 
+// The root cause has no exception of its own and the job spans nodes: a
+// rank of another node may have raised before it, its exit handlers still
+// running while this one's collective failed (torchrun's order ranks that
+// exception first). Every node then counts itself done once its workers
+// have exited, and ends on "complete", after every correction its nodes
+// published; or, if that never comes (a node's agent died), 10 s +
+// --term-timeout after the cause.
+bool Supervisor::correctable() const {
+  const RoundState& s = state_;
+  return s.rootCause && !raised(*s.rootCause) && config_.layout.numNodes > 1 && !s.complete &&
+         !s.correctionClosed && s.signal == 0 && s.lost.empty() && !s.lostNode;
+}
+
+Actions Supervisor::awaitCorrection(TimePoint now) {
+  if (!correctable()) return {};
+  state_.correctionUntil = now + 2 * kCauseWait + config_.termTimeout;
+  return {WakeAt{*state_.correctionUntil}};
+}
+
+// A worker stopped for another's failure, whose own exception came first:
+// published, every node takes it as the root cause (failurePublished).
+bool Supervisor::correctsTheCause(const WorkerFailure& exit) const {
+  return phase_ == Phase::kStopping && state_.rootCause && raisedBefore(exit, *state_.rootCause);
+}
+
+Actions Supervisor::correctionWaitPassed(TimePoint now) {
+  state_.correctionUntil.reset();
+  state_.correctionClosed = true;
+  Actions out = endRoundIfOver({});
+  append(out, deadlinePassed(now));
+  return out;
+}
+
+Actions Supervisor::markDone() {
+  if (state_.doneMarked) return {};
+  state_.doneMarked = true;
+  return {MarkNodeDone{}};
+}
+
 // "complete" after echoes only: every node's workers exited and no cause
 // was published before it; the first echo is the root cause.
 Actions Supervisor::settleOnEcho(TimePoint now) {

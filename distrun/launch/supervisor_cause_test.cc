@@ -67,6 +67,10 @@ class Job {
                  agents_[node]->workerExited(
                      exitOf(rank, rank % workers_, code, signal, rank / workers_, tail), now()));
   }
+  // The worker of `exit` exits so; returns what its agent answered.
+  std::vector<std::string> exits(const WorkerFailure& exit) {
+    return carry(exit.nodeRank, agents_[exit.nodeRank]->workerExited(exit, now()));
+  }
   // Every agent reads the events it has not read yet.
   void deliverAll() {
     for (size_t n = 0; n < agents_.size(); ++n) deliver(static_cast<int>(n));
@@ -160,6 +164,7 @@ TEST(RootCauseTest, ACausePublishedBeforeAnEchoOfAnotherNodeIsTheRootCause) {
   job.exits(1, 1, 0, {"Traceback (most recent call last):", "ValueError: bad batch"});
   job.exits(0, kPeerLost);  // node 0 had not read the cause yet
   job.deliverAll();
+  job.deliverAll();  // "complete": no exception of the cause's own, so every node waits for it
   for (int node : {0, 1}) EXPECT_EQ(job.exitCode(node), 1) << node;
   EXPECT_THAT(job.printed(0), HasSubstr("root cause was rank 1 (local rank 0) on node 1"));
   EXPECT_THAT(job.printed(0), Not(HasSubstr("lost a peer")));
@@ -228,6 +233,7 @@ TEST(RootCauseTest, AmongTwoCausesAfterAnEchoTheFirstPublishedWins) {
   job.exits(1, 4);  // node 0, published after node 1's
   job.deliverAll();
   job.exits(2, 0, SIGTERM);
+  job.deliverAll();  // "complete"
   for (int node : {0, 1}) EXPECT_EQ(job.exitCode(node), 5) << node;
   EXPECT_THAT(job.printed(0), HasSubstr("root cause was rank 3 (local rank 1) on node 1"));
   EXPECT_THAT(job.printed(0), HasSubstr("distrun: rank 0 failed before it only because it lost "
@@ -246,6 +252,7 @@ TEST(RootCauseTest, ACauseOnAnotherNodePublishedAfterTheEchoesNamesThatNodeEvery
   job.exits(2, kIo);
   job.deliverAll();
   job.exits(3, 0, SIGTERM);
+  job.deliverAll();  // "complete"
   for (int node : {0, 1}) EXPECT_EQ(job.exitCode(node), kIo) << node;
   EXPECT_THAT(job.printed(0), HasSubstr("root cause was rank 2 (local rank 0) on node 1"));
   EXPECT_THAT(job.printed(1), HasSubstr("stopped: rank 2 on node 1 failed"));
@@ -303,6 +310,70 @@ TEST(RootCauseTest, ARestartNamesTheCauseNotItsEcho) {
   auto restart = job.deliver(0);
   EXPECT_THAT(restart, testing::Contains("print distrun: node 0: rank 0 failed (signal 9); "
                                          "restarting all workers (restart 1 of 1)\n"));
+}
+
+// Rank 1 (node 1) raises under @record, its exit handlers take a second;
+// meanwhile rank 0 (node 0) fails in its collective with a message of its
+// own and is published first. Node 1's agent, told to stop its worker,
+// reaps rank 1 with its exception, written before rank 0 was reaped, and
+// publishes it: both nodes report rank 1 in its own words, rank 0 as not
+// the cause.
+constexpr long long kReapedAt = 1764640000500;  // rank 0's exit, ms since the epoch
+
+WorkerFailure rankOneRaised(long long writtenMs) {
+  WorkerFailure f = exitOf(1, 0, 0, SIGTERM, 1);
+  f.errorMessage = "ValueError: bad batch";
+  f.errorTimestamp = writtenMs / 1000;
+  f.errorWrittenMs = writtenMs;
+  return f;
+}
+
+WorkerFailure rankZeroFailedOnItsOwnWords() {
+  WorkerFailure f = exitOf(0, 0, 2, 0, 0, {"RuntimeError: the all_reduce failed"});
+  f.exitedMs = kReapedAt;
+  return f;
+}
+
+TEST(RootCauseTest, AnExceptionRaisedOnAnotherNodeBeforeTheCauseFailedIsTheRootCause) {
+  Job job(2, 1);
+  job.exits(rankZeroFailedOnItsOwnWords());
+  job.deliverAll();
+  EXPECT_EQ(job.agent(0).phase(), Supervisor::Phase::kStopping) << "waits for the other node";
+  EXPECT_THAT(job.exits(rankOneRaised(kReapedAt - 40)),
+              ElementsAre("publish failure of rank 1", "mark node done", "publish complete"));
+  job.deliverAll();
+  for (int node : {0, 1}) EXPECT_EQ(job.exitCode(node), 143) << node;
+  EXPECT_THAT(job.printed(0), HasSubstr("root cause was rank 1 (local rank 0) on node 1"));
+  EXPECT_THAT(job.printed(0), HasSubstr("ValueError: bad batch"));
+  EXPECT_THAT(job.printed(0), HasSubstr("distrun: rank 0 failed before it only because it lost "
+                                        "a peer: not the cause\n"));
+}
+
+TEST(RootCauseTest, AnExceptionRaisedAfterTheCauseFailedIsNotTheRootCause) {
+  Job job(2, 1);
+  job.exits(rankZeroFailedOnItsOwnWords());
+  job.deliverAll();
+  EXPECT_THAT(job.exits(rankOneRaised(kReapedAt + 40)),
+              ElementsAre("mark node done", "publish complete"))
+      << "raised once rank 0 had failed: not published";
+  job.deliverAll();
+  for (int node : {0, 1}) EXPECT_EQ(job.exitCode(node), 2) << node;
+  EXPECT_THAT(job.printed(0), HasSubstr("root cause was rank 0 (local rank 0) on node 0"));
+}
+
+// A node that is never done (its agent died with its host) holds the
+// others 10 s + --term-timeout at the most.
+TEST(RootCauseTest, TheWaitForAnotherNodesExceptionIsBounded) {
+  Job job(2, 1);
+  job.exits(rankZeroFailedOnItsOwnWords());
+  job.deliverAll();
+  job.advance(34999ms);
+  job.deadline(0);
+  EXPECT_EQ(job.exitCode(0), -1);
+  job.advance(1ms);
+  job.deadline(0);
+  EXPECT_EQ(job.exitCode(0), 2);
+  EXPECT_THAT(job.printed(0), HasSubstr("root cause was rank 0 (local rank 0) on node 0"));
 }
 
 }  // namespace

@@ -125,6 +125,8 @@ TEST_F(ElasticSupervisorTest, AFailureIsRecordedAgainstItsNodeAndReformsTheJob) 
   Actions failed = s.workerExited(exitOfNode(1, 3), now());
   EXPECT_THAT(names(failed), Contains("record node failure"));
   s.storeEvent(JobEvent{Kind::kFailure, exitOfNode(1, 3).toJson()}, now());
+  EXPECT_EQ(s.phase(), Phase::kStopping) << "until every node is done: a correction may come";
+  s.storeEvent(JobEvent{Kind::kComplete, ""}, now());
   EXPECT_EQ(s.phase(), Phase::kJoining);
   EXPECT_EQ(s.restarts(), 1);
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -186,12 +187,16 @@ WorkerFailure WorkerGroup::recordOf(const Member& m) const {
   f.exitCode = m.exitCode;
   f.signal = m.signal;
   f.time = utcNow();
+  f.exitedMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
   f.stderrTail.assign(m.output->stderrTail().begin(), m.output->stderrTail().end());
   if (m.running || m.errorFile.empty() || (m.exitCode == 0 && m.signal == 0)) return f;
   if (std::optional<RecordedError> error = readErrorFile(m.errorFile)) {
     f.errorMessage = error->message;
     f.errorTraceback = error->traceback;
     f.errorTimestamp = error->timestamp;
+    f.errorWrittenMs = error->writtenMs;
   }
   return f;
 }
