@@ -23,7 +23,7 @@ for hosts in 2 3; do
     for collective in "${collectives[@]}"; do
       echo
       echo "## HOSTS=$hosts MBIT=$mbit bench/hierarchical.sh $build $rounds $collective"
-      out=$(HOSTS=$hosts MBIT=$mbit bash "$(dirname "$0")/hierarchical.sh" "$build" "$rounds" "$collective" 2>/dev/null)
+      out=$(HOSTS=$hosts MBIT=$mbit bash "$(dirname "$0")/hierarchical.sh" "$build" "$rounds" "$collective")
       echo "$out"
       summary+=("$hosts hosts, $mbit Mbit/s, $(tail -1 <<<"$out")")
     done

@@ -76,10 +76,13 @@ on_node() {
   local words="NETWORK_HOST_$node"
   eval "${!words}" '"$@"'
 }
-# hsn0_sent: each host's bytes sent on hsn0 so far, one line (HOSTS mode).
+# hsn0_sent: each host's bytes sent on hsn0 so far, one line (HOSTS mode;
+# /proc/net/dev is the reader's network namespace's).
 hsn0_sent() {
   local node
-  for node in $(seq 1 "$nodes"); do on_node "$node" cat /sys/class/net/hsn0/statistics/tx_bytes; done | paste -sd' '
+  for node in $(seq 1 "$nodes"); do
+    on_node "$node" awk '$1 == "hsn0:" {print $10}' /proc/net/dev
+  done | paste -sd' '
 }
 # nodes_run OUT PROGRAM ARGS...: every node's agent of 2 ranks; node 0's
 # output (rank 0's lines) to OUT. In HOSTS mode they meet at nid001 (eth0)
@@ -236,5 +239,6 @@ if counted:
 print()
 if ratios:
     print(f"{collective}: hierarchical speed against the best peer across nodes: "
-          f"min {min(ratios):.2f}x  mean {sum(ratios) / len(ratios):.2f}x  (above 1: faster)")
+          f"min {min(ratios):.2f}x  mean {sum(ratios) / len(ratios):.2f}x  "
+          f"at 4 KB {ratios[0]:.2f}x  at {sizes[-1] >> 20} MB {ratios[-1]:.2f}x  (above 1: faster)")
 PY

@@ -116,5 +116,27 @@ TEST_F(LauncherHangTest, TwoAgentsNameTheStoppedRankOfNodeOne) {
   expectAllGone();
 }
 
+// distrun's own collectives: two ranks of distrun-bench in an endless
+// all_reduce loop; rank 1 is stopped from outside (SIGSTOP) while rank 0
+// waits for it in the next call, through the node's shared memory: rank 1
+// is named, not the rank waiting for it.
+TEST_F(LauncherHangTest, ARankStoppedInDistrunsOwnCollectivesIsNamed) {
+  const std::string bench = quote(binaryPath("distrun-bench")) +
+                            " all_reduce -b 4K -e 4K -n 1000000000 -w 1 -c 0 --backend gloo";
+  int agent =
+      startCommand("timeout 120 " + distrun() + " run --nproc-per-node 2 --hang-timeout 3 " +
+                       worker("echo $$ > " + path("rank$RANK") + "; exec " + bench),
+                   path("bench.log"));
+  ASSERT_TRUE(waitForLines(path("rank1"), 1, 60)) << log("bench.log");
+  const int pid = pidOfRank(1);
+  ::usleep(500 * 1000);  // well into the loop
+  ::kill(pid, SIGSTOP);
+  EXPECT_EQ(waitCommand(agent), 75) << log("bench.log");
+  EXPECT_THAT(log("bench.log"),
+              HasSubstr("root cause was rank 1 (local rank 1) on node 0 (" + thisHostName() +
+                        "), pid " + std::to_string(pid) + ", stopped by a signal (state T)"));
+  expectAllGone();
+}
+
 }  // namespace
 }  // namespace distrun::testing
