@@ -119,7 +119,9 @@ TEST_F(LauncherTest, StubbornWorkersAreNamedWhenTheGraceEnds) {
 TEST_F(LauncherTest, OneCtrlCReadTwiceByTheAgentKeepsTheGrace) {
   int agent = startCommand(
       distrun() + " run --nproc-per-node 2 --term-timeout 30 " +
-          worker("trap 'sleep 0.5; echo cleaned up; exit 0' INT; while :; do sleep 0.1; done"),
+          // The trap is set before the pid is written: a SIGINT sent once
+          // both pids are there always finds it.
+          worker("while :; do sleep 0.1; done", "trap 'sleep 0.5; echo cleaned up; exit 0' INT"),
       path("agent.log"));
   ASSERT_TRUE(waitForLines(path("pids"), 2, 60));
   ::kill(agent, SIGINT);
