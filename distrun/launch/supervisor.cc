@@ -159,9 +159,8 @@ Actions Supervisor::workerExited(const WorkerFailure& exit, TimePoint now) {
 }
 
 Actions Supervisor::workerSucceeded() {
-  if (phase_ != Phase::kRunning || !allExited() || state_.doneMarked) return {};
-  state_.doneMarked = true;
-  return {MarkNodeDone{}};
+  if (phase_ != Phase::kRunning || !allExited()) return {};
+  return markDone();
 }
 
 // A checkpointed worker is done like one that succeeded; the first one here

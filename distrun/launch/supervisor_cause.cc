@@ -84,9 +84,7 @@ Actions Supervisor::doneIfAwaiting(TimePoint now) {
   if (!inRound() || !allExited() || !awaitingCause() || state_.settleArmed) return {};
   state_.settleArmed = true;
   state_.causeWaitUntil = now + 2 * kCauseWait + config_.termTimeout;
-  Actions out;
-  if (!state_.doneMarked) out.push_back(MarkNodeDone{});
-  state_.doneMarked = true;
+  Actions out = markDone();
   out.push_back(WakeAt{*state_.causeWaitUntil});
   return out;
 }
@@ -136,6 +134,9 @@ Actions Supervisor::correctionWaitPassed(TimePoint now) {
   return out;
 }
 
+// This node's one "done" mark of the round (the last node's publishes
+// "complete"): for success, for an echo awaiting its cause, and for a
+// cause another node may still correct.
 Actions Supervisor::markDone() {
   if (state_.doneMarked) return {};
   state_.doneMarked = true;
