@@ -19,7 +19,7 @@ set(supp ${DISTRUN_SANITIZER_DIR})
 # The TSan tree's tests: the Communicator contract and the collectives with ranks
 # as threads, the rendezvous store, DDP and the Trainer with ranks as threads, the
 # trace recorder's writer (threads and its flusher).
-set(DISTRUN_TSAN_TESTS comm_test rdzv_test ddp_test trainer_test trace_test)
+set(DISTRUN_TSAN_TESTS comm_test comm_shm_test rdzv_test ddp_test trainer_test trace_test)
 # The programs the ASan tree's multiproc tests start (distrun/testing/command.h
 # binaryPath): sanitized too, so a report in them fails the test that ran them.
 set(DISTRUN_ASAN_PROGRAMS distrun distrun-train distrun-bench comm_contract_worker)

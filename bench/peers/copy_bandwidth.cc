@@ -44,7 +44,7 @@
 #include <utility>
 #include <vector>
 
-#include "distrun/comm/gloo/shm/streaming_copy.h"
+#include "distrun/comm/shm/streaming_copy.h"
 
 namespace {
 

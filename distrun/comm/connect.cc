@@ -11,6 +11,7 @@
 #include "distrun/comm/gloo/gloo_communicator.h"
 #include "distrun/comm/mpi/mpi_communicator.h"
 #include "distrun/comm/reduce.h"
+#include "distrun/comm/tuning.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/common/system.h"
@@ -24,8 +25,6 @@ namespace distrun::comm {
 
 namespace {
 
-using std::chrono::milliseconds;
-
 std::string required(const Environment& env, const char* name) {
   std::optional<std::string> value = env.get(name);
   if (!value || value->empty()) {
@@ -36,20 +35,6 @@ std::string required(const Environment& env, const char* name) {
                     name));
   }
   return *value;
-}
-
-// A size threshold in bytes from `variable`, or `fallback` when unset.
-size_t bytesFrom(const Environment& env, const char* variable, size_t fallback) {
-  const std::optional<std::string> text = env.get(variable);
-  return text ? static_cast<size_t>(parseCount(*text, variable, int64_t{1} << 40)) : fallback;
-}
-
-milliseconds timeoutFrom(const Environment& env, const ConnectOptions& options) {
-  if (options.timeout) return *options.timeout;
-  if (auto text = env.get("DISTRUN_COMM_TIMEOUT")) {
-    return std::chrono::seconds(parseCount(*text, "DISTRUN_COMM_TIMEOUT", 86400 * 7));
-  }
-  return std::chrono::seconds(300);
 }
 
 // host:port, as in DISTRUN_STORE.
@@ -89,16 +74,6 @@ std::string nodeName(const Environment& env) {
   return group ? host + "/" + *group : host;
 }
 
-// DISTRUN_COMM_SPIN: 1, 0 or auto (the default).
-GlooOptions::Spin spinWhileWaiting(const Environment& env) {
-  using Spin = GlooOptions::Spin;
-  const std::optional<std::string> value = env.get("DISTRUN_COMM_SPIN");
-  if (!value || *value == "auto") return Spin::kWhereNoOtherNodeSharesTheMachine;
-  if (*value == "1") return Spin::kAlways;
-  if (*value == "0") return Spin::kNever;
-  throw ConfigError(fmt::format("DISTRUN_COMM_SPIN='{}' is not one of: 1, 0, auto", *value));
-}
-
 // The token of a store that rank 0 hosts at MASTER_ADDR:MASTER_PORT:
 // DISTRUN_TOKEN, else the keyed hash of the meeting point with the user's
 // secret, which nobody else can compute (docs/security.md).
@@ -107,7 +82,8 @@ std::string ownStoreToken(const Environment& env, const std::string& host, int p
   return derivedToken(env, fmt::format("exec:{}:{}/{}", host, port, size));
 }
 
-std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectOptions& options) {
+std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectOptions& options,
+                                          CommTuning tuning) {
   const int rank = static_cast<int>(parseCount(required(env, "RANK"), "RANK"));
   const int size = static_cast<int>(parseCount(required(env, "WORLD_SIZE"), "WORLD_SIZE"));
   if (size < 1 || rank >= size) {
@@ -117,42 +93,11 @@ std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectO
                     "clear them: eval \"$(distrun env --unset)\"",
                     rank, size));
   }
-  GlooOptions gloo;
-  gloo.timeout = timeoutFrom(env, options);
+  GlooOptions gloo = std::move(tuning.gloo);
+  gloo.timeout = options.timeout.value_or(tuning.timeout.value_or(std::chrono::seconds(300)));
   gloo.iface = env.get("GLOO_SOCKET_IFNAME").value_or("");
   gloo.listenHost = listenHost(env, size);
   gloo.node = nodeName(env);
-  gloo.bcubeBelowBytes = bytesFrom(env, "DISTRUN_GLOO_BCUBE_BELOW", gloo.bcubeBelowBytes);
-  gloo.gatherBelowBytes = bytesFrom(env, "DISTRUN_GLOO_GATHER_BELOW", gloo.gatherBelowBytes);
-  gloo.hierarchicalAllgatherBelowBytes = bytesFrom(env, "DISTRUN_GLOO_HIERARCHICAL_ALLGATHER_BELOW",
-                                                   gloo.hierarchicalAllgatherBelowBytes);
-  gloo.hierarchicalAlltoallBelowBytes = bytesFrom(env, "DISTRUN_GLOO_HIERARCHICAL_ALLTOALL_BELOW",
-                                                  gloo.hierarchicalAlltoallBelowBytes);
-  if (auto shm = env.get("DISTRUN_COMM_SHM")) {
-    gloo.sharedMemory = parseCount(*shm, "DISTRUN_COMM_SHM", 1) == 1;
-  }
-  gloo.sharedDirectFromBytes =
-      bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_FROM", gloo.sharedDirectFromBytes);
-  gloo.sharedAllreduceSharesFromBytes =
-      bytesFrom(env, "DISTRUN_COMM_SHM_ALLREDUCE_SHARES_FROM", gloo.sharedAllreduceSharesFromBytes);
-  gloo.sharedStreamingFromBytes =
-      bytesFrom(env, "DISTRUN_COMM_SHM_STREAMING_FROM", gloo.sharedStreamingFromBytes);
-  gloo.sharedDirectAllreduceFromBytes =
-      bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM", gloo.sharedDirectAllreduceFromBytes);
-  gloo.sharedDirectAllreduceBelowBytes = bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_BELOW",
-                                                   gloo.sharedDirectAllreduceBelowBytes);
-  gloo.sharedAllreduceChoiceFromBytes =
-      bytesFrom(env, "DISTRUN_COMM_SHM_ALLREDUCE_CHOICE_FROM", gloo.sharedAllreduceChoiceFromBytes);
-  gloo.sharedAllgatherChoiceFromBytes =
-      bytesFrom(env, "DISTRUN_COMM_SHM_ALLGATHER_CHOICE_FROM", gloo.sharedAllgatherChoiceFromBytes);
-  gloo.sharedDirectBroadcastFromBytes =
-      bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_BROADCAST_FROM", gloo.sharedDirectBroadcastFromBytes);
-  gloo.sharedDirectBroadcastBelowBytes = bytesFrom(env, "DISTRUN_COMM_SHM_DIRECT_BROADCAST_BELOW",
-                                                   gloo.sharedDirectBroadcastBelowBytes);
-  if (auto buffers = env.get("DISTRUN_COMM_SHM_BUFFERS")) {
-    gloo.sharedBuffers = parseCount(*buffers, "DISTRUN_COMM_SHM_BUFFERS", 1) == 1;
-  }
-  gloo.spinWhileWaiting = spinWhileWaiting(env);
 
   std::unique_ptr<rdzv::StoreServer> server;
   std::string host;
@@ -184,31 +129,15 @@ void checkTrace(const Environment& env) {
   if (config.on()) trace::prepareFolder(config.folder, trace::kFolderName);
 }
 
-// DISTRUN_COMM_SIMD: the reduction kernels' instruction set for every type,
-// for the whole process (auto, the default: chosen per type, reduce.h).
-void chooseReductionKernels(const Environment& env) {
-  const std::optional<std::string> name = env.get("DISTRUN_COMM_SIMD");
-  if (!name || *name == "auto") return;
-  const std::optional<Instructions> isa = instructionsNamed(*name);
-  if (!isa) {
-    throw ConfigError(
-        fmt::format("DISTRUN_COMM_SIMD='{}' is not one of: auto, baseline, avx2, avx512", *name));
-  }
+// DISTRUN_COMM_SIMD's instruction set for every type, for the whole
+// process; unset: chosen per type (reduce.h).
+void useReductionKernels(std::optional<Instructions> isa) {
+  if (!isa) return;
   try {
     useInstructions(*isa);
   } catch (const std::invalid_argument& e) {
-    throw ConfigError(fmt::format("DISTRUN_COMM_SIMD={}: {}", *name, e.what()));
+    throw ConfigError(fmt::format("DISTRUN_COMM_SIMD={}: {}", instructionsName(*isa), e.what()));
   }
-}
-
-// DISTRUN_COMM_MPI_THREADS: the thread level the MPI backend asks for.
-MpiThreads mpiThreads(const Environment& env) {
-  const std::optional<std::string> name = env.get("DISTRUN_COMM_MPI_THREADS");
-  if (!name || *name == "serialized") return MpiThreads::kSerialized;
-  if (*name == "funneled") return MpiThreads::kFunneled;
-  if (*name == "single") return MpiThreads::kSingle;
-  throw ConfigError(fmt::format(
-      "DISTRUN_COMM_MPI_THREADS='{}' is not one of: serialized, funneled, single", *name));
 }
 
 // The process's first communicator starts its trace and measures the
@@ -225,14 +154,14 @@ void startTrace(const Environment& env, Communicator& comm) {
 
 std::unique_ptr<Communicator> connect(const Environment& env, const ConnectOptions& options) {
   checkTrace(env);
-  chooseReductionKernels(env);
-  const MpiThreads threads = mpiThreads(env);
+  CommTuning tuning = readTuning(env);
+  useReductionKernels(tuning.instructions);
   std::unique_ptr<Communicator> comm;
   const std::string backend = resolveBackend(env, options.backend);
   if (backend == "gloo") {
-    comm = connectGloo(env, options);
+    comm = connectGloo(env, options, std::move(tuning));
   } else if (backend == "mpi") {
-    comm = connectMpi(threads);
+    comm = connectMpi(tuning.mpiThreads);
   } else {
     throw UsageError(fmt::format("backend '{}' is not one of: auto, {}", options.backend,
                                  join(availableBackends(), ", ")));

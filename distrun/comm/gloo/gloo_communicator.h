@@ -12,9 +12,9 @@
 #include "distrun/comm/communicator.h"
 #include "distrun/comm/gloo/node_layout.h"
 #include "distrun/comm/gloo/peer_directory.h"
-#include "distrun/comm/gloo/shm/shared_memory_collectives.h"
-#include "distrun/comm/gloo/shm/shared_memory_messages.h"
 #include "distrun/comm/idle_spinner.h"
+#include "distrun/comm/shm/shared_memory_collectives.h"
+#include "distrun/comm/shm/shared_memory_messages.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
 
@@ -143,6 +143,8 @@ struct GlooOptions {
   // node number (GROUP_RANK), so that two agents on one machine are two
   // nodes, as their user said.
   std::string node;
+
+  bool operator==(const GlooOptions&) const = default;
 };
 
 // The Gloo backend: Gloo's TCP transport and its collectives (ring and

@@ -1,4 +1,4 @@
-#include "distrun/comm/gloo/shm/streaming_copy.h"
+#include "distrun/comm/shm/streaming_copy.h"
 
 #include <cstdint>
 #include <cstring>

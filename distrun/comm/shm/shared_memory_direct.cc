@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "distrun/comm/gloo/shm/shared_memory_collectives.h"
 #include "distrun/comm/reduce.h"
+#include "distrun/comm/shm/shared_memory_collectives.h"
 
 namespace distrun::comm {
 

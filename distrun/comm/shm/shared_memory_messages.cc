@@ -1,4 +1,4 @@
-#include "distrun/comm/gloo/shm/shared_memory_messages.h"
+#include "distrun/comm/shm/shared_memory_messages.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "distrun/comm/gloo/shm/shared_waiting.h"
+#include "distrun/comm/shm/shared_waiting.h"
 
 namespace distrun::comm {
 

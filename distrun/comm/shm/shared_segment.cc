@@ -1,4 +1,4 @@
-#include "distrun/comm/gloo/shm/shared_segment.h"
+#include "distrun/comm/shm/shared_segment.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,4 +1,4 @@
-#include "distrun/comm/gloo/shm/faster_path.h"
+#include "distrun/comm/shm/faster_path.h"
 
 #include <unistd.h>
 
@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "distrun/comm/gloo/shm/shared_memory_collectives.h"
-#include "distrun/comm/gloo/shm/shared_segment.h"
+#include "distrun/comm/shm/shared_memory_collectives.h"
+#include "distrun/comm/shm/shared_segment.h"
 
 namespace distrun::comm {
 namespace {

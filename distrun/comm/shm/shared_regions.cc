@@ -1,4 +1,4 @@
-#include "distrun/comm/gloo/shm/shared_regions.h"
+#include "distrun/comm/shm/shared_regions.h"
 
 #include <cstdint>
 #include <stdexcept>

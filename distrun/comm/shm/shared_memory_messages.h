@@ -7,8 +7,8 @@
 #include <initializer_list>
 
 #include "distrun/comm/dtype.h"
-#include "distrun/comm/gloo/shm/shared_memory_collectives.h"
-#include "distrun/comm/gloo/shm/shared_segment.h"
+#include "distrun/comm/shm/shared_memory_collectives.h"
+#include "distrun/comm/shm/shared_segment.h"
 
 namespace distrun::comm {
 

@@ -1,4 +1,4 @@
-#include "distrun/comm/gloo/shm/faster_path.h"
+#include "distrun/comm/shm/faster_path.h"
 
 namespace distrun::comm {
 

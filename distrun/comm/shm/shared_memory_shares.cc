@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "distrun/comm/gloo/shm/shared_memory_collectives.h"
-#include "distrun/comm/gloo/shm/shared_waiting.h"
 #include "distrun/comm/reduce.h"
+#include "distrun/comm/shm/shared_memory_collectives.h"
+#include "distrun/comm/shm/shared_waiting.h"
 
 namespace distrun::comm {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "distrun/comm/gloo/shm/shared_segment.h"
+#include "distrun/comm/shm/shared_segment.h"
 
 namespace distrun::comm {
 

@@ -1,4 +1,4 @@
-#include "distrun/comm/gloo/shm/shared_memory_collectives.h"
+#include "distrun/comm/shm/shared_memory_collectives.h"
 
 #include <sched.h>
 #include <sys/stat.h>
@@ -15,9 +15,9 @@
 
 #include <fmt/format.h>
 
-#include "distrun/comm/gloo/shm/shared_waiting.h"
-#include "distrun/comm/gloo/shm/streaming_copy.h"
 #include "distrun/comm/reduce.h"
+#include "distrun/comm/shm/shared_waiting.h"
+#include "distrun/comm/shm/streaming_copy.h"
 #include "distrun/common/system.h"
 
 namespace distrun::comm {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "distrun/comm/dtype.h"
-#include "distrun/comm/gloo/shm/faster_path.h"
-#include "distrun/comm/gloo/shm/shared_regions.h"
-#include "distrun/comm/gloo/shm/shared_segment.h"
 #include "distrun/comm/reduce.h"
+#include "distrun/comm/shm/faster_path.h"
+#include "distrun/comm/shm/shared_regions.h"
+#include "distrun/comm/shm/shared_segment.h"
 
 namespace distrun::comm {
 
