@@ -47,7 +47,7 @@ int buildForReal(const WrapOptions& o, CliContext& ctx) {
   const container::BuildInputs inputs = container::hostBuildInputs(o, ctx.env);
   container::InterruptCatcher catcher;
   auto interrupted = [&catcher] { return catcher.caught(); };
-  container::ProcessToolRunner runner(interrupted);
+  container::ProcessBuildTools runner(interrupted);
   container::BuildWorld world{
       .runner = runner,
       .interrupted = interrupted,

@@ -27,9 +27,8 @@ namespace distrun::comm {
 //
 // Within its group it takes no CPU time from real work, but a CPU it keeps busy
 // does not go idle, so it does not pull threads queued on another CPU:
-// they wait for the periodic load balancing (a 4 ms tick here;
-// docs/training.md). Where the kernel refuses SCHED_IDLE the thread never
-// spins.
+// they wait for the periodic load balancing (a 4 ms tick here). Where the
+// kernel refuses SCHED_IDLE the thread never spins.
 class IdleSpinner {
  public:
   IdleSpinner();

@@ -155,7 +155,7 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, cons
   // Each rank on a core of its own, as `distrun run` places them, where
   // the collectives go through shared memory: unbound, the ranks of a
   // 2-core machine were at times queued on one CPU for whole sizes (perf
-  // sched; docs/comm.md). Through TCP (DISTRUN_COMM_SHM=0) Gloo's transport
+  // sched). Through TCP (DISTRUN_COMM_SHM=0) Gloo's transport
   // runs a thread of its own beside each rank's: pinning a rank to one core
   // makes the two take turns at the scheduler's tick.
   run.cpuBind = env.get("DISTRUN_COMM_SHM") == "0" ? "none" : "cores";

@@ -12,11 +12,10 @@
 #include <csignal>
 
 #include "distrun/common/error.h"
+#include "distrun/common/process.h"
 #include "distrun/common/sigpipe.h"
 #include "distrun/common/unique_fd.h"
 #include "distrun/common/wait_status.h"
-
-extern char** environ;
 
 namespace distrun {
 namespace {
@@ -38,53 +37,32 @@ Pipe makePipe() {
   return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-// argv and the environment as exec takes them, made before fork: the child
-// of a process with threads may only make async-signal-safe calls.
-class ExecArgs {
- public:
-  ExecArgs(const std::vector<std::string>& argv,
-           const std::optional<std::map<std::string, std::string>>& environment) {
-    for (const std::string& a : argv) argv_.push_back(const_cast<char*>(a.c_str()));
-    argv_.push_back(nullptr);
-    if (!environment) return;
-    for (const auto& [name, value] : *environment) variables_.push_back(name + "=" + value);
-    for (std::string& v : variables_) envp_.push_back(v.data());
-    envp_.push_back(nullptr);
-  }
-  char** argv() { return argv_.data(); }
-  char** envp() { return envp_.empty() ? nullptr : envp_.data(); }
-
- private:
-  std::vector<std::string> variables_;
-  std::vector<char*> argv_, envp_;
-};
-
 // A started tool: its pid and our ends of its three pipes.
 struct Child {
   pid_t pid = -1;
   UniqueFd in, out, err;
 };
 
-[[noreturn]] void execChild(ExecArgs& args, Pipe& in, Pipe& out, Pipe& err, bool ownGroup) {
-  if (ownGroup) ::setpgid(0, 0);
-  ::dup2(in.read.get(), STDIN_FILENO);
-  ::dup2(out.write.get(), STDOUT_FILENO);
-  ::dup2(err.write.get(), STDERR_FILENO);
-  // execvp searches the PATH of `environ`: the tool's own environment's.
-  if (args.envp() != nullptr) environ = args.envp();
-  ::execvp(args.argv()[0], args.argv());
-  ::_exit(errno == ENOENT ? 127 : 126);
+std::optional<std::vector<std::string>> variablesOf(
+    const std::optional<std::map<std::string, std::string>>& environment) {
+  if (!environment) return std::nullopt;
+  std::vector<std::string> variables;
+  for (const auto& [name, value] : *environment) variables.push_back(name + "=" + value);
+  return variables;
 }
 
 Child spawn(const std::vector<std::string>& argv,
             const std::optional<std::map<std::string, std::string>>& environment, bool ownGroup) {
-  ExecArgs args(argv, environment);
   Pipe in = makePipe(), out = makePipe(), err = makePipe();
-  pid_t pid = ::fork();
-  if (pid < 0) throw SystemError("fork", argv.front(), errno);
-  if (pid == 0) execChild(args, in, out, err, ownGroup);
-  // Also here, so that a kill of the group reaches the tool however early.
-  if (ownGroup) ::setpgid(pid, pid);
+  // The tool is looked up on the PATH of its own environment.
+  const pid_t pid =
+      startProcess({.argv = argv,
+                    .environment = variablesOf(environment),
+                    .pathOfItsEnvironment = true,
+                    .descriptors = {{.target = STDIN_FILENO, .source = in.read.get()},
+                                    {.target = STDOUT_FILENO, .source = out.write.get()},
+                                    {.target = STDERR_FILENO, .source = err.write.get()}},
+                    .ownProcessGroup = ownGroup});
   // Writes give way when the tool's input is full, so that its output,
   // which it may be blocked writing, can be read meanwhile.
   if (::fcntl(in.write.get(), F_SETFL, O_NONBLOCK) != 0) {
@@ -136,14 +114,6 @@ bool exchange(const std::string& input, Child& child, ToolResult& result,
   return true;
 }
 
-int waitFor(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw SystemError("waitpid", "a tool", errno);
-  }
-  return shellStatus(status);
-}
-
 // Reaps the tool once it ends (its exit code), or nullopt when it is still
 // running at `deadline`.
 std::optional<int> reapBy(pid_t pid, Clock::time_point deadline) {
@@ -173,7 +143,7 @@ ToolResult runTool(const std::vector<std::string>& argv, const std::string& inpu
   Child child = spawn(argv, std::nullopt, /*ownGroup=*/false);
   ToolResult result;
   exchange(input, child, result, std::nullopt);
-  result.exitCode = waitFor(child.pid);
+  result.exitCode = waitForProcess(child.pid);
   return result;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 
 // The steps of `distrun wrap`: a plan (a list of steps, pure data, so it is
-// unit-tested) and its execution against a ToolRunner. The build stages the
+// unit-tested) and its execution against a BuildTools. The build stages the
 // image's root in a fresh folder under the staging folder, packs it with
 // mksquashfs, wraps it into SIF, and renames IMAGE.partial-PID to IMAGE
 // only at the end: an interrupted or failed build leaves neither a partial
@@ -14,8 +14,8 @@
 
 #include "distrun/common/environment.h"
 #include "distrun/container/build_progress.h"
+#include "distrun/container/build_tools.h"
 #include "distrun/container/sif.h"
-#include "distrun/container/tool_runner.h"
 #include "distrun/container/wrap_options.h"
 
 namespace distrun::container {
@@ -95,7 +95,7 @@ std::vector<std::string> copyCommand(const std::string& source, const std::strin
 
 // Everything a build touches besides the staging folder and the image.
 struct BuildWorld {
-  ToolRunner& runner;
+  BuildTools& runner;
   std::function<int()> interrupted = {};  // the signal that stops the build; 0: none
   std::ostream& err;                      // progress (report: the caller prints it)
   bool terminal = false;                  // `err` is a terminal

@@ -33,7 +33,7 @@ void writeFile(const std::string& path, const std::string& text) {
 
 // Stands in for the tools: does a small version of each one's work on the
 // paths in its command line, or fails or is interrupted where told to.
-class FakeRunner : public ToolRunner {
+class FakeRunner : public BuildTools {
  public:
   ToolExit run(const ToolCall& call) override {
     calls.push_back(call.argv);

@@ -222,7 +222,7 @@ std::optional<CheckResult> toolFailure(const GpuFacts& f) {
 
 }  // namespace
 
-GpuFacts readGpuFacts(const ProbeContext& ctx, const ToolRunner& run, const std::string& root) {
+GpuFacts readGpuFacts(const ProbeContext& ctx, const GpuTool& run, const std::string& root) {
   GpuFacts f;
   f.vendor = findGpuVendor(root, f.deviceFiles);
   if (f.vendor == GpuVendor::kNone) return f;
@@ -267,7 +267,7 @@ CheckResult judgeGpus(const GpuFacts& f) {
 }
 
 CheckResult checkGpus(const ProbeContext& ctx) {
-  return judgeGpus(readGpuFacts(ctx, limitedRunner(toolLimit(ctx.limit())), ""));
+  return judgeGpus(readGpuFacts(ctx, gpuToolWithin(toolLimit(ctx.limit())), ""));
 }
 
 }  // namespace distrun::doctor

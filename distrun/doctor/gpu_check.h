@@ -51,12 +51,13 @@ std::vector<GpuDevice> parseRocmGpus(const std::string& text);
 // USED ..." header (VRAM in bytes), or "No KFD PIDs currently running".
 std::vector<GpuProcess> parseRocmProcesses(const std::string& text);
 
-// Runs a tool (argv[0] looked up on PATH) and collects what it left: the
-// seam between the check and nvidia-smi. The real one is limitedRunner.
-using ToolRunner = std::function<ToolResult(const std::vector<std::string>& argv)>;
+// Runs nvidia-smi or rocm-smi (argv[0] looked up on PATH) and collects what
+// it left: the seam between the check and the GPU tools. The real one is
+// gpuToolWithin.
+using GpuTool = std::function<ToolResult(const std::vector<std::string>& argv)>;
 // Runs argv with runToolWithin: after `limit` its process group is killed
 // and the result has timedOut set.
-ToolRunner limitedRunner(std::chrono::milliseconds limit);
+GpuTool gpuToolWithin(std::chrono::milliseconds limit);
 
 // What the gpu check learns of this node.
 struct GpuFacts {
@@ -94,12 +95,12 @@ GpuVendor findGpuVendor(const std::string& root, std::vector<std::string>& devic
 // Runs the vendor's tool twice through `run`: listing the GPUs, then the
 // processes holding them (only when the listing answered with exit 0), and
 // reads /proc/PID/cgroup under `root` for each process.
-void readGpuTools(GpuFacts& facts, const ToolRunner& run, const std::string& root);
+void readGpuTools(GpuFacts& facts, const GpuTool& run, const std::string& root);
 
 // Everything of this task: the vendor, the tools' answers (each run limited
 // to a third of ctx.limit(), so both fit in the check's time), the visible
 // devices and the plan. Never throws.
-GpuFacts readGpuFacts(const ProbeContext& ctx, const ToolRunner& run, const std::string& root);
+GpuFacts readGpuFacts(const ProbeContext& ctx, const GpuTool& run, const std::string& root);
 
 // "gpu": skip without a GPU device; warn when the tool is not on PATH;
 // fail when it does not answer within its limit, exits non-zero or lists

@@ -77,7 +77,7 @@ GpuDevice& deviceAt(std::vector<GpuDevice>& gpus, int index) {
   return gpus.back();
 }
 
-ToolResult runSafely(const ToolRunner& run, const std::vector<std::string>& argv) {
+ToolResult runSafely(const GpuTool& run, const std::vector<std::string>& argv) {
   try {
     return run(argv);
   } catch (const Error& e) {
@@ -150,7 +150,7 @@ std::vector<GpuProcess> parseRocmProcesses(const std::string& text) {
   return processes;
 }
 
-ToolRunner limitedRunner(std::chrono::milliseconds limit) {
+GpuTool gpuToolWithin(std::chrono::milliseconds limit) {
   return [limit](const std::vector<std::string>& argv) {
     ToolRequest request;
     request.argv = argv;
@@ -178,7 +178,7 @@ GpuVendor findGpuVendor(const std::string& root, std::vector<std::string>& devic
   return GpuVendor::kNone;
 }
 
-void readGpuTools(GpuFacts& f, const ToolRunner& run, const std::string& root) {
+void readGpuTools(GpuFacts& f, const GpuTool& run, const std::string& root) {
   bool nvidia = f.vendor == GpuVendor::kNvidia;
   f.tool = nvidia ? "nvidia-smi" : "rocm-smi";
   std::vector<std::string> listing =

@@ -138,7 +138,7 @@ TEST(FindGpuVendorTest, DeviceFilesSayWhichVendor) {
 struct FakeTools {
   std::vector<std::vector<std::string>> runs;
   std::vector<ToolResult> answers;
-  ToolRunner runner() {
+  GpuTool runner() {
     return [this](const std::vector<std::string>& argv) {
       runs.push_back(argv);
       ToolResult r = answers.at(runs.size() - 1);
@@ -195,13 +195,13 @@ TEST(ReadGpuToolsTest, AsksRocmSmiOnAmdNodes) {
   EXPECT_TRUE(f.processes.empty());
 }
 
-TEST(LimitedRunnerTest, EndsAToolThatRunsPastItsLimit) {
-  ToolResult r = limitedRunner(std::chrono::milliseconds(200))({"sleep", "30"});
+TEST(GpuToolWithinTest, EndsAToolThatRunsPastItsLimit) {
+  ToolResult r = gpuToolWithin(std::chrono::milliseconds(200))({"sleep", "30"});
   EXPECT_TRUE(r.timedOut) << r.exitCode;
-  r = limitedRunner(std::chrono::seconds(30))({"true"});
+  r = gpuToolWithin(std::chrono::seconds(30))({"true"});
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_FALSE(r.timedOut);
-  r = limitedRunner(std::chrono::seconds(30))({"distrun-no-such-tool"});
+  r = gpuToolWithin(std::chrono::seconds(30))({"distrun-no-such-tool"});
   EXPECT_EQ(r.exitCode, 127);
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "distrun/common/error.h"
+#include "distrun/common/process.h"
 #include "distrun/common/system.h"
 
 namespace distrun::launch {
@@ -60,74 +61,25 @@ struct WorkerPipes {
   Pipe progress = makePipe("worker progress");
 };
 
-// Runs in the child: the progress pipe's write end as kProgressFd, open
-// across exec (dup2 clears FD_CLOEXEC, unless it is that descriptor already).
-void holdProgressFd(int fd) {
-  if (fd == kProgressFd) {
-    ::fcntl(fd, F_SETFD, 0);
-  } else {
-    ::dup2(fd, kProgressFd);
-  }
-}
-
-std::vector<char*> cStrings(const std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
-// Runs in the child between vfork and exec: system calls only, nothing it
-// writes is seen by the agent (async-signal-safe calls, no allocation).
-[[noreturn]] void becomeWorker(pid_t agent, const WorkerPipes& pipes, const cpu_set_t* cpus,
-                               char* const* argv, char* const* envp) {
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != agent) ::_exit(128 + SIGKILL);  // the agent died already
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (cpus != nullptr) ::sched_setaffinity(0, sizeof(cpu_set_t), cpus);
-  ::dup2(pipes.out.write.get(), STDOUT_FILENO);
-  ::dup2(pipes.err.write.get(), STDERR_FILENO);
-  holdProgressFd(pipes.progress.write.get());
-  ::execvpe(argv[0], argv, envp);
-  int e = errno;
-  const char* reason = ::strerrordesc_np(e);
-  const char* parts[] = {kErrorPrefix, "cannot run '", argv[0], "': ", reason, "\n"};
-  for (const char* p : parts) {
-    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, p, std::strlen(p));
-  }
-  ::_exit(e == ENOENT ? 127 : 126);
-}
-
-// vfork: the child borrows the agent's memory until it execs, so no page
-// table is copied (a fork of the agent cost about 0.3 ms a worker,
-// bench/launch.sh). The child only makes system calls (becomeWorker); the
-// agent installs no signal handlers that could run in it. Its own function,
-// so that no local of the caller lives across vfork. -1: errno says why.
-[[gnu::noinline]] pid_t startWorkerProcess(pid_t agent, const WorkerPipes& pipes,
-                                           const cpu_set_t* cpus, char* const* argv,
-                                           char* const* envp) {
-  pid_t pid = ::vfork();
-  if (pid == 0) becomeWorker(agent, pipes, cpus, argv, envp);
-  return pid;
-}
-
 }  // namespace
 
 WorkerProcess spawnWorker(const WorkerSpec& spec) {
   WorkerPipes pipes;
   setNonBlocking(pipes.progress.write.get());
-  std::vector<char*> argv = cStrings(spec.argv);
-  std::vector<char*> envp = cStrings(spec.environment);
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int cpu : spec.cpus) CPU_SET(cpu, &set);
-  const cpu_set_t* cpus = spec.cpus.empty() ? nullptr : &set;
-  pid_t pid = startWorkerProcess(::getpid(), pipes, cpus, argv.data(), envp.data());
-  if (pid < 0) throw SystemError("vfork", spec.argv.at(0), errno);
-  ::setpgid(pid, pid);  // also here, so killpg works before the child runs
+  // The agent blocks the signals it reads through its signalfd: the worker
+  // gets none blocked. An agent that is gone before the worker got that far
+  // makes it exit 137.
+  const pid_t pid =
+      startProcess({.argv = spec.argv,
+                    .environment = spec.environment,
+                    .descriptors = {{.target = STDOUT_FILENO, .source = pipes.out.write.get()},
+                                    {.target = STDERR_FILENO, .source = pipes.err.write.get()},
+                                    {.target = kProgressFd, .source = pipes.progress.write.get()}},
+                    .ownProcessGroup = true,
+                    .parentDeathSignal = SIGKILL,
+                    .emptySignalMask = true,
+                    .cpus = spec.cpus,
+                    .explainExecFailure = true});
   for (Pipe* p : {&pipes.out, &pipes.err, &pipes.progress}) {
     p->write.reset();  // the child holds them now
     setNonBlocking(p->read.get());

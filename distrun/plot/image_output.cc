@@ -94,7 +94,7 @@ std::string gnuplotNumber(double value) {
   return std::isfinite(value) ? fmt::format("{:.9g}", value) : "NaN";
 }
 
-void renderImage(const std::string& script, const std::string& path, const ToolRunner& run) {
+void renderImage(const std::string& script, const std::string& path, const GnuplotTool& run) {
   const ToolResult result = run({"gnuplot"}, script);
   if (result.exitCode == kNotFound) {
     throw Error(ExitCode::kNotFound,

@@ -38,9 +38,10 @@ std::string gnuplotString(std::string_view text);
 // A number for a gnuplot data line: "NaN" for a value that is not finite.
 std::string gnuplotNumber(double value);
 
-// Runs a tool: argv (argv[0] looked up on PATH) with `input` on its
-// standard input (cli::CliContext::runTool, distrun::runTool).
-using ToolRunner =
+// Runs gnuplot: argv (argv[0] looked up on PATH) with `input` on its
+// standard input (cli::CliContext::runTool, distrun::runTool); tests pass
+// one of their own.
+using GnuplotTool =
     std::function<ToolResult(const std::vector<std::string>& argv, const std::string& input)>;
 
 // Runs `gnuplot` with `script` (which sets no output: the image comes on
@@ -49,6 +50,6 @@ using ToolRunner =
 // Throws Error kNotFound (127) when gnuplot is not installed, naming the
 // Debian package; IoError (74) with gnuplot's own message when it fails or
 // writes nothing, and when `path` cannot be written.
-void renderImage(const std::string& script, const std::string& path, const ToolRunner& run);
+void renderImage(const std::string& script, const std::string& path, const GnuplotTool& run);
 
 }  // namespace distrun::plot

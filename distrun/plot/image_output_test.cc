@@ -65,7 +65,7 @@ struct FakeGnuplot {
   ToolResult answer;
   std::vector<std::string> argv;
   std::string input;
-  ToolRunner runner() {
+  GnuplotTool runner() {
     return [this](const std::vector<std::string>& a, const std::string& i) {
       argv = a;
       input = i;

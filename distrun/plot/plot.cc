@@ -56,7 +56,8 @@ void checkWindow(const PlotRequest& r) {
   }
 }
 
-void drawMetrics(const PlotRequest& r, ImageFormat format, const ToolRunner& run, ImageSize& size) {
+void drawMetrics(const PlotRequest& r, ImageFormat format, const GnuplotTool& run,
+                 ImageSize& size) {
   std::vector<MetricsRun> runs;
   for (const std::string& path : r.metrics) runs.push_back(readMetricsRun(path));
   if (r.size.empty()) size = kMetricsFigureSize;
@@ -81,7 +82,7 @@ Timeline windowOf(const Timeline& timeline, const PlotRequest& r) {
   return cut;
 }
 
-void drawTrace(const PlotRequest& r, ImageFormat format, const ToolRunner& run, ImageSize& size) {
+void drawTrace(const PlotRequest& r, ImageFormat format, const GnuplotTool& run, ImageSize& size) {
   const Timeline whole = readTimeline(r.trace);
   const Timeline timeline = windowOf(whole, r);
   const double from = r.fromMs.value_or(0);
@@ -101,7 +102,7 @@ void checkPlotRequest(const PlotRequest& request) {
   }
 }
 
-void runPlot(const PlotRequest& request, const ToolRunner& run, std::ostream& out) {
+void runPlot(const PlotRequest& request, const GnuplotTool& run, std::ostream& out) {
   checkPlotRequest(request);
   const ImageFormat format = imageFormatFor(request.output);
   ImageSize size = request.size.empty() ? ImageSize{} : parseImageSize(request.size);

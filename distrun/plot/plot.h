@@ -31,6 +31,6 @@ void checkPlotRequest(const PlotRequest& request);
 // `run` and writes it to request.output atomically (renderImage: 127 when
 // gnuplot is missing, 74 when it fails). Prints "wrote FILE (WxH)" to
 // `out`.
-void runPlot(const PlotRequest& request, const ToolRunner& run, std::ostream& out);
+void runPlot(const PlotRequest& request, const GnuplotTool& run, std::ostream& out);
 
 }  // namespace distrun::plot

@@ -110,7 +110,7 @@ TEST_F(PlotTest, AMalformedMetricsFileWritesNothing) {
 // gnuplot not on PATH: the package to install, exit 127, no file.
 TEST_F(PlotTest, AMissingGnuplotNamesThePackage) {
   const std::string m = metrics("m.json", testing::metricsText(1, 1, true));
-  const ToolRunner noGnuplot = [](const std::vector<std::string>& argv, const std::string& in) {
+  const GnuplotTool noGnuplot = [](const std::vector<std::string>& argv, const std::string& in) {
     ToolRequest tool;
     tool.argv = argv;
     tool.input = in;

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "distrun/common/process.h"
 #include "distrun/common/strings.h"
 #include "distrun/common/system.h"
 #include "distrun/common/unique_fd.h"
@@ -42,20 +43,11 @@ CommandResult runCommand(const std::string& command) {
 }
 
 int startCommand(const std::string& command, const std::string& logPath) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::string full = "exec " + command + " >>" + shellQuote(logPath) + " 2>&1";
-    ::execl("/bin/sh", "sh", "-c", full.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
+  return startProcess(
+      {.argv = {"/bin/sh", "-c", "exec " + command + " >>" + shellQuote(logPath) + " 2>&1"}});
 }
 
-int waitCommand(int pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return shellStatus(status);
-}
+int waitCommand(int pid) { return waitForProcess(pid); }
 
 bool processAlive(int pid) { return !processExited(pid); }
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "distrun/common/wait_status.h"
+#include "distrun/common/process.h"
 #include "distrun/testing/network_hosts.h"
 
 namespace {
@@ -46,16 +46,10 @@ int runWithHosts(const NetworkHosts& hosts, char** argv) {
   for (int host = 1; host <= hosts.count(); ++host) {
     ::setenv(("NETWORK_HOST_" + std::to_string(host)).c_str(), hosts.runsOn(host).c_str(), 1);
   }
-  child = ::fork();
-  if (child == 0) {
-    ::execvp(argv[0], argv);
-    std::cerr << "distrun-network-hosts: cannot run " << argv[0] << "\n";
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  return distrun::shellStatus(status);
+  std::vector<std::string> command;
+  for (char** word = argv; *word != nullptr; ++word) command.emplace_back(*word);
+  child = distrun::startProcess({.argv = command, .explainExecFailure = true});
+  return distrun::waitForProcess(child);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@ namespace distrun::comm {
 // call takes: the one whose last call moved its bytes faster, and every
 // `probeEvery`-th call the other one, so that a change in which is faster
 // is seen (a VM whose host moves its vCPUs changes it within seconds:
-// docs/comm.md, "What bounds the large sizes"). Way 0 until it has been
+// bench/results/between-cores.txt). Way 0 until it has been
 // timed, then way 1 until it has; the first call each way is not timed,
 // since it pays for what a first call touches (pages of the buffers, the
 // slots, the scratch) and would make that way look slower than it is.

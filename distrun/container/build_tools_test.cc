@@ -1,4 +1,4 @@
-#include "distrun/container/tool_runner.h"
+#include "distrun/container/build_tools.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -15,8 +15,8 @@
 namespace distrun::container {
 namespace {
 
-TEST(ProcessToolRunnerTest, ExitCodeAndTheTailOfItsOutput) {
-  ProcessToolRunner runner([] { return 0; });
+TEST(ProcessBuildToolsTest, ExitCodeAndTheTailOfItsOutput) {
+  ProcessBuildTools runner([] { return 0; });
   std::string seen;
   ToolCall call{{"sh", "-c",
                  "echo one; echo two >&2; printf '[=] 1/2 50%%\\r[==] 2/2 100%%\\n';"
@@ -28,18 +28,18 @@ TEST(ProcessToolRunnerTest, ExitCodeAndTheTailOfItsOutput) {
   EXPECT_NE(seen.find("two"), std::string::npos);
 }
 
-TEST(ProcessToolRunnerTest, AMissingProgramIs127) {
-  ProcessToolRunner runner([] { return 0; });
+TEST(ProcessBuildToolsTest, AMissingProgramIs127) {
+  ProcessBuildTools runner([] { return 0; });
   EXPECT_EQ(runner.run({{"/nonexistent/tool"}}).code, 127);
 }
 
-TEST(ProcessToolRunnerTest, ItsInputIsEmpty) {
-  ProcessToolRunner runner([] { return 0; });
+TEST(ProcessBuildToolsTest, ItsInputIsEmpty) {
+  ProcessBuildTools runner([] { return 0; });
   EXPECT_EQ(runner.run({{"sh", "-c", "cat; echo done"}}).tail, "done");
 }
 
-TEST(ProcessToolRunnerTest, TicksWhileItRuns) {
-  ProcessToolRunner runner([] { return 0; });
+TEST(ProcessBuildToolsTest, TicksWhileItRuns) {
+  ProcessBuildTools runner([] { return 0; });
   int ticks = 0;
   ToolCall call{{"sleep", "1"}};
   call.onTick = [&ticks] { ++ticks; };
@@ -50,11 +50,11 @@ TEST(ProcessToolRunnerTest, TicksWhileItRuns) {
 
 // The interrupt reaches the tool's whole process group (a shell and its
 // children), and the runner throws with the signal.
-TEST(ProcessToolRunnerTest, AnInterruptStopsTheToolsGroup) {
+TEST(ProcessBuildToolsTest, AnInterruptStopsTheToolsGroup) {
   distrun::testing::ScratchDir scratch("tool-runner");
   const std::string pids = scratch.path() + "/pids";
   std::atomic<int> signal{0};
-  ProcessToolRunner runner([&signal] { return signal.load(); }, 10.0);
+  ProcessBuildTools runner([&signal] { return signal.load(); }, 10.0);
   ToolCall call{{"sh", "-c", "sleep 60 & echo $! > " + pids + "; echo started; wait"}};
   call.onOutput = [&signal](std::string_view recent) {
     if (recent.find("started") != std::string_view::npos) signal = SIGTERM;
@@ -71,16 +71,16 @@ TEST(ProcessToolRunnerTest, AnInterruptStopsTheToolsGroup) {
 }
 
 // A tool that ignores the signal is killed after the grace period.
-TEST(ProcessToolRunnerTest, AToolIgnoringTheInterruptIsKilledAfterTheGrace) {
+TEST(ProcessBuildToolsTest, AToolIgnoringTheInterruptIsKilledAfterTheGrace) {
   std::atomic<int> signal{0};
-  ProcessToolRunner runner([&signal] { return signal.load(); }, 0.5);
+  ProcessBuildTools runner([&signal] { return signal.load(); }, 0.5);
   ToolCall call{{"sh", "-c", "trap '' INT; echo started; sleep 60"}};
   call.onOutput = [&signal](std::string_view) { signal = SIGINT; };
   EXPECT_THROW(runner.run(call), BuildInterrupted);
 }
 
-TEST(ProcessToolRunnerTest, AnInterruptBeforeTheStartStartsNothing) {
-  ProcessToolRunner runner([] { return SIGINT; });
+TEST(ProcessBuildToolsTest, AnInterruptBeforeTheStartStartsNothing) {
+  ProcessBuildTools runner([] { return SIGINT; });
   EXPECT_THROW(runner.run({{"sh", "-c", "exit 0"}}), BuildInterrupted);
 }
 

@@ -1,8 +1,7 @@
-#include "distrun/container/tool_runner.h"
+#include "distrun/container/build_tools.h"
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <optional>
 
 #include "distrun/common/error.h"
+#include "distrun/common/process.h"
 #include "distrun/common/strings.h"
 #include "distrun/common/unique_fd.h"
 #include "distrun/common/wait_status.h"
@@ -36,28 +36,25 @@ double now() {
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
-[[noreturn]] void execChild(const ToolCall& call, int output) {
-  const std::vector<std::string>& argv = call.argv;
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  for (int signal : {SIGINT, SIGTERM, SIGPIPE}) ::signal(signal, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  int devNull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  ::dup2(devNull, STDIN_FILENO);
-  int stdoutFd = output;
-  if (!call.stdoutPath.empty()) {
-    stdoutFd = ::open(call.stdoutPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (stdoutFd < 0) ::_exit(126);
+// The tool's input is empty, its output and errors go into `output` (its
+// output into call.stdoutPath instead when given), it leads a group of its
+// own, and gets SIGTERM if distrun dies (mmdebstrap then cleans up).
+ProcessSpec toolProcess(const ToolCall& call, int output) {
+  ProcessSpec spec{.argv = call.argv,
+                   .descriptors = {{.target = STDIN_FILENO, .path = "/dev/null"}},
+                   .ownProcessGroup = true,
+                   .parentDeathSignal = SIGTERM,
+                   .emptySignalMask = true,
+                   .defaultSignals = {SIGINT, SIGTERM, SIGPIPE}};
+  if (call.stdoutPath.empty()) {
+    spec.descriptors.push_back({.target = STDOUT_FILENO, .source = output});
+  } else {
+    spec.descriptors.push_back({.target = STDOUT_FILENO,
+                                .path = call.stdoutPath,
+                                .openFlags = O_WRONLY | O_CREAT | O_TRUNC});
   }
-  ::dup2(stdoutFd, STDOUT_FILENO);
-  ::dup2(output, STDERR_FILENO);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  ::execvp(args[0], args.data());
-  ::_exit(errno == ENOENT ? 127 : 126);
+  spec.descriptors.push_back({.target = STDERR_FILENO, .source = output});
+  return spec;
 }
 
 std::string tailOf(const std::string& recent) {
@@ -186,18 +183,15 @@ InterruptCatcher::~InterruptCatcher() {
 
 int InterruptCatcher::caught() const { return gCaught; }
 
-ProcessToolRunner::ProcessToolRunner(std::function<int()> interrupted, double graceSeconds)
+ProcessBuildTools::ProcessBuildTools(std::function<int()> interrupted, double graceSeconds)
     : interrupted_(std::move(interrupted)), graceSeconds_(graceSeconds) {}
 
-ToolExit ProcessToolRunner::run(const ToolCall& call) {
+ToolExit ProcessBuildTools::run(const ToolCall& call) {
   if (int signal = interrupted_()) throw BuildInterrupted(signal);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", call.argv.front(), errno);
   UniqueFd readEnd(fds[0]), writeEnd(fds[1]);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw SystemError("fork", call.argv.front(), errno);
-  if (pid == 0) execChild(call, writeEnd.get());
-  ::setpgid(pid, pid);  // also in the child: whichever runs first
+  const pid_t pid = startProcess(toolProcess(call, writeEnd.get()));
   writeEnd.reset();
   ToolWatch watch(call, pid, std::move(readEnd), interrupted_, graceSeconds_);
   return watch.finish();

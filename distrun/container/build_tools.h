@@ -48,9 +48,9 @@ struct ToolExit {
 // Runs tools to completion. Throws BuildInterrupted when the build is
 // interrupted while the tool runs (the tool is stopped first), and
 // SystemError when the tool cannot be started.
-class ToolRunner {
+class BuildTools {
  public:
-  virtual ~ToolRunner() = default;
+  virtual ~BuildTools() = default;
   virtual ToolExit run(const ToolCall& call) = 0;
 };
 
@@ -76,9 +76,9 @@ class InterruptCatcher {
 // that signal to the tool's group, waits `graceSeconds` for it to clean up
 // (mmdebstrap unmounts what it mounted), then SIGKILLs the group, and
 // throws BuildInterrupted.
-class ProcessToolRunner : public ToolRunner {
+class ProcessBuildTools : public BuildTools {
  public:
-  explicit ProcessToolRunner(std::function<int()> interrupted, double graceSeconds = 30.0);
+  explicit ProcessBuildTools(std::function<int()> interrupted, double graceSeconds = 30.0);
   ToolExit run(const ToolCall& call) override;
 
  private:
