@@ -7,13 +7,14 @@
 # (in place, its default way: from 16 MB by shares through the slots or with
 # direct reads, whichever was faster lately; the slowest rank's time) and
 # the bare Open MPI loop of the same call. On a VM the first moves between
-# speeds as the host places the vCPUs (docs/comm.md, "What bounds the large
-# sizes"), at times between two measurements a second apart, so it is
+# speeds as the host places the vCPUs (bench/results/between-cores.txt), at
+# times between two measurements a second apart, so it is
 # measured before and after the allreduces and a round counts as steady
 # where the two agree within 25%. Last, over the steady rounds: distrun's
 # allreduce against the cache-to-cache speed of its round (min and max),
 # and against Open MPI's of the same round.
 #   bench/between-cores.sh [BUILD_DIR] [ROUNDS] [SIZE]
+#   report: bench/results/between-cores.txt
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-6}
@@ -29,6 +30,12 @@ if [[ ! $size =~ ^[1-9][0-9]*$ ]] || ((size % 4)); then
   echo "between-cores.sh: SIZE '$size': expected bytes, a multiple of 4 (floats)" >&2
   exit 64
 fi
+# The report also goes to bench/results/between-cores.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+report=${RESULTS:-$(dirname "$0")/results/between-cores.txt}
+mkdir -p "$(dirname "$report")"
+exec > >(tee "$report")
+echo "# bench/between-cores.sh $build $rounds $size, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 mpirun=(mpirun --oversubscribe -np 2)
 [[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
 have_mpi=1

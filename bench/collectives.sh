@@ -19,6 +19,7 @@
 # gloo >= 1.0x the best peer at every size; the mpi backend >= 0.97x bare
 # MPI.
 #   [RANKS=N] bench/collectives.sh [BUILD_DIR] [ROUNDS] [COLLECTIVE|every]
+#   report: bench/results/collectives.txt
 # COLLECTIVE: all_reduce (default), broadcast, all_gather, reduce_scatter,
 # alltoall or sendrecv (a ring shift of SIZE bytes: send to the next rank
 # while receiving from the previous; MPI_Sendrecv, PyTorch's
@@ -32,6 +33,15 @@ ranks=${RANKS:-2}
 if [[ ! $ranks =~ ^[1-9][0-9]*$ ]] || ((ranks < 2)); then
   echo "collectives.sh: RANKS '$ranks': expected a whole number of ranks, at least 2" >&2
   exit 64
+fi
+# The report also goes to bench/results/collectives.txt (RESULTS=FILE
+# elsewhere), dated and with the command, which the docs link; the runs
+# that `every` starts (BENCH_SUMMARY set) write into their caller's.
+if [[ -z ${BENCH_SUMMARY:-} ]]; then
+  results=${RESULTS:-$(dirname "$0")/results/collectives.txt}
+  mkdir -p "$(dirname "$results")"
+  exec > >(tee "$results")
+  echo "# ${RANKS:+RANKS=$RANKS }${ITERS:+ITERS=$ITERS }${ITERS_SMALL:+ITERS_SMALL=$ITERS_SMALL }bench/collectives.sh $build $rounds $collective, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 fi
 if [[ $collective == every ]]; then
   summaries=$(mktemp)
@@ -115,8 +125,8 @@ for round in $(seq 1 "$rounds"); do
 done
 copy=$("$bin/copy_bandwidth")
 # What goes through the slots moves from one core's cache to another's;
-# on a VM that speed changes as the host places its vCPUs (docs/comm.md,
-# "What bounds the large sizes"), and the slots' speed with it.
+# on a VM that speed changes as the host places its vCPUs
+# (bench/results/between-cores.txt), and the slots' speed with it.
 echo "# from one core's cache to another's: $("$bin/copy_bandwidth" --between-cores)"
 # Large allgather and alltoall blocks and large messages are read from the
 # peers with process_vm_readv: the kernel's copy between processes, whose

@@ -14,6 +14,7 @@
 # once into $DISTRUN_BENCH_CACHE (/var/tmp/distrun-bench). Needs root (to drop
 # the page cache) and the container tools (scripts/install-deps).
 #   bench/containers.sh [BUILD_DIR] [RUNS] [COLD_RUNS]
+#   report: bench/results/containers.txt
 set -euo pipefail
 build=${1:-build}
 runs=${2:-20}
@@ -21,6 +22,12 @@ cold_runs=${3:-5}
 distrun=$(realpath "$build/bin/distrun")
 [[ -x $distrun ]] || { echo "build first: cmake --build $build" >&2; exit 1; }
 [[ $(id -u) -eq 0 ]] || { echo "containers.sh: run as root (it drops the page cache)" >&2; exit 1; }
+# The report also goes to bench/results/containers.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/containers.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# bench/containers.sh $build $runs $cold_runs, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 
 cache=${DISTRUN_BENCH_CACHE:-/var/tmp/distrun-bench}
 mkdir -p "$cache"

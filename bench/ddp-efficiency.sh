@@ -16,6 +16,7 @@
 # so the host's slow drift falls on all of them alike; what is left is the
 # step-to-step noise. Medians and quartiles over every cycle of every run.
 #   bench/ddp-efficiency.sh [BUILD_DIR] [RUNS] [CYCLES]   (default build 2 12)
+#   report: bench/results/ddp-efficiency.txt
 # DATA=dir of MNIST/raw (default data), STEPS=steps a phase (default 20),
 # BIND=cores|none for `distrun run --cpu-bind` (default cores, the launcher's).
 set -euo pipefail
@@ -30,6 +31,12 @@ peer=$(dirname "$0")/peers/torch_ddp_efficiency.py
 need_built "$build" distrun ddp_efficiency_bench
 need_mnist "$data"
 need_torch "$python"
+# The report also goes to bench/results/ddp-efficiency.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/ddp-efficiency.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# ${DATA:+DATA=$DATA }${STEPS:+STEPS=$STEPS }${BIND:+BIND=$BIND }bench/ddp-efficiency.sh $build $runs $cycles, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

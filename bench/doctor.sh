@@ -7,7 +7,7 @@
 # and `srun` of df/ulimit/ip to look at space, limits and interfaces.
 # Median wall time of RUNS runs each; the ratio last. Needs root (munge,
 # slurmd) and Debian's python3-torch.
-#   bench/doctor.sh [BUILD_DIR] [RUNS] [NODES]
+#   bench/doctor.sh [BUILD_DIR] [RUNS] [NODES]    report: bench/results/doctor.txt
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/checks.sh"
@@ -16,6 +16,12 @@ runs=${2:-5}
 nodes=${3:-3}
 need_built "$build" distrun distrun-doctor distrun-bench
 need_torch /usr/bin/python3
+# The report also goes to bench/results/doctor.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/doctor.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# bench/doctor.sh $build $runs $nodes, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 distrun=$(cd "$build/bin" && pwd)/distrun
 cluster=$here/../distrun/testing/local_slurm.sh
 

@@ -9,13 +9,19 @@
 # half-written one left. The last line gives the totals; the script exits 1
 # when a drill fails. Needs root for the tmpfs of the full-disk and
 # /dev/shm drills (skipped with the reason otherwise).
-#   bench/drills.sh [BUILD_DIR]
+#   bench/drills.sh [BUILD_DIR]       report: bench/results/drills.txt
 # DRILLS="agent_signals disk_full" runs some (the drill_* names), KEEP=1 keeps the logs.
 set -uo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/checks.sh"
 need_built "$build" distrun distrun-train
+# The report also goes to bench/results/drills.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/drills.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# ${DRILLS:+DRILLS=\"$DRILLS\" }bench/drills.sh $build, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 bin=$(cd "$build/bin" && pwd)
 drills=$here/drills
 data=${DISTRUN_DATA:-$here/../data}

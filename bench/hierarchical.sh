@@ -27,6 +27,8 @@
 # Ratios last: hierarchical against the best of flat-tcp and torch-gloo
 # (and open-mpi).
 #   [HOSTS=N [MBIT=M]] bench/hierarchical.sh [BUILD_DIR] [ROUNDS] [all_reduce|broadcast|reduce_scatter|all_gather|alltoall|sendrecv]
+#   report: bench/results/hierarchical.txt (HOSTS mode: bench/results/hierarchical-hosts.txt,
+#   through bench/hierarchical-hosts.sh)
 # (all_gather, reduce_scatter and alltoall out of place, SIZE the whole
 # array of every rank's blocks, as nccl-tests counts it; sendrecv a ring
 # shift of SIZE bytes, each rank sending to the next: ranks 0 and 2 send
@@ -48,6 +50,15 @@ case $collective in
   reduce_scatter|all_gather|alltoall|sendrecv) column=9 ;;  # out of place
   *) echo "hierarchical.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, reduce_scatter, all_gather, alltoall or sendrecv" >&2; exit 64 ;;
 esac
+# The report also goes to bench/results/hierarchical.txt (RESULTS=FILE
+# elsewhere), dated and with the command, which the docs link. In HOSTS
+# mode bench/hierarchical-hosts.sh writes the report (of every case).
+if [[ -z $hosts ]]; then
+  results=${RESULTS:-$(dirname "$0")/results/hierarchical.txt}
+  mkdir -p "$(dirname "$results")"
+  exec > >(tee "$results")
+  echo "# ${ITERS:+ITERS=$ITERS }${ITERS_SMALL:+ITERS_SMALL=$ITERS_SMALL }bench/hierarchical.sh $build $rounds $collective, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
+fi
 if [[ -n $hosts && -z ${NETWORK_HOSTS:-} ]]; then
   [[ $hosts =~ ^[2-9]$ ]] || { echo "hierarchical.sh: HOSTS '$hosts': expected 2 to 9 hosts" >&2; exit 64; }
   need_built "$build" distrun-network-hosts mpi_collective_bench

@@ -26,6 +26,7 @@
 # time / distrun time, so above 1 is distrun faster (issue 31's target:
 # >= 0.97 at every size).
 #   bench/mpi-overhead.sh [BUILD_DIR] [ROUNDS] [COLLECTIVE]
+#   report: bench/results/mpi-overhead.txt
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-21}
@@ -41,6 +42,12 @@ case $collective in
   all_gather|reduce_scatter|alltoall) column=9 ;;
   *) echo "mpi-overhead.sh: COLLECTIVE '$collective': expected all_reduce, broadcast, all_gather, reduce_scatter or alltoall" >&2; exit 64 ;;
 esac
+# The report also goes to bench/results/mpi-overhead.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/mpi-overhead.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# ${THREADS:+THREADS=$THREADS }${CONTROL:+CONTROL=$CONTROL }${MALLOC_POLICY:+MALLOC_POLICY=$MALLOC_POLICY }${ITERS:+ITERS=$ITERS }${ITERS_SMALL:+ITERS_SMALL=$ITERS_SMALL }bench/mpi-overhead.sh $build $rounds $collective, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 mpirun=(mpirun --oversubscribe -np 2)
 [[ $(id -u) == 0 ]] && mpirun+=(--allow-run-as-root)
 policy=${MALLOC_POLICY:-fixed}

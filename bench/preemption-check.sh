@@ -6,6 +6,7 @@
 # report gives each one's median and range over the rounds. Compare a
 # build without the check (the commit before it) with this one:
 #   bench/preemption-check.sh build 8 /tmp/before/bin/distrun-train build/bin/distrun-train
+#   report: bench/results/preemption-check.txt
 # (mnist: bench/train-ab.sh build 5 TRAIN=/tmp/before/bin/distrun-train "")
 set -euo pipefail
 [[ $# -ge 3 ]] || { echo "usage: bench/preemption-check.sh BUILD_DIR ROUNDS TRAIN..." >&2; exit 64; }
@@ -13,6 +14,12 @@ build=$1 rounds=$2
 shift 2
 . "$(dirname "$0")/checks.sh"
 need_built "$build" distrun
+# The report also goes to bench/results/preemption-check.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/preemption-check.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# bench/preemption-check.sh $build $rounds $*, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for round in $(seq 1 "$rounds"); do

@@ -9,6 +9,7 @@
 # rounds alternating which runs first, best time per size, the ratio
 # (baseline time / default time) last.
 #   [KERNELS="float half"] bench/reduce-kernels.sh [BUILD_DIR] [ROUNDS] [TYPE]
+#   report: bench/results/reduce-kernels.txt
 # KERNELS: the types of the one-core table (default: float double half
 # bfloat16; empty: none).
 set -euo pipefail
@@ -18,6 +19,12 @@ type=${3:-float}
 bin=$build/bin
 . "$(dirname "$0")/checks.sh"
 need_built "$build" distrun reduce_bandwidth
+# The report also goes to bench/results/reduce-kernels.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/reduce-kernels.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# ${KERNELS+KERNELS=\"$KERNELS\" }bench/reduce-kernels.sh $build $rounds $type, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 for t in ${KERNELS-float double half bfloat16}; do
   "$bin/reduce_bandwidth" "$t" sum
   echo

@@ -9,12 +9,18 @@
 # Seconds until every agent knows its ranks, per agent, and the store's own
 # CPU time per agent (flat = the store's cost does not grow with N). Target:
 # 10000 agents in under 2 s on a 2-core machine, re-forming included.
-#   bench/rendezvous.sh [BUILD_DIR] [LAST_CALL_MS]
+#   bench/rendezvous.sh [BUILD_DIR] [LAST_CALL_MS]     report: bench/results/rendezvous.txt
 set -euo pipefail
 build=${1:-build}
 lastCallMs=${2:-1000}
 bin=$build/bin/rendezvous_bench
 [[ -x $bin ]] || { echo "build first: cmake --build $build --target rendezvous_bench" >&2; exit 1; }
+# The report also goes to bench/results/rendezvous.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/rendezvous.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# bench/rendezvous.sh $build $lastCallMs, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 
 field() { sed -E "s/.*\"$1\": ([0-9.]+).*/\\1/" <<<"$2"; }
 

@@ -6,13 +6,19 @@
 # agent file. Prints the input's size, the seconds (the best of 3 runs),
 # MB/s and events/s, and the merge's peak memory, which stays flat as the
 # input grows (it streams line by line: docs/observability.md, "Merging").
-#   bench/trace-merge.sh [BUILD_DIR] [SIZE_MB] [RANKS]
+#   bench/trace-merge.sh [BUILD_DIR] [SIZE_MB] [RANKS]    report: bench/results/trace-merge.txt
 set -euo pipefail
 build=${1:-build}
 sizeMb=${2:-100}
 ranks=${3:-4}
 bin=$build/bin/distrun
 [[ -x $bin ]] || { echo "build first: cmake --build $build --target distrun" >&2; exit 1; }
+# The report also goes to bench/results/trace-merge.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/trace-merge.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# bench/trace-merge.sh $build $sizeMb $ranks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/trace-merge-bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 

@@ -8,6 +8,7 @@
 # gives the ratio on/off of its two runs. The report: both sides' median
 # samples/s, the trace's size, and last the median of the rounds' ratios.
 #   bench/trace-overhead.sh [BUILD_DIR] [ROUNDS]      (default: build 6)
+#   report: bench/results/trace-overhead.txt
 # SAMPLES=N training samples an epoch (default 6000), EPOCHS=N (default 3),
 # DATA=DIR the digits (default ./data, scripts/prepare-mnist).
 set -euo pipefail
@@ -20,6 +21,12 @@ data=${DATA:-data}
 . "$(dirname "$0")/checks.sh"
 need_built "$build" distrun distrun-train
 need_mnist "$data"
+# The report also goes to bench/results/trace-overhead.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/trace-overhead.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# ${DATA:+DATA=$DATA }${SAMPLES:+SAMPLES=$SAMPLES }${EPOCHS:+EPOCHS=$EPOCHS }bench/trace-overhead.sh $build $rounds, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -5,7 +5,7 @@
 # on all of them alike; each run's figure is the mean samples/s of epochs
 # 2-3 (epoch 1 warms up), and the report gives each configuration's
 # median, mean and range over the runs.
-#   bench/train-ab.sh [BUILD_DIR] RUNS CONFIG...
+#   bench/train-ab.sh [BUILD_DIR] RUNS CONFIG...    report: bench/results/train-ab.txt
 # A CONFIG is one word list: BIND=none|cores picks `distrun run --cpu-bind`
 # for it (default: $BIND, else none), other VAR=VALUE words set the
 # environment, the other words are distrun-train flags. For example the
@@ -29,6 +29,12 @@ runs=$1; shift
 bin=$build/bin
 . "$(dirname "$0")/checks.sh"
 need_built "$build" distrun distrun-train
+# The report also goes to bench/results/train-ab.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/train-ab.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# ${EFFICIENCY:+EFFICIENCY=$EFFICIENCY }${SAMPLES:+SAMPLES=$SAMPLES }${BIND:+BIND=$BIND }bench/train-ab.sh $build $runs ${*@Q}, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 workload=(mnist --epochs 3 --limit-train "${SAMPLES:-3000}" --limit-test 200
           --threads-per-rank 1 --progress none)
 tmp=$(mktemp -d)

@@ -35,6 +35,7 @@
 # distrun's against PyTorch's (--compare), with their metrics files, kept in
 # FIGURES (default BUILD_DIR/bench-figures).
 #   bench/train.sh [BUILD_DIR] [ROUNDS]     (DATA=dir of MNIST/raw, default data)
+#   report: bench/results/train.txt
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-3}
@@ -46,6 +47,12 @@ peer=$(dirname "$0")/peers/torch_ddp_train.py
 need_built "$build" distrun distrun-train
 need_mnist "$data"
 need_torch "$python"
+# The report also goes to bench/results/train.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link.
+results=${RESULTS:-$(dirname "$0")/results/train.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# ${DATA:+DATA=$DATA }${BIND:+BIND=$BIND }bench/train.sh $build $rounds, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1))"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
