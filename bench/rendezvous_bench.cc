@@ -25,6 +25,7 @@
 #include "distrun/common/system.h"
 #include "distrun/rdzv/elastic_rendezvous.h"
 #include "distrun/rdzv/rendezvous.h"
+#include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
 
 namespace {

@@ -20,8 +20,8 @@
 namespace distrun {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using Deadline = std::optional<Clock::time_point>;
+using Monotonic = std::chrono::steady_clock;
+using Deadline = std::optional<Monotonic::time_point>;
 
 // How long a killed tool may take to be reaped: one stuck in the kernel (a
 // hung file system) is left behind rather than waited on.
@@ -73,7 +73,7 @@ Child spawn(const std::vector<std::string>& argv,
 
 int pollTimeoutMs(const Deadline& deadline) {
   if (!deadline) return -1;
-  auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Monotonic::now());
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT_MAX));
 }
 
@@ -100,7 +100,7 @@ bool exchange(const std::string& input, Child& child, ToolResult& result,
   size_t written = 0;
   if (input.empty()) child.in.reset();
   while (child.out || child.err) {
-    if (deadline && Clock::now() >= *deadline) return false;
+    if (deadline && Monotonic::now() >= *deadline) return false;
     std::array<pollfd, 3> fds = {pollfd{child.out.get(), POLLIN, 0},
                                  pollfd{child.err.get(), POLLIN, 0},
                                  pollfd{child.in.get(), POLLOUT, 0}};
@@ -116,13 +116,13 @@ bool exchange(const std::string& input, Child& child, ToolResult& result,
 
 // Reaps the tool once it ends (its exit code), or nullopt when it is still
 // running at `deadline`.
-std::optional<int> reapBy(pid_t pid, Clock::time_point deadline) {
+std::optional<int> reapBy(pid_t pid, Monotonic::time_point deadline) {
   int status = 0;
   for (;;) {
     pid_t reaped = ::waitpid(pid, &status, WNOHANG);
     if (reaped == pid) return shellStatus(status);
     if (reaped < 0 && errno != EINTR) throw SystemError("waitpid", "a tool", errno);
-    if (Clock::now() >= deadline) return std::nullopt;
+    if (Monotonic::now() >= deadline) return std::nullopt;
     ::usleep(5'000);
   }
 }
@@ -131,7 +131,7 @@ std::optional<int> reapBy(pid_t pid, Clock::time_point deadline) {
 int killAndReap(pid_t pid) {
   ::kill(-pid, SIGKILL);
   try {
-    return reapBy(pid, Clock::now() + kReapWait).value_or(128 + SIGKILL);
+    return reapBy(pid, Monotonic::now() + kReapWait).value_or(128 + SIGKILL);
   } catch (const SystemError&) {
     return 128 + SIGKILL;
   }
@@ -149,7 +149,7 @@ ToolResult runTool(const std::vector<std::string>& argv, const std::string& inpu
 
 ToolResult runToolWithin(const ToolRequest& request) {
   Child child = spawn(request.argv, request.environment, /*ownGroup=*/true);
-  const Clock::time_point deadline = Clock::now() + request.limit;
+  const Monotonic::time_point deadline = Monotonic::now() + request.limit;
   ToolResult result;
   std::optional<int> exitCode;
   try {

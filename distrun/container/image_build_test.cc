@@ -33,7 +33,7 @@ void writeFile(const std::string& path, const std::string& text) {
 
 // Stands in for the tools: does a small version of each one's work on the
 // paths in its command line, or fails or is interrupted where told to.
-class FakeRunner : public BuildTools {
+class FakeBuildTools : public BuildTools {
  public:
   ToolExit run(const ToolCall& call) override {
     calls.push_back(call.argv);
@@ -124,7 +124,7 @@ class ImageBuildTest : public ::testing::Test {
   bool stagingIsGone() { return fs::is_empty(at("tmp")); }
 
   distrun::testing::ScratchDir scratch_{"image-build"};
-  FakeRunner runner_;
+  FakeBuildTools runner_;
   BuildInputs inputs_{.processors = 8,
                       .mirrors = {"/etc/apt/sources.list.d/debian.sources"},
                       .baseOffset = 4096,

@@ -54,7 +54,7 @@ double wallClockMs() {
   return duration<double, std::milli>(system_clock::now().time_since_epoch()).count();
 }
 
-std::optional<ClockSample> askClock(rdzv::StoreClient& store, int nodeRank,
+std::optional<ClockSample> askClock(rdzv::Store& store, int nodeRank,
                                     std::chrono::milliseconds wait) {
   ClockSample s;
   s.askedMs = wallClockMs();
@@ -66,7 +66,7 @@ std::optional<ClockSample> askClock(rdzv::StoreClient& store, int nodeRank,
   return s;
 }
 
-void answerClocks(rdzv::StoreClient& store, int numNodes,
+void answerClocks(rdzv::Store& store, int numNodes,
                   std::chrono::steady_clock::time_point deadline) {
   std::vector<int> waiting;
   for (int node = 1; node < numNodes; ++node) waiting.push_back(node);

@@ -7,7 +7,7 @@
 #include "distrun/doctor/check_result.h"
 
 namespace distrun::rdzv {
-class StoreClient;
+class Store;
 }  // namespace distrun::rdzv
 
 namespace distrun::doctor {
@@ -40,14 +40,13 @@ double wallClockMs();
 
 // The node's side: writes its clock under clockAskKey(nodeRank), waits up
 // to `wait` for rank 0's under clockAnswerKey(nodeRank).
-std::optional<ClockSample> askClock(rdzv::StoreClient& store, int nodeRank,
+std::optional<ClockSample> askClock(rdzv::Store& store, int nodeRank,
                                     std::chrono::milliseconds wait);
 
 // Rank 0's side: answers nodes 1 .. numNodes-1, each as soon as it asked
 // (it polls every node still waiting, so one node that never asks delays
 // no other), until `deadline`; a node that has not asked by then gets no
 // answer. Runs on a thread of its own with a client of its own.
-void answerClocks(rdzv::StoreClient& store, int numNodes,
-                  std::chrono::steady_clock::time_point deadline);
+void answerClocks(rdzv::Store& store, int numNodes, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace distrun::doctor

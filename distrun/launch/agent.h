@@ -3,9 +3,9 @@
 #include <iosfwd>
 #include <string>
 
+#include "distrun/common/clock.h"
 #include "distrun/common/environment.h"
 #include "distrun/launch/agent_config.h"
-#include "distrun/launch/clock.h"
 #include "distrun/launch/process_launcher.h"
 #include "distrun/launch/progress_probe.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "distrun/launch/clock.h"
+#include "distrun/common/clock.h"
 #include "distrun/launch/failure_report.h"
 #include "distrun/launch/progress_probe.h"
 

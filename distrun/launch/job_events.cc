@@ -55,7 +55,7 @@ std::string encodeEvent(const JobEvent& event) {
   return std::string(kindName(event.kind)) + "\n" + event.payload;
 }
 
-void publishEvent(rdzv::StoreClient& store, int round, const JobEvent& event) {
+void publishEvent(rdzv::Store& store, int round, const JobEvent& event) {
   long long index = store.add(rdzv::roundKey(round, "events"), 1) - 1;
   store.set(rdzv::roundKey(round, fmt::format("event/{}", index)), encodeEvent(event));
 }

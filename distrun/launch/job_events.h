@@ -34,7 +34,7 @@ struct JobEvent {
 };
 
 // Appends events with the agent's own store connection.
-void publishEvent(rdzv::StoreClient& store, int round, const JobEvent& event);
+void publishEvent(rdzv::Store& store, int round, const JobEvent& event);
 
 // The bytes publishEvent stores for `event`, for a will that the store
 // appends on the agent's behalf.

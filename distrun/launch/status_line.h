@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "distrun/common/clock.h"
 #include "distrun/common/live_line.h"
 #include "distrun/common/status_record.h"
-#include "distrun/launch/clock.h"
 
 namespace distrun::launch {
 

@@ -7,8 +7,8 @@
 #include <variant>
 #include <vector>
 
+#include "distrun/common/clock.h"
 #include "distrun/launch/agent_config.h"
-#include "distrun/launch/clock.h"
 #include "distrun/launch/failure_report.h"
 #include "distrun/launch/hang_watch.h"
 #include "distrun/launch/job_events.h"

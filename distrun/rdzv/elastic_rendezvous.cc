@@ -71,7 +71,7 @@ void validate(int round, const ElasticJoin& j) {
 
 // One agent's arrival in a round.
 struct Arrival {
-  StoreClient& store;
+  Store& store;
   int round;
   const ElasticJoin& join;
   long long index;  // 1-based
@@ -84,7 +84,7 @@ struct Arrival {
 
 // An agent that arrived after the close (`total` at or above the mark) or
 // beyond MAX: kWaiting, announced when the round has room.
-ElasticOutcome waiting(StoreClient& store, int round, const ElasticJoin& join, long long total,
+ElasticOutcome waiting(Store& store, int round, const ElasticJoin& join, long long total,
                        Clock::time_point deadline) {
   ElasticOutcome out;
   out.round = round;
@@ -249,7 +249,7 @@ ElasticOutcome finish(const Arrival& a, ElasticOutcome out) {
 
 }  // namespace
 
-ElasticOutcome joinElasticRound(StoreClient& store, int round, const ElasticJoin& join) {
+ElasticOutcome joinElasticRound(Store& store, int round, const ElasticJoin& join) {
   validate(round, join);
   const Clock::time_point deadline = Clock::now() + join.joinTimeout;
   const long long index = store.add(key(round, "arrived"), 1);
@@ -272,22 +272,20 @@ ElasticOutcome joinElasticRound(StoreClient& store, int round, const ElasticJoin
   return finish(a, decodeOutcome(*out, round));
 }
 
-void announceWaiting(StoreClient& store, int round, const std::string& nodeName) {
+void announceWaiting(Store& store, int round, const std::string& nodeName) {
   checkName(nodeName, "node name");
   if (store.add(key(round, "waiting/" + nodeName), 1) == 1) store.add(key(round, "waiting"), 1);
 }
 
-long long waitingNodes(StoreClient& store, int round) {
-  return store.add(key(round, "waiting"), 0);
-}
+long long waitingNodes(Store& store, int round) { return store.add(key(round, "waiting"), 0); }
 
-std::optional<int> latestRound(StoreClient& store) {
+std::optional<int> latestRound(Store& store) {
   std::optional<std::string> latest = store.tryGet(kLatestKey);
   if (!latest) return std::nullopt;
   return std::stoi(*latest);
 }
 
-void recordNodeFailure(StoreClient& store, int round, const std::string& nodeName) {
+void recordNodeFailure(Store& store, int round, const std::string& nodeName) {
   checkName(nodeName, "node name");
   while (true) {
     const std::string current = store.tryGet(kFailuresKey).value_or("");

@@ -10,7 +10,7 @@
 
 namespace distrun::rdzv {
 
-class StoreClient;
+class Store;
 
 // The round a node last trained in, as fencing counts it (docs/launcher.md,
 // "Fencing a partition"): round -1 before its first.
@@ -111,25 +111,25 @@ inline constexpr int kMaxSuccessors = 8;
 // (no outcome within twice the joinTimeout after the close). Uses `store`
 // alone while it runs (a StoreClient is one thread's; its interrupt() ends
 // the join with RendezvousError).
-ElasticOutcome joinElasticRound(StoreClient& store, int round, const ElasticJoin& join);
+ElasticOutcome joinElasticRound(Store& store, int round, const ElasticJoin& join);
 
 // Announces that `nodeName` waits for a round after `round` (once per name
 // and round; repeating it is harmless). joinElasticRound does it itself.
-void announceWaiting(StoreClient& store, int round, const std::string& nodeName);
+void announceWaiting(Store& store, int round, const std::string& nodeName);
 
 // How many nodes announced they wait for a round after `round` (torchrun's
 // num_nodes_waiting): the members re-form when it is above zero and their
 // round has fewer than MAX nodes.
-long long waitingNodes(StoreClient& store, int round);
+long long waitingNodes(Store& store, int round);
 
 // The latest round that closed with members, for an agent that does not
 // know where the job is (a replacement node); nullopt before the first.
-std::optional<int> latestRound(StoreClient& store);
+std::optional<int> latestRound(Store& store);
 
 // Records that `nodeName`'s workers failed in round `round` (idempotent; any
 // agent may record any node). Kept in one key, "e/failures", changed only by
 // compare-and-set, so that concurrent records are never lost.
-void recordNodeFailure(StoreClient& store, int round, const std::string& nodeName);
+void recordNodeFailure(Store& store, int round, const std::string& nodeName);
 
 // The exclusion rule, a pure function of a node's failed rounds: a node
 // whose workers failed in two consecutive rounds (k, k+1) is excluded from

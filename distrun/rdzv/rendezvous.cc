@@ -23,7 +23,7 @@ NodeInfo decodeNode(int rank, const std::string& value) {
   return n;
 }
 
-void claim(StoreClient& store, int round, const RendezvousConfig& config) {
+void claim(Store& store, int round, const RendezvousConfig& config) {
   long long claims = store.add(roundKey(round, fmt::format("claim/{}", config.nodeRank)), 1);
   if (claims > 1) {
     throw RendezvousError(
@@ -33,7 +33,7 @@ void claim(StoreClient& store, int round, const RendezvousConfig& config) {
   }
 }
 
-[[noreturn]] void reportMissing(StoreClient& store, int round, const RendezvousConfig& config) {
+[[noreturn]] void reportMissing(Store& store, int round, const RendezvousConfig& config) {
   std::vector<std::string> missing, joined;
   for (int r = 0; r < config.numNodes; ++r) {
     bool here = store.tryGet(roundKey(round, fmt::format("node/{}", r))).has_value();
@@ -51,7 +51,7 @@ void claim(StoreClient& store, int round, const RendezvousConfig& config) {
 // (one round trip each, however many nodes); each node's first rank is set
 // before the summary, so that an agent waiting on the summary finds its own
 // first rank at once.
-void assignRanks(StoreClient& store, int round, int numNodes) {
+void assignRanks(Store& store, int round, int numNodes) {
   StoreBatch read;
   for (int r = 0; r < numNodes; ++r) read.tryGet(roundKey(round, fmt::format("node/{}", r)));
   read.tryGet(roundKey(round, "master_port"));
@@ -70,8 +70,7 @@ void assignRanks(StoreClient& store, int round, int numNodes) {
 
 // Publishes this node (node 0: and its MASTER_PORT) and counts it in, in one
 // round trip; true when it is the last to arrive.
-bool publish(StoreClient& store, int round, const RendezvousConfig& config,
-             Clock::time_point deadline) {
+bool publish(Store& store, int round, const RendezvousConfig& config, Clock::time_point deadline) {
   StoreBatch batch;
   if (config.nodeRank == 0) {
     batch.set(roundKey(round, "master_port"), std::to_string(config.pickMasterPort()));
@@ -100,7 +99,7 @@ World soloWorld(int round, int nproc, const std::string& host, int masterPort) {
   return world;
 }
 
-World joinRound(StoreClient& store, int round, const RendezvousConfig& config) {
+World joinRound(Store& store, int round, const RendezvousConfig& config) {
   Clock::time_point deadline = Clock::now() + config.joinTimeout;
   claim(store, round, config);
   if (publish(store, round, config, deadline)) assignRanks(store, round, config.numNodes);

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "distrun/rdzv/store_client.h"
+#include "distrun/rdzv/store.h"
 
 namespace distrun::rdzv {
 
@@ -49,7 +49,7 @@ struct RendezvousConfig {
 // one round trip each: StoreBatch). Throws RendezvousError when a node rank is
 // claimed twice, and one naming every node still missing and the store they
 // were expected to reach when the join timeout passes.
-World joinRound(StoreClient& store, int round, const RendezvousConfig& config);
+World joinRound(Store& store, int round, const RendezvousConfig& config);
 
 // The world of a job of one node, which needs no store: its `nproc`
 // workers are ranks 0 to nproc-1 and rank 0's store is at `host`:`masterPort`.

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/common/error.h"
-#include "distrun/rdzv/store_server.h"
+#include "distrun/rdzv/in_memory_store.h"
 
 namespace distrun::rdzv {
 namespace {
@@ -27,11 +27,9 @@ class RendezvousTest : public ::testing::Test {
     c.pickMasterPort = [] { return 4242; };
     return c;
   }
-  World join(int round, const RendezvousConfig& c) {
-    StoreClient client("127.0.0.1", server.port(), "t", 30s);
-    return joinRound(client, round, c);
-  }
-  StoreServer server{"127.0.0.1", 0, "t"};
+  // The round protocol alone: every agent (a thread) on one store in memory.
+  World join(int round, const RendezvousConfig& c) { return joinRound(store, round, c); }
+  InMemoryStore store{"store-host:29400"};
 };
 
 TEST_F(RendezvousTest, AgentsAgreeOnRanksAndMasterPort) {
@@ -80,8 +78,7 @@ TEST_F(RendezvousTest, MissingNodesAreNamed) {
   } catch (const RendezvousError& e) {
     EXPECT_EQ(std::string(e.what()),
               "node(s) 1, 2 of 3 did not join within 0 s; they were expected "
-              "to reach the rendezvous store at 127.0.0.1:" +
-                  std::to_string(server.port()) + " (joined: 0)");
+              "to reach the rendezvous store at store-host:29400 (joined: 0)");
   }
 }
 

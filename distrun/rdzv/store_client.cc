@@ -177,11 +177,11 @@ std::string StoreClient::compareSet(const std::string& key, const std::string& e
 std::vector<std::optional<std::string>> StoreClient::run(const StoreBatch& batch,
                                                          std::chrono::milliseconds timeout) {
   const Clock::time_point until = deadlineAfter(timeout);
-  send(batch.bytes_);
+  send(batch.frames());
   std::vector<std::optional<std::string>> replies;
-  replies.reserve(batch.count_);
+  replies.reserve(batch.size());
   try {
-    while (replies.size() < batch.count_) {
+    while (replies.size() < batch.size()) {
       Frame reply = readReply(until);
       if (reply.op == Op::kMissing) {
         replies.emplace_back();
@@ -193,30 +193,6 @@ std::vector<std::optional<std::string>> StoreClient::run(const StoreBatch& batch
     connect(std::chrono::seconds(30));
   }
   return replies;
-}
-
-StoreBatch& StoreBatch::set(const std::string& key, const std::string& value) {
-  encodeFrame(Frame{Op::kSet, {key, value}}, bytes_);
-  count_++;
-  return *this;
-}
-
-StoreBatch& StoreBatch::get(const std::string& key) {
-  encodeFrame(Frame{Op::kGet, {key}}, bytes_);
-  count_++;
-  return *this;
-}
-
-StoreBatch& StoreBatch::tryGet(const std::string& key) {
-  encodeFrame(Frame{Op::kTryGet, {key}}, bytes_);
-  count_++;
-  return *this;
-}
-
-StoreBatch& StoreBatch::add(const std::string& key, long long delta) {
-  encodeFrame(Frame{Op::kAdd, {key, std::to_string(delta)}}, bytes_);
-  count_++;
-  return *this;
 }
 
 }  // namespace distrun::rdzv

@@ -7,27 +7,10 @@
 
 #include "distrun/common/unique_fd.h"
 #include "distrun/rdzv/socket.h"
+#include "distrun/rdzv/store.h"
 #include "distrun/rdzv/wire.h"
 
 namespace distrun::rdzv {
-
-// Requests to send to the store together (wire.h): however many, a batch
-// costs one round trip, and the store answers them in order. A get in a
-// batch holds back the requests behind it until its key exists. Build one,
-// then StoreClient::run it. Not thread-safe.
-class StoreBatch {
- public:
-  StoreBatch& set(const std::string& key, const std::string& value);
-  StoreBatch& get(const std::string& key);
-  StoreBatch& tryGet(const std::string& key);
-  StoreBatch& add(const std::string& key, long long delta);
-  size_t size() const { return count_; }
-
- private:
-  friend class StoreClient;
-  std::string bytes_;  // the encoded frames
-  size_t count_ = 0;
-};
 
 // A connection to a StoreServer, authenticated with the job token.
 // Not thread-safe: one client per thread. Every failure is a typed error
@@ -36,37 +19,30 @@ class StoreBatch {
 // when the server failed), TimeoutError (no answer in time). The socket
 // carries TCP keepalive (socket.h), so a store whose host died is a
 // RendezvousError within seconds, also while a get() waits.
-class StoreClient {
+class StoreClient final : public Store {
  public:
   // Connects (retrying while the store is not up yet, until `connectTimeout`)
   // and presents `token`. Every key is then taken within `keySpace` (wire.h):
   // the job's run id, so that jobs sharing a store keep apart; "": the root.
   StoreClient(std::string host, int port, std::string token,
               std::chrono::milliseconds connectTimeout, std::string keySpace = {});
-  ~StoreClient();
+  ~StoreClient() override;
   StoreClient(const StoreClient&) = delete;
   StoreClient& operator=(const StoreClient&) = delete;
 
-  void set(const std::string& key, const std::string& value);
-  // Waits until `key` exists. nullopt when `timeout` passes first.
-  std::optional<std::string> get(const std::string& key, std::chrono::milliseconds timeout);
-  // The value if `key` exists now.
-  std::optional<std::string> tryGet(const std::string& key);
-  // Adds `delta` to the integer at `key` (0 when absent); returns the sum.
-  long long add(const std::string& key, long long delta);
-  // Sets `desired` when `key` holds `expected` (an absent key holds "");
-  // returns the value held afterwards, so the caller won iff it is
-  // `desired` and differs from what was there.
+  // Store's operations (store.h). A get or a batch whose timeout passed
+  // makes the connection again (its late reply would be read as the next
+  // one's).
+  void set(const std::string& key, const std::string& value) override;
+  std::optional<std::string> get(const std::string& key,
+                                 std::chrono::milliseconds timeout) override;
+  std::optional<std::string> tryGet(const std::string& key) override;
+  long long add(const std::string& key, long long delta) override;
   std::string compareSet(const std::string& key, const std::string& expected,
-                         const std::string& desired);
-  // Sends `batch` in one write and reads one reply per request, in order:
-  // the value for get and tryGet (nullopt: missing), the total for add, ""
-  // for set. Fewer replies than requests when `timeout` passed first; the
-  // connection is then made again, as get() does (the requests answered
-  // were applied; the others may or may not have been).
-  // milliseconds::max(): no deadline.
+                         const std::string& desired) override;
+  // Sends `batch` in one write and reads one reply per request.
   std::vector<std::optional<std::string>> run(const StoreBatch& batch,
-                                              std::chrono::milliseconds timeout);
+                                              std::chrono::milliseconds timeout) override;
 
   // Leaves this connection's last will with the store (wire.h, kWill): when
   // the connection closes without clearWill() or close() first (this
@@ -89,7 +65,7 @@ class StoreClient {
   // connection; any later call is a RendezvousError. Idempotent.
   void close();
 
-  const std::string& address() const { return address_; }
+  const std::string& address() const override { return address_; }
 
   // Makes a call blocked in another thread fail at once with
   // RendezvousError (shuts the socket down). The only method that may be

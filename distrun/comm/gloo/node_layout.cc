@@ -33,9 +33,8 @@ bool NodeLayout::spansNodesWithNeighbours() const {
   return false;
 }
 
-NodeLayout NodeLayout::exchange(rdzv::StoreClient& store, const std::string& prefix, int rank,
-                                int size, const std::string& node,
-                                std::chrono::milliseconds timeout) {
+NodeLayout NodeLayout::exchange(rdzv::Store& store, const std::string& prefix, int rank, int size,
+                                const std::string& node, std::chrono::milliseconds timeout) {
   // One round trip: this rank's name, then every rank's once it is there.
   rdzv::StoreBatch batch;
   batch.set(fmt::format("{}/node/{}", prefix, rank), node);

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "distrun/rdzv/store_client.h"
+#include "distrun/rdzv/store.h"
 
 namespace distrun::comm {
 
@@ -20,8 +20,8 @@ class NodeLayout {
 
   // Publishes this rank's node name under `prefix`/node/RANK and reads
   // every rank's (waiting up to `timeout` for each).
-  static NodeLayout exchange(rdzv::StoreClient& store, const std::string& prefix, int rank,
-                             int size, const std::string& node, std::chrono::milliseconds timeout);
+  static NodeLayout exchange(rdzv::Store& store, const std::string& prefix, int rank, int size,
+                             const std::string& node, std::chrono::milliseconds timeout);
 
   int nodes() const { return static_cast<int>(leaders_.size()); }
   // Whether the hierarchical path gains anything: more than one node, and

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "distrun/common/error.h"
-#include "distrun/rdzv/store_server.h"
+#include "distrun/rdzv/in_memory_store.h"
 
 namespace distrun::comm {
 namespace {
@@ -44,8 +44,7 @@ TEST(NodeLayoutTest, TheHierarchyIsWorthItOnlyAcrossNodesWithNeighbours) {
 // A rank that never says which node it is on: the others stop at the
 // timeout, naming it, instead of waiting on.
 TEST(NodeLayoutTest, ARankThatNeverSaysItsNodeIsATimeoutNamingIt) {
-  rdzv::StoreServer server("127.0.0.1", 0, "layout");
-  rdzv::StoreClient store("127.0.0.1", server.port(), "layout", std::chrono::seconds(5));
+  rdzv::InMemoryStore store;
   try {
     NodeLayout::exchange(store, "test", 0, 2, "a", std::chrono::milliseconds(200));
     ADD_FAILURE() << "the exchange returned without rank 1";

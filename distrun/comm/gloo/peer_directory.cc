@@ -108,12 +108,12 @@ PeerDirectory::Peer PeerDirectory::decode(const std::string& text) {
   return peer;
 }
 
-void PeerDirectory::publish(rdzv::StoreClient& store, const std::string& prefix, int rank,
+void PeerDirectory::publish(rdzv::Store& store, const std::string& prefix, int rank,
                             const Peer& self) {
   store.set(peerKey(prefix, rank), encode(self));
 }
 
-void PeerDirectory::load(rdzv::StoreClient& store, const std::string& prefix, int rank, int size,
+void PeerDirectory::load(rdzv::Store& store, const std::string& prefix, int rank, int size,
                          std::chrono::milliseconds timeout) {
   peers_.assign(static_cast<size_t>(size), Peer{});
   for (int r = 0; r < size; ++r) {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "distrun/rdzv/store_client.h"
+#include "distrun/rdzv/store.h"
 
 namespace distrun::comm {
 
@@ -35,10 +35,9 @@ class PeerDirectory {
   static std::vector<std::string> advertisedAddresses(const std::vector<char>& blob, int pairs);
 
   // Publishes this rank's entry under `prefix`/peer/RANK.
-  static void publish(rdzv::StoreClient& store, const std::string& prefix, int rank,
-                      const Peer& self);
+  static void publish(rdzv::Store& store, const std::string& prefix, int rank, const Peer& self);
   // Reads every rank's entry (waiting up to `timeout` for each).
-  void load(rdzv::StoreClient& store, const std::string& prefix, int rank, int size,
+  void load(rdzv::Store& store, const std::string& prefix, int rank, int size,
             std::chrono::milliseconds timeout);
 
   // The rank whose socket address appears in `message`, if any.

@@ -11,6 +11,7 @@
 #include <gloo/transport/tcp/address.h>
 
 #include "distrun/common/unique_fd.h"
+#include "distrun/rdzv/in_memory_store.h"
 #include "distrun/rdzv/store_server.h"
 
 namespace distrun::comm {
@@ -25,8 +26,7 @@ TEST(PeerDirectoryTest, EncodesAndDecodes) {
 }
 
 TEST(PeerDirectoryTest, NamesTheRankBehindAnAddressInAnError) {
-  rdzv::StoreServer server("127.0.0.1", 0, "t");
-  rdzv::StoreClient client("127.0.0.1", server.port(), "t", std::chrono::seconds(5));
+  rdzv::InMemoryStore client;
   // Rank 1 is "us": its own sockets never name a peer.
   PeerDirectory::publish(client, "p", 0, {"a", 10, {"[127.0.0.1]:5000", "[127.0.0.1]:5001"}});
   PeerDirectory::publish(client, "p", 1, {"b", 11, {"[127.0.0.1]:7000", "[127.0.0.1]:6001"}});

@@ -6,7 +6,7 @@
 
 namespace distrun::comm {
 
-GlooStoreAdapter::GlooStoreAdapter(rdzv::StoreClient& client, std::string prefix,
+GlooStoreAdapter::GlooStoreAdapter(rdzv::Store& client, std::string prefix,
                                    std::chrono::milliseconds timeout)
     : client_(client), prefix_(std::move(prefix)), timeout_(timeout) {}
 

@@ -7,7 +7,7 @@
 
 #include <gloo/rendezvous/store.h>
 
-#include "distrun/rdzv/store_client.h"
+#include "distrun/rdzv/store.h"
 
 namespace distrun::comm {
 
@@ -18,8 +18,7 @@ namespace distrun::comm {
 // Used from one thread.
 class GlooStoreAdapter : public gloo::rendezvous::Store {
  public:
-  GlooStoreAdapter(rdzv::StoreClient& client, std::string prefix,
-                   std::chrono::milliseconds timeout);
+  GlooStoreAdapter(rdzv::Store& client, std::string prefix, std::chrono::milliseconds timeout);
 
   void set(const std::string& key, const std::vector<char>& data) override;
   std::vector<char> get(const std::string& key) override;
@@ -33,7 +32,7 @@ class GlooStoreAdapter : public gloo::rendezvous::Store {
  private:
   std::string fetch(const std::string& key, std::chrono::milliseconds timeout);
 
-  rdzv::StoreClient& client_;
+  rdzv::Store& client_;
   std::string prefix_;
   std::chrono::milliseconds timeout_;
   std::map<std::string, std::vector<char>> written_;

@@ -2,12 +2,16 @@
 
 #include <chrono>
 
-namespace distrun::launch {
+namespace distrun {
 
 using TimePoint = std::chrono::steady_clock::time_point;
 
-// Where the agent reads the time: the seam that keeps the Supervisor's
-// deadlines testable without waiting. Implementations are thread-safe.
+// Where a policy reads the time: the seam that keeps its deadlines testable
+// without waiting (the agent's Supervisor, its status line, the hang watch;
+// docs/development.md, "Seams"). Code that only measures how long something
+// took, or spins on a deadline of its own in a hot loop (the shared-memory
+// engine), reads std::chrono::steady_clock itself. Implementations are
+// thread-safe.
 class Clock {
  public:
   virtual ~Clock() = default;
@@ -31,4 +35,4 @@ class FakeClock : public Clock {
   TimePoint now_{};
 };
 
-}  // namespace distrun::launch
+}  // namespace distrun
