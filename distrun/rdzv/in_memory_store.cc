@@ -7,22 +7,10 @@
 #include <utility>
 
 #include "distrun/common/error.h"
+#include "distrun/rdzv/socket.h"
 #include "distrun/rdzv/wire.h"
 
 namespace distrun::rdzv {
-
-namespace {
-
-// The time point `timeout` from now; milliseconds::max() is no deadline.
-std::chrono::steady_clock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
-  const auto now = std::chrono::steady_clock::now();
-  if (timeout >= std::chrono::steady_clock::time_point::max() - now) {
-    return std::chrono::steady_clock::time_point::max();
-  }
-  return now + timeout;
-}
-
-}  // namespace
 
 InMemoryStore::InMemoryStore(std::string address) : address_(std::move(address)) {}
 

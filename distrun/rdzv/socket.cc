@@ -92,6 +92,15 @@ std::chrono::milliseconds timeLeft(Clock::time_point deadline) {
                   std::chrono::milliseconds(0));
 }
 
+Clock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
+  using std::chrono::milliseconds;
+  const Clock::time_point now = Clock::now();
+  if (timeout >= std::chrono::duration_cast<milliseconds>(Clock::time_point::max() - now)) {
+    return Clock::time_point::max();
+  }
+  return now + timeout;
+}
+
 int listenTcp(const std::string& host, int port, int* boundPort) {
   AddrInfo ai;
   resolve(host == "0.0.0.0" ? "" : host, port, true, ai);

@@ -13,6 +13,10 @@ using Clock = std::chrono::steady_clock;
 // The time from now until `deadline`; zero once it has passed.
 std::chrono::milliseconds timeLeft(Clock::time_point deadline);
 
+// now + `timeout`; no deadline (time_point::max()) when that does not fit,
+// as for milliseconds::max().
+Clock::time_point deadlineAfter(std::chrono::milliseconds timeout);
+
 // Binds and listens on `host`:`port` (host "" or "0.0.0.0": every IPv4
 // address; port 0: any free port), non-blocking and close-on-exec. Stores
 // the bound port in *boundPort. Returns the socket, which the caller owns

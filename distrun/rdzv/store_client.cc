@@ -11,20 +11,6 @@
 
 namespace distrun::rdzv {
 
-namespace {
-
-// now + `timeout`; no deadline when that does not fit (milliseconds::max()).
-Clock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
-  using std::chrono::milliseconds;
-  const Clock::time_point now = Clock::now();
-  if (timeout >= std::chrono::duration_cast<milliseconds>(Clock::time_point::max() - now)) {
-    return Clock::time_point::max();
-  }
-  return now + timeout;
-}
-
-}  // namespace
-
 StoreClient::StoreClient(std::string host, int port, std::string token,
                          std::chrono::milliseconds connectTimeout, std::string keySpace)
     : host_(std::move(host)),
