@@ -21,9 +21,6 @@ namespace distrun {
 
 namespace {
 
-// PATH when the environment has none, as glibc's execvp takes it.
-constexpr const char* kDefaultPath = "/bin:/usr/bin";
-
 std::vector<char*> cStrings(const std::vector<std::string>& strings) {
   std::vector<char*> out;
   out.reserve(strings.size() + 1);
@@ -37,10 +34,10 @@ std::string pathOf(const ProcessSpec& spec) {
     for (const std::string& variable : *spec.environment) {
       if (variable.starts_with("PATH=")) return variable.substr(5);
     }
-    return kDefaultPath;
+    return kDefaultProgramPath;
   }
   const char* path = std::getenv("PATH");
-  return path != nullptr ? path : kDefaultPath;
+  return path != nullptr ? path : kDefaultProgramPath;
 }
 
 // Everything the child needs, made before vfork: it may only make system
@@ -131,19 +128,23 @@ void setUpDescriptors(const ProcessSpec& spec) {
   return pid;
 }
 
-bool isProgram(const std::string& file) {
+}  // namespace
+
+bool isExecutableFile(const std::string& file) {
   struct stat st {};
   return ::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(file.c_str(), X_OK) == 0;
 }
 
-}  // namespace
-
-std::optional<std::string> findProgram(const std::string& program, const std::string& path) {
+std::optional<std::string> findProgram(const std::string& program, const std::string& path,
+                                       const std::string& workingDir) {
   if (program.empty()) return std::nullopt;
   if (program.find('/') != std::string::npos) return program;
   for (const std::string& folder : split(path, ':')) {
     std::string candidate = (folder.empty() ? "." : folder) + "/" + program;
-    if (isProgram(candidate)) return candidate;
+    const std::string checked = candidate[0] == '/' || workingDir.empty() || workingDir == "."
+                                    ? candidate
+                                    : workingDir + "/" + candidate;
+    if (isExecutableFile(checked)) return candidate;
   }
   return std::nullopt;
 }

@@ -70,9 +70,18 @@ pid_t startProcess(const ProcessSpec& spec);
 // this process's child.
 int waitForProcess(pid_t pid);
 
+// The PATH execvp searches when the environment has none (glibc's).
+inline constexpr const char* kDefaultProgramPath = "/bin:/usr/bin";
+
+// Whether `file` is a regular file this process may execute.
+bool isExecutableFile(const std::string& file);
+
 // Where `program` is run from: itself when it holds a '/', else the first
 // executable file of that name in the folders of `path` (empty entries are
-// the current folder, as for execvp); nullopt when there is none.
-std::optional<std::string> findProgram(const std::string& program, const std::string& path);
+// the current folder, as for execvp), relative folders taken from
+// `workingDir` (a worker's, before it runs there); nullopt when there is
+// none. The path returned is as PATH gives it, not joined to `workingDir`.
+std::optional<std::string> findProgram(const std::string& program, const std::string& path,
+                                       const std::string& workingDir = ".");
 
 }  // namespace distrun

@@ -229,5 +229,13 @@ TEST(FindProgramTest, SearchesEachFolderOfThePathInOrder) {
   EXPECT_EQ(findProgram("bin", "/"), std::nullopt);        // a folder
 }
 
+// A relative PATH folder is taken from the working folder given, and the
+// path comes back as PATH gives it.
+TEST(FindProgramTest, TakesRelativeFoldersFromTheWorkingFolder) {
+  EXPECT_EQ(findProgram("sh", "bin", "/"), "bin/sh");
+  EXPECT_EQ(findProgram("sh", "bin", "/nonexistent"), std::nullopt);
+  EXPECT_EQ(findProgram("sh", "/bin", "/nonexistent"), "/bin/sh");
+}
+
 }  // namespace
 }  // namespace distrun

@@ -1,6 +1,5 @@
 #include "distrun/launch/worker_program.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "distrun/common/error.h"
+#include "distrun/common/process.h"
 #include "distrun/common/python_choice.h"
 #include "distrun/common/strings.h"
 
@@ -16,27 +16,9 @@ namespace distrun::launch {
 
 namespace {
 
-constexpr const char* kDefaultPath = "/bin:/usr/bin";  // glibc's, when PATH is unset
-
 std::string inFolder(const std::string& folder, const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   return (folder.empty() ? std::string(".") : folder) + "/" + path;
-}
-
-bool isExecutableFile(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-// The first PATH folder that holds an executable `name`, as execvpe
-// searches (an empty entry is the working folder).
-std::optional<std::string> searchPath(const std::string& name, const std::string& path,
-                                      const std::string& workingDir) {
-  for (const std::string& folder : split(path, ':')) {
-    const std::string candidate = (folder.empty() ? std::string(".") : folder) + "/" + name;
-    if (isExecutableFile(inFolder(workingDir, candidate))) return candidate;
-  }
-  return std::nullopt;
 }
 
 [[noreturn]] void cannotRun(const std::string& what, int err, const std::string& advice) {
@@ -56,7 +38,8 @@ void checkPath(const std::string& path, const std::string& what, const std::stri
 // A name without '/': the PATH entry that holds it.
 std::string findName(const std::string& name, const std::string& what, const std::string& path,
                      const std::string& workingDir, const std::string& advice) {
-  if (std::optional<std::string> found = searchPath(name, path, workingDir)) return *found;
+  // As execvpe searches (startProcess's own lookup, from the workers' folder).
+  if (std::optional<std::string> found = findProgram(name, path, workingDir)) return *found;
   std::string hint;
   if (::access(inFolder(workingDir, name).c_str(), F_OK) == 0) {
     hint = fmt::format(" (did you mean ./{}?)", name);
@@ -91,7 +74,7 @@ void locatePython(AgentConfig& c, const std::string& path, const std::string& wo
 
 void locateProgram(AgentConfig& c, const std::optional<std::string>& pathVariable,
                    const std::string& workingDir) {
-  const std::string path = pathVariable.value_or(kDefaultPath);
+  const std::string path = pathVariable.value_or(kDefaultProgramPath);
   if (!c.python.empty()) return locatePython(c, path, workingDir);
   const std::string& program = c.program.front();
   locate(program, "'" + program + "'", path, workingDir, "");
