@@ -92,7 +92,10 @@ void append(Actions& to, Actions more) {
 std::string describe(const Action& action) { return std::visit(Describe{}, action); }
 
 Supervisor::Supervisor(AgentConfig config, int storePort)
-    : config_(std::move(config)), storePort_(storePort) {}
+    : config_(std::move(config)),
+      storePort_(storePort),
+      restarts_(config_.maxRestarts,
+                config_.elastic ? std::optional<int>(config_.elastic->maxNodes) : std::nullopt) {}
 
 Actions Supervisor::start(TimePoint) {
   DISTRUN_ENFORCE(phase_ == Phase::kIdle, "the supervisor was started twice");
@@ -113,7 +116,7 @@ Actions Supervisor::rendezvousCompleted(const rdzv::World& world, TimePoint,
     config_.layout.numNodes = world.numNodes;
   }
   rdzv::World started = world;
-  started.restarts = restarts_;
+  started.restarts = restarts_.restarts();
   Actions out;
   if (!excluded.empty()) {
     out.push_back(Print{
@@ -231,7 +234,7 @@ std::string Supervisor::runningWorkers() const {
 
 Actions Supervisor::storeLost(const std::string& why, TimePoint now) {
   if (!inRound()) return {};
-  if (state_.complete || state_.rootCause || state_.signal != 0) return {};  // the end is known
+  if (state_.complete || state_.cause.cause() || state_.signal != 0) return {};  // the end is known
   if (state_.lost.empty()) state_.lost = why;
   return endRoundIfOver(stopWorkers(now));
 }
@@ -268,13 +271,7 @@ Actions Supervisor::failurePublished(const WorkerFailure& failure, TimePoint now
   if (!inRound()) return {};  // an event of a round already over
   if (isEcho(failure)) return echoPublished(failure, now);
   Actions out;
-  if (!state_.rootCause && !state_.lostNode) {
-    state_.rootCause = failure;
-    append(out, awaitCorrection(now));
-  } else if (state_.rootCause && raisedBefore(failure, *state_.rootCause)) {
-    state_.echoRanks.insert(state_.rootCause->rank);  // it failed first, because of this
-    state_.rootCause = failure;
-  }
+  if (state_.cause.takeCause(failure) == RootCause::Taken::kFirst) out = awaitCorrection(now);
   append(out, stopWorkers(now));
   return endRoundIfOver(std::move(out));
 }
@@ -360,16 +357,32 @@ Actions Supervisor::endRoundIfOver(Actions actions) {
 }
 
 Actions Supervisor::endRound() {
+  const RoundState& s = state_;
   Actions out{EndRound{}};
-  if (elastic()) {
-    append(out, endElasticRound());
-  } else if (state_.rootCause && restarts_ < config_.maxRestarts) {
-    out.push_back(Print{restartLine(*state_.rootCause)});
-    ++restarts_;
-    append(out, join(round_ + 1));
-  } else {
-    append(out, endJob());
+  RoundEnd end(s.cause);
+  end.signal = s.signal;
+  end.complete = s.complete;
+  end.storeLost = !s.lost.empty();
+  end.waitingNode = s.waitingNode;
+  append(out, nextRound(restarts_.after(end)));
+  return out;
+}
+
+// A restart (fixed nodes), a re-formed job (elastic; first a store, then
+// the rendezvous there), or the job's end.
+Actions Supervisor::nextRound(const NextRound& next) {
+  using Kind = NextRound::Kind;
+  if (next.kind == Kind::kEndJob) return endJob();
+  Actions out{Print{fmt::format(
+      "distrun: node {}: {}; {} (restart {} of {})\n", config_.layout.nodeRank, next.why,
+      next.kind == Kind::kRestart ? "restarting all workers" : "re-forming the job",
+      restarts_.restarts(), config_.maxRestarts)}};
+  if (next.storeFirst) {
+    phase_ = Phase::kFindingStore;
+    out.push_back(FindStore{});
+    return out;
   }
+  append(out, join(round_ + 1));
   return out;
 }
 
@@ -377,8 +390,8 @@ Actions Supervisor::endRound() {
 // signal, success, the lost store.
 Actions Supervisor::endJob() {
   phase_ = Phase::kEnded;
-  if (state_.rootCause) return endWithFailure(*state_.rootCause);
-  if (state_.lostNode) return endWithLostNode();
+  if (state_.cause.cause()) return endWithFailure(*state_.cause.cause());
+  if (state_.cause.lostNode()) return endWithLostNode();
   if (state_.signal != 0) return {LeaveJob{}, Exit{128 + state_.signal}};
   if (state_.complete && state_.checkpointedRank) return endCheckpointed();
   if (state_.complete) return {LeaveJob{}, Exit{0}};
@@ -418,13 +431,6 @@ Actions Supervisor::endCheckpointed() {
       LeaveJob{}, Exit{code}};
 }
 
-std::string Supervisor::restartLine(const WorkerFailure& f) const {
-  return fmt::format(
-      "distrun: node {}: rank {} failed ({}); restarting all workers "
-      "(restart {} of {})\n",
-      config_.layout.nodeRank, f.rank, f.cause(), restarts_ + 1, config_.maxRestarts);
-}
-
 // Node 0 prints the whole report; the other agents one line naming it.
 std::string Supervisor::failureText(const WorkerFailure& f) const {
   if (config_.layout.nodeRank != 0) {
@@ -434,8 +440,9 @@ std::string Supervisor::failureText(const WorkerFailure& f) const {
   std::ostringstream report;
   std::string logFolder =
       config_.logDir.empty() ? "" : workerLogFolder(config_, round_, f.localRank);
-  printFailureReport(f, config_.runId, restarts_, config_.maxRestarts, logFolder, report);
-  return report.str() + echoNote(f) + lostNodesNote();
+  printFailureReport(f, config_.runId, restarts_.restarts(), config_.maxRestarts, logFolder,
+                     report);
+  return report.str() + state_.cause.echoNote(f) + lostNodesNote();
 }
 
 }  // namespace distrun::launch

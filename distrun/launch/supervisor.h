@@ -12,6 +12,8 @@
 #include "distrun/launch/failure_report.h"
 #include "distrun/launch/hang_watch.h"
 #include "distrun/launch/job_events.h"
+#include "distrun/launch/restart_policy.h"
+#include "distrun/launch/root_cause.h"
 #include "distrun/rdzv/rendezvous.h"
 
 namespace distrun::launch {
@@ -206,7 +208,7 @@ class Supervisor {
 
   Phase phase() const { return phase_; }
   int round() const { return round_; }
-  int restarts() const { return restarts_; }
+  int restarts() const { return restarts_.restarts(); }
   // The configuration with this round's node rank and node count.
   const AgentConfig& config() const { return config_; }
 
@@ -214,11 +216,11 @@ class Supervisor {
   // What is known about the round under way.
   struct RoundState {
     int started = 0;
-    int firstRank = 0;        // this node's local rank 0 in the world
-    std::set<int> running;    // local ranks
-    std::map<int, int> pids;  // local rank -> pid
-    int stopSignal = 0;       // what the workers were sent to stop them
-    std::optional<WorkerFailure> rootCause;
+    int firstRank = 0;                          // this node's local rank 0 in the world
+    std::set<int> running;                      // local ranks
+    std::map<int, int> pids;                    // local rank -> pid
+    int stopSignal = 0;                         // what the workers were sent to stop them
+    RootCause cause;                            // the failures ranked (root_cause.h)
     int signal = 0;                             // the first terminal signal, from here or a peer
     std::optional<TimePoint> signalReceivedAt;  // when it reached this agent itself
     bool complete = false;
@@ -230,11 +232,7 @@ class Supervisor {
     std::optional<TimePoint> killAt;
     bool killSent = false;  // this agent SIGKILLed the workers still running
     HangWatch hang;         // --hang-timeout
-    // Root causes over echoes (failure_cause.h).
-    std::optional<WorkerFailure> firstEcho;   // in the store's order
-    std::set<int> echoRanks;                  // ranks whose echo was read before a cause
-    bool echoed = false;                      // this node published an echo
-    bool causePublished = false;              // this node published a cause
+    // While an echo waits for its cause (supervisor_cause.cc).
     std::optional<TimePoint> causeWaitUntil;  // stop the workers, or settle, then
     bool settleArmed = false;                 // this node's workers exited while waiting
     // A cause without an exception of its own, which an earlier one raised
@@ -242,7 +240,6 @@ class Supervisor {
     std::optional<TimePoint> correctionUntil;
     bool correctionClosed = false;
     // Lost nodes and joining ones.
-    std::optional<std::string> lostNode;     // the first lost node, if it came before a cause
     std::optional<std::string> waitingNode;  // elastic: the first node waiting to join
     int lostInRound = 0;                     // nodes lost in this round
   };
@@ -260,10 +257,10 @@ class Supervisor {
   Actions workerCheckpointed(int rank);
   Actions endRoundIfOver(Actions actions);
   Actions endRound();
+  Actions nextRound(const NextRound& next);
   Actions endJob();
   Actions endWithFailure(const WorkerFailure& failure);
   Actions endCheckpointed();
-  std::string restartLine(const WorkerFailure& failure) const;
   std::string failureText(const WorkerFailure& failure) const;
   Actions publishHangAnswer();
   Actions hangVerdict(TimePoint now);
@@ -277,7 +274,6 @@ class Supervisor {
   Actions doneIfAwaiting(TimePoint now);
   Actions causeWaitPassed(TimePoint now);
   Actions settleOnEcho(TimePoint now);
-  std::string echoNote(const WorkerFailure& rootCause) const;
   bool correctable() const;
   Actions awaitCorrection(TimePoint now);
   bool correctsTheCause(const WorkerFailure& exit) const;
@@ -286,8 +282,6 @@ class Supervisor {
   // Lost nodes and elastic re-forming (supervisor_elastic.cc).
   bool elastic() const { return config_.elastic.has_value(); }
   bool endKnown() const;
-  Actions endElasticRound();
-  Actions reform(const std::string& why, bool countsRestart);
   Actions endWithLostNode();
   std::string lostNodesNote() const;
 
@@ -295,7 +289,7 @@ class Supervisor {
   int storePort_;
   Phase phase_ = Phase::kIdle;
   int round_ = 0;
-  int restarts_ = 0;                    // restarts counted against --max-restarts
+  RestartPolicy restarts_;              // what follows a round; counts the restarts
   std::vector<std::string> lostNodes_;  // every node lost so far, in order
   RoundState state_;
 };

@@ -1,13 +1,13 @@
-// The Supervisor's ranking of root causes over echoes (docs/launcher.md,
-// "Supervision"): a worker's own error outranks a failure that only lost
-// its peer (failure_cause.h), and every node settles on the same one.
+// The Supervisor's waits for a root cause (docs/launcher.md, "Supervision"):
+// an echo waits kCauseWait for a cause before the workers are stopped, and a
+// cause without an exception of its own waits for a correction from another
+// node. The ranking itself is RootCause's (root_cause.h).
 #include "distrun/launch/supervisor.h"
 
 #include <csignal>
 
 #include <fmt/format.h>
 
-#include "distrun/common/strings.h"
 #include "distrun/launch/failure_cause.h"
 
 namespace distrun::launch {
@@ -23,10 +23,8 @@ using Kind = JobEvent::Kind;
 // that leaves out a node failing round after round.)
 Actions Supervisor::publishFailure(WorkerFailure failure) {
   Actions out;
-  if (!isEcho(failure)) {
-    state_.causePublished = true;
-    if (elastic()) out.push_back(RecordNodeFailure{});
-  }
+  state_.cause.publishedHere(isEcho(failure));
+  if (!isEcho(failure) && elastic()) out.push_back(RecordNodeFailure{});
   if (!config_.python.empty()) failure.python = config_.python + " (" + config_.pythonSource + ")";
   out.push_back(PublishEvent{JobEvent{Kind::kFailure, failure.toJson()}});
   return out;
@@ -35,8 +33,7 @@ Actions Supervisor::publishFailure(WorkerFailure failure) {
 // An echo is known and nothing else decides the round yet.
 bool Supervisor::awaitingCause() const {
   const RoundState& s = state_;
-  return (s.echoed || s.firstEcho) && !s.rootCause && !s.causePublished && !s.complete &&
-         s.signal == 0 && s.lost.empty() && !s.lostNode;
+  return s.cause.echoAwaitsCause() && !s.complete && s.signal == 0 && s.lost.empty();
 }
 
 // A worker SIGKILLed by someone else than this agent (the OOM killer, a
@@ -54,17 +51,13 @@ bool Supervisor::killedFromOutside(const WorkerFailure& exit) const {
 // count), but the other workers run on, so that the rank it lost can
 // report its own error.
 Actions Supervisor::echoExited(const WorkerFailure& echo, TimePoint now) {
-  state_.echoed = true;
   Actions out = publishFailure(echo);
   if (awaitingCause()) append(out, armCauseWait(now));
   return out;
 }
 
 Actions Supervisor::echoPublished(const WorkerFailure& echo, TimePoint now) {
-  if (state_.rootCause || state_.lostNode) return {};  // a cause outranks every echo
-  if (!state_.firstEcho) state_.firstEcho = echo;
-  state_.echoRanks.insert(echo.rank);
-  if (!awaitingCause()) return {};
+  if (!state_.cause.takeEcho(echo) || !awaitingCause()) return {};
   Actions out = armCauseWait(now);
   append(out, doneIfAwaiting(now));
   return endRoundIfOver(std::move(out));
@@ -110,8 +103,8 @@ Actions Supervisor::causeWaitPassed(TimePoint now) {
 // --term-timeout after the cause.
 bool Supervisor::correctable() const {
   const RoundState& s = state_;
-  return s.rootCause && !raised(*s.rootCause) && config_.layout.numNodes > 1 && !s.complete &&
-         !s.correctionClosed && s.signal == 0 && s.lost.empty() && !s.lostNode;
+  return s.cause.correctable(config_.layout.numNodes) && !s.complete && !s.correctionClosed &&
+         s.signal == 0 && s.lost.empty();
 }
 
 Actions Supervisor::awaitCorrection(TimePoint now) {
@@ -123,7 +116,7 @@ Actions Supervisor::awaitCorrection(TimePoint now) {
 // A worker stopped for another's failure, whose own exception came first:
 // published, every node takes it as the root cause (failurePublished).
 bool Supervisor::correctsTheCause(const WorkerFailure& exit) const {
-  return phase_ == Phase::kStopping && state_.rootCause && raisedBefore(exit, *state_.rootCause);
+  return phase_ == Phase::kStopping && state_.cause.correctedBy(exit);
 }
 
 Actions Supervisor::correctionWaitPassed(TimePoint now) {
@@ -146,28 +139,8 @@ Actions Supervisor::markDone() {
 // "complete" after echoes only: every node's workers exited and no cause
 // was published before it; the first echo is the root cause.
 Actions Supervisor::settleOnEcho(TimePoint now) {
-  if (state_.rootCause || state_.lostNode || !state_.firstEcho) return {};
-  state_.rootCause = state_.firstEcho;
-  return allExited() ? Actions{} : stopWorkers(now);
-}
-
-// The report's last line: the ranks that failed first only because they
-// lost a peer, or, when only such ranks failed, that the cause is unknown.
-std::string Supervisor::echoNote(const WorkerFailure& f) const {
-  if (isEcho(f)) {
-    return fmt::format(
-        "distrun: rank {} only lost a peer, and no rank reported an error of its own: the rank "
-        "it lost was probably killed from outside or lost its host\n",
-        f.rank);
-  }
-  std::vector<std::string> ranks;
-  for (int r : state_.echoRanks) {
-    if (r != f.rank) ranks.push_back(std::to_string(r));
-  }
-  if (ranks.empty()) return "";
-  return fmt::format("distrun: {} {} failed before it only because {} lost a peer: not the cause\n",
-                     ranks.size() == 1 ? "rank" : "ranks", distrun::join(ranks, ", "),
-                     ranks.size() == 1 ? "it" : "they");
+  if (!state_.cause.settleOnEcho() || allExited()) return {};
+  return stopWorkers(now);
 }
 
 }  // namespace distrun::launch

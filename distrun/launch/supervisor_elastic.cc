@@ -12,18 +12,16 @@ namespace distrun::launch {
 
 bool Supervisor::endKnown() const {
   const RoundState& s = state_;
-  return s.complete || s.rootCause || s.signal != 0 || !s.lost.empty() || s.lostNode ||
-         s.waitingNode;
+  return s.complete || s.cause.decided() || s.signal != 0 || !s.lost.empty() || s.waitingNode;
 }
 
 Actions Supervisor::nodeLostPublished(const std::string& node, TimePoint now) {
   if (!inRound()) return {};
   ++state_.lostInRound;
   lostNodes_.push_back(node);
-  if (state_.complete || state_.signal != 0 || state_.rootCause || state_.lostNode) {
+  if (state_.complete || state_.signal != 0 || !state_.cause.takeLostNode(node)) {
     return endRoundIfOver({});  // the end is known already
   }
-  state_.lostNode = node;
   Actions out{Print{fmt::format(
       "distrun: node {}: node {} was lost: its agent's connection to the store closed without "
       "a goodbye (the agent or its host died)\n",
@@ -36,7 +34,7 @@ Actions Supervisor::nodeLostPublished(const std::string& node, TimePoint now) {
 // round has room for it.
 Actions Supervisor::nodeWaitingPublished(const std::string& node, TimePoint now) {
   if (!elastic() || phase_ != Phase::kRunning || endKnown()) return {};
-  if (config_.layout.numNodes >= config_.elastic->maxNodes) return {};  // full: it waits
+  if (!restarts_.reformsForWaitingNode(config_.layout.numNodes)) return {};  // full: it waits
   state_.waitingNode = node;
   Actions out{
       Print{fmt::format("distrun: node {}: node {} waits to join: stopping the workers to "
@@ -44,36 +42,6 @@ Actions Supervisor::nodeWaitingPublished(const std::string& node, TimePoint now)
                         config_.layout.nodeRank, node)}};
   append(out, stopWorkers(now));
   return endRoundIfOver(std::move(out));
-}
-
-// A failure, a lost node or a lost store re-forms the job while restarts
-// are left; a waiting node re-forms it without counting one.
-Actions Supervisor::endElasticRound() {
-  const RoundState& s = state_;
-  if (s.signal != 0 || (s.complete && !s.rootCause)) return endJob();
-  if (s.rootCause || s.lostNode || !s.lost.empty()) {
-    if (restarts_ >= config_.maxRestarts) return endJob();
-    std::string why =
-        s.rootCause  ? fmt::format("rank {} failed ({})", s.rootCause->rank, s.rootCause->cause())
-        : s.lostNode ? fmt::format("node {} was lost", *s.lostNode)
-                     : "the rendezvous store was lost";
-    return reform(why, true);
-  }
-  if (s.waitingNode) return reform(fmt::format("node {} waits to join", *s.waitingNode), false);
-  return endJob();
-}
-
-Actions Supervisor::reform(const std::string& why, bool countsRestart) {
-  if (countsRestart) ++restarts_;
-  Actions out{Print{fmt::format("distrun: node {}: {}; re-forming the job (restart {} of {})\n",
-                                config_.layout.nodeRank, why, restarts_, config_.maxRestarts)}};
-  if (!state_.lost.empty()) {  // first a store, then the rendezvous there
-    phase_ = Phase::kFindingStore;
-    out.push_back(FindStore{});
-    return out;
-  }
-  append(out, join(round_ + 1));
-  return out;
 }
 
 Actions Supervisor::storeFound(const std::string& address, TimePoint) {
@@ -112,7 +80,7 @@ Actions Supervisor::endWithLostNode() {
   return {LeaveJob{state_.lostInRound},
           EndWithError{fmt::format("node {}: node {} was lost (its agent's connection to the store "
                                    "closed without a goodbye){}",
-                                   config_.layout.nodeRank, *state_.lostNode, restarts)}};
+                                   config_.layout.nodeRank, *state_.cause.lostNode(), restarts)}};
 }
 
 // The report's line naming every node lost, when a failure ends the job.
