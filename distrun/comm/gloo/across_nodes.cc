@@ -45,7 +45,7 @@ void GlooCommunicator::allreduceAcrossNodes(const char* name, const void* in, vo
   } else if (in != out) {
     std::memcpy(out, in, count * sizeOf(type));
   }
-  if (leaders_) allreduceOverTcp(name, leaders_, out, out, count, type, op);
+  if (leaders_) allreduceOnMesh(name, *leaders_, out, out, count, type, op);
   onThisNode(name, [&](SharedMemoryCollectives& s) { s.broadcast(out, out, count, type, 0); });
   noteAlgorithm("hierarchical");
 }
@@ -65,7 +65,9 @@ void GlooCommunicator::broadcastAcrossNodes(const void* in, void* out, size_t co
       std::memcpy(out, in, count * sizeOf(type));
     }
   }
-  if (leaders_) broadcastOverTcp(leaders_, out, out, count, type, rootNode);
+  if (leaders_) {
+    guarded("broadcast", [&] { leaders_->broadcast(out, out, count, type, rootNode); });
+  }
   if (!onRootNode) {
     onThisNode("broadcast",
                [&](SharedMemoryCollectives& s) { s.broadcast(out, out, count, type, 0); });
@@ -93,7 +95,8 @@ void GlooCommunicator::allgatherAcrossNodes(const void* in, void* out, size_t co
     everyNode.resize(block * static_cast<size_t>(size()));
     std::vector<size_t> counts;
     for (int n = 0; n < layout_.nodes(); ++n) counts.push_back(count * layout_.ranksOf(n).size());
-    allgathervOverTcp("allgather", leaders_, thisNode.data(), everyNode.data(), counts, type);
+    guarded("allgather",
+            [&] { leaders_->allgatherv(thisNode.data(), everyNode.data(), counts, type); });
     const char* next = everyNode.data();
     for (int n = 0; n < layout_.nodes(); ++n) {
       for (int r : layout_.ranksOf(n)) {
@@ -166,7 +169,8 @@ void GlooCommunicator::exchangeAlltoallBlocks(const std::vector<char>& fromNode,
     }
     counts.push_back(count * local * layout_.ranksOf(n).size());
   }
-  alltoallvOverTcp("alltoall", leaders_, sending.data(), receiving.data(), counts, counts, type);
+  guarded("alltoall",
+          [&] { leaders_->alltoallv(sending.data(), receiving.data(), counts, counts, type); });
   const char* received = receiving.data();
   for (int n = 0; n < layout_.nodes(); ++n) {
     for (int s : layout_.ranksOf(n)) {
@@ -180,7 +184,7 @@ void GlooCommunicator::exchangeAlltoallBlocks(const std::vector<char>& fromNode,
 
 void GlooCommunicator::barrierAcrossNodes() {
   onThisNode("barrier", [](SharedMemoryCollectives& s) { s.barrier(); });
-  if (leaders_) barrierOverTcp(leaders_);
+  if (leaders_) guarded("barrier", [&] { leaders_->barrier(); });
   onThisNode("barrier", [](SharedMemoryCollectives& s) { s.barrier(); });
   noteAlgorithm("hierarchical");
 }

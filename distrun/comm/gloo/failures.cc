@@ -51,7 +51,7 @@ void GlooCommunicator::fail(const char* op, bool timedOut, const std::optional<s
   if (!timedOut) first = firstRecordedFailure(lost);
   // Close every connection so that ranks waiting on this one fail now
   // instead of at their timeout.
-  context_->closeConnections();
+  mesh_->closeConnections();
   if (leaders_) leaders_->closeConnections();
   if (timedOut) {
     throw TimeoutError(

@@ -9,13 +9,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <gloo/allgather.h>
-#include <gloo/allgatherv.h>
-#include <gloo/allreduce.h>
-#include <gloo/alltoall.h>
-#include <gloo/alltoallv.h>
-#include <gloo/barrier.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
@@ -23,7 +16,6 @@
 #include <gloo/types.h>
 
 #include "distrun/comm/gloo/store_adapter.h"
-#include "distrun/comm/reduce.h"
 #include "distrun/common/error.h"
 #include "distrun/common/sigpipe.h"
 #include "distrun/common/system.h"
@@ -31,25 +23,6 @@
 namespace distrun::comm {
 
 namespace {
-
-// Gloo sizes its unbound buffers and segments by the element type it is
-// given; only the element's size matters, so one unsigned type per size.
-template <class F>
-void withElement(DataType type, F&& f) {
-  switch (sizeOf(type)) {
-    case 2:
-      return f(static_cast<uint16_t*>(nullptr));
-    case 4:
-      return f(static_cast<uint32_t*>(nullptr));
-    default:
-      return f(static_cast<uint64_t*>(nullptr));
-  }
-}
-
-template <class E>
-E* mutableElements(const void* p) {
-  return static_cast<E*>(const_cast<void*>(p));
-}
 
 // Each pair's connected end in `mesh`, and the listening end it advertised,
 // as Gloo prints them (connectFullMesh writes the advertised ones under the
@@ -118,7 +91,7 @@ void GlooCommunicator::connectMesh() {
   }
   host_ = readHostFacts().hostname;
   PeerDirectory::Peer self{host_, static_cast<long>(::getpid()), {}};
-  context_ = joinMesh(rank(), size(), "/gloo/", "its peers", self);
+  mesh_ = joinMesh(rank(), size(), "/gloo/", "its peers", self);
   layout_ = NodeLayout::exchange(*store_, prefix_, rank(), size(),
                                  options_.node.empty() ? host_ : options_.node, options_.timeout);
   if (options_.sharedMemory && layout_.spansNodesWithNeighbours() && layout_.isLeader()) {
@@ -136,10 +109,10 @@ void GlooCommunicator::connectMesh() {
   doBarrier();
 }
 
-std::shared_ptr<gloo::Context> GlooCommunicator::joinMesh(int meshRank, int meshSize,
-                                                          const std::string& keys,
-                                                          std::string_view peers,
-                                                          PeerDirectory::Peer& self) {
+std::unique_ptr<GlooMesh> GlooCommunicator::joinMesh(int meshRank, int meshSize,
+                                                     const std::string& keys,
+                                                     std::string_view peers,
+                                                     PeerDirectory::Peer& self) {
   auto mesh = std::make_shared<gloo::rendezvous::Context>(meshRank, meshSize);
   mesh->setTimeout(options_.timeout);
   GlooStoreAdapter adapter(*store_, prefix_ + keys, options_.timeout);
@@ -150,7 +123,10 @@ std::shared_ptr<gloo::Context> GlooCommunicator::joinMesh(int meshRank, int mesh
         fmt::format("communicator: rank {} could not connect to {}: {}", rank(), peers, e.what()));
   }
   addPairAddresses(self, *mesh, adapter);
-  return mesh;
+  return std::make_unique<GlooMesh>(
+      std::move(mesh),
+      GlooMeshTuning{options_.timeout, options_.bcubeBelowBytes, options_.gatherBelowBytes,
+                     options_.gatherMaxRanks, options_.maxSegmentBytes});
 }
 
 void GlooCommunicator::attachSharedMemory() {
@@ -327,34 +303,13 @@ void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out, 
     allreduceAcrossNodes(name, in, out, count, type, op);
     return;
   }
-  allreduceOverTcp(name, context_, in, out, count, type, op);
+  allreduceOnMesh(name, *mesh_, in, out, count, type, op);
 }
 
-void GlooCommunicator::allreduceOverTcp(const char* name,
-                                        const std::shared_ptr<gloo::Context>& mesh, const void* in,
-                                        void* out, size_t count, DataType type, ReduceOp op) {
-  if (count * sizeOf(type) < options_.gatherBelowBytes && mesh->size > 1 &&
-      mesh->size <= options_.gatherMaxRanks) {
-    allreduceByGather(name, mesh, in, out, count, type, op);
-    return;
-  }
-  const bool small = count * sizeOf(type) < options_.bcubeBelowBytes;
-  guarded(name, [&] {
-    withElement(type, [&](auto* element) {
-      using E = std::remove_pointer_t<decltype(element)>;
-      gloo::AllreduceOptions opts(mesh);
-      if (in != out) opts.setInput(mutableElements<E>(in), count);
-      opts.setOutput(static_cast<E*>(out), count);
-      opts.setReduceFunction(reduceKernel(type, op));
-      opts.setAlgorithm(small ? gloo::AllreduceOptions::Algorithm::BCUBE
-                              : gloo::AllreduceOptions::Algorithm::RING);
-      noteAlgorithm(small ? "bcube" : "ring");
-      opts.setMaxSegmentSize(options_.maxSegmentBytes);
-      opts.setTag(nextTag(*mesh));
-      opts.setTimeout(options_.timeout);
-      gloo::allreduce(opts);
-    });
-  });
+void GlooCommunicator::allreduceOnMesh(const char* name, GlooMesh& mesh, const void* in, void* out,
+                                       size_t count, DataType type, ReduceOp op) {
+  noteAlgorithm(allreduceAlgorithm(count * sizeOf(type), mesh.size(), mesh.tuning()));
+  guarded(name, [&] { mesh.allreduce(in, out, count, type, op); });
 }
 
 bool GlooCommunicator::ranInSharedMemory(
@@ -363,23 +318,6 @@ bool GlooCommunicator::ranInSharedMemory(
   noteAlgorithm("shm");
   guardedShared(op, [&] { call(*shared_); });
   return true;
-}
-
-// Every rank receives every input in one allgather (n-1 steps in one
-// direction, where bcube exchanges 2 log2(n) times) and reduces them
-// itself in rank order, so all ranks compute the same bits.
-void GlooCommunicator::allreduceByGather(const char* name,
-                                         const std::shared_ptr<gloo::Context>& mesh, const void* in,
-                                         void* out, size_t count, DataType type, ReduceOp op) {
-  const size_t bytes = count * sizeOf(type);
-  gathered_.resize(bytes * static_cast<size_t>(mesh->size));
-  allgatherOverTcp(name, mesh, in, gathered_.data(), count, type);
-  noteAlgorithm("gather");
-  const ReduceKernel reduce = reduceKernel(type, op);
-  reduce(out, gathered_.data(), gathered_.data() + bytes, count);
-  for (size_t r = 2; r < static_cast<size_t>(mesh->size); ++r) {
-    reduce(out, out, gathered_.data() + r * bytes, count);
-  }
 }
 
 void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count, DataType type,
@@ -393,23 +331,7 @@ void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count, Data
     broadcastAcrossNodes(in, out, count, type, root);
     return;
   }
-  broadcastOverTcp(context_, in, out, count, type, root);
-}
-
-void GlooCommunicator::broadcastOverTcp(const std::shared_ptr<gloo::Context>& mesh, const void* in,
-                                        void* out, size_t count, DataType type, int root) {
-  guarded("broadcast", [&] {
-    withElement(type, [&](auto* element) {
-      using E = std::remove_pointer_t<decltype(element)>;
-      gloo::BroadcastOptions opts(mesh);
-      if (mesh->rank == root && in != out) opts.setInput(mutableElements<E>(in), count);
-      opts.setOutput(static_cast<E*>(out), count);
-      opts.setRoot(root);
-      opts.setTag(nextTag(*mesh));
-      opts.setTimeout(options_.timeout);
-      gloo::broadcast(opts);
-    });
-  });
+  guarded("broadcast", [&] { mesh_->broadcast(in, out, count, type, root); });
 }
 
 void GlooCommunicator::doAllgather(const void* in, void* out, size_t count, DataType type) {
@@ -422,62 +344,7 @@ void GlooCommunicator::doAllgather(const void* in, void* out, size_t count, Data
     allgatherAcrossNodes(in, out, count, type);
     return;
   }
-  allgatherOverTcp("allgather", context_, in, out, count, type);
-}
-
-void GlooCommunicator::allgatherOverTcp(const char* name,
-                                        const std::shared_ptr<gloo::Context>& mesh, const void* in,
-                                        void* out, size_t count, DataType type) {
-  const size_t total = count * static_cast<size_t>(mesh->size);
-  const auto* mine =
-      static_cast<const char*>(out) + count * sizeOf(type) * static_cast<size_t>(mesh->rank);
-  guarded(name, [&] {
-    withElement(type, [&](auto* element) {
-      using E = std::remove_pointer_t<decltype(element)>;
-      gloo::AllgatherOptions opts(mesh);
-      if (in != mine) opts.setInput(mutableElements<E>(in), count);
-      opts.setOutput(static_cast<E*>(out), total);
-      opts.setTag(nextTag(*mesh));
-      opts.setTimeout(options_.timeout);
-      gloo::allgather(opts);
-    });
-  });
-}
-
-void GlooCommunicator::allgathervOverTcp(const char* name,
-                                         const std::shared_ptr<gloo::Context>& mesh, const void* in,
-                                         void* out, const std::vector<size_t>& counts,
-                                         DataType type) {
-  guarded(name, [&] {
-    withElement(type, [&](auto* element) {
-      using E = std::remove_pointer_t<decltype(element)>;
-      gloo::AllgathervOptions opts(mesh);
-      opts.setInput(mutableElements<E>(in), counts[static_cast<size_t>(mesh->rank)]);
-      opts.setOutput(static_cast<E*>(out), counts);
-      opts.setTag(nextTag(*mesh));
-      opts.setTimeout(options_.timeout);
-      gloo::allgatherv(opts);
-    });
-  });
-}
-
-void GlooCommunicator::alltoallvOverTcp(const char* name,
-                                        const std::shared_ptr<gloo::Context>& mesh, const void* in,
-                                        void* out, const std::vector<size_t>& sendCounts,
-                                        const std::vector<size_t>& recvCounts, DataType type) {
-  const std::vector<int64_t> sends(sendCounts.begin(), sendCounts.end());
-  const std::vector<int64_t> recvs(recvCounts.begin(), recvCounts.end());
-  guarded(name, [&] {
-    withElement(type, [&](auto* element) {
-      using E = std::remove_pointer_t<decltype(element)>;
-      gloo::AlltoallvOptions opts(mesh);
-      opts.setInput(mutableElements<E>(in), sends);
-      opts.setOutput(static_cast<E*>(out), recvs);
-      opts.setTag(nextTag(*mesh));
-      opts.setTimeout(options_.timeout);
-      gloo::alltoallv(opts);
-    });
-  });
+  guarded("allgather", [&] { mesh_->allgather(in, out, count, type); });
 }
 
 void GlooCommunicator::doReduceScatter(const void* in, void* out, size_t count, DataType type,
@@ -503,22 +370,7 @@ void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count, DataT
     alltoallAcrossNodes(in, out, count, type);
     return;
   }
-  std::vector<char> copy;
-  if (in == out) {  // Gloo's alltoall is out-of-place only
-    copy.assign(static_cast<const char*>(in), static_cast<const char*>(in) + total * sizeOf(type));
-    in = copy.data();
-  }
-  guarded("alltoall", [&] {
-    withElement(type, [&](auto* element) {
-      using E = std::remove_pointer_t<decltype(element)>;
-      gloo::AlltoallOptions opts(context_);
-      opts.setInput(mutableElements<E>(in), total);
-      opts.setOutput(static_cast<E*>(out), total);
-      opts.setTag(nextTag(*context_));
-      opts.setTimeout(options_.timeout);
-      gloo::alltoall(opts);
-    });
-  });
+  guarded("alltoall", [&] { mesh_->alltoall(in, out, count, type); });
 }
 
 void GlooCommunicator::doBarrier() {
@@ -527,16 +379,7 @@ void GlooCommunicator::doBarrier() {
     barrierAcrossNodes();
     return;
   }
-  barrierOverTcp(context_);
-}
-
-void GlooCommunicator::barrierOverTcp(const std::shared_ptr<gloo::Context>& mesh) {
-  guarded("barrier", [&] {
-    gloo::BarrierOptions opts(mesh);
-    opts.setTag(nextTag(*mesh));
-    opts.setTimeout(options_.timeout);
-    gloo::barrier(opts);
-  });
+  guarded("barrier", [&] { mesh_->barrier(); });
 }
 
 }  // namespace distrun::comm

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "distrun/comm/communicator.h"
+#include "distrun/comm/gloo/gloo_mesh.h"
 #include "distrun/comm/gloo/node_layout.h"
 #include "distrun/comm/gloo/peer_directory.h"
 #include "distrun/comm/idle_spinner.h"
@@ -19,7 +20,6 @@
 #include "distrun/rdzv/store_server.h"
 
 namespace gloo {
-class Context;
 namespace transport {
 class Device;
 }
@@ -194,8 +194,8 @@ class GlooCommunicator final : public Communicator {
   // on a leader the nodes' leaders' when the hierarchical path may be
   // taken. `self` gains its sockets' addresses; `peers` names the others in
   // an error.
-  std::shared_ptr<gloo::Context> joinMesh(int meshRank, int meshSize, const std::string& keys,
-                                          std::string_view peers, PeerDirectory::Peer& self);
+  std::unique_ptr<GlooMesh> joinMesh(int meshRank, int meshSize, const std::string& keys,
+                                     std::string_view peers, PeerDirectory::Peer& self);
   // Whatever this rank's share of shared memory is: one segment for all
   // ranks on one node, or one per node for the hierarchical path; all
   // ranks agree on which they use.
@@ -255,27 +255,10 @@ class GlooCommunicator final : public Communicator {
   void exchangeAlltoallBlocks(const std::vector<char>& fromNode, std::vector<char>& forNode,
                               size_t count, DataType type);
   void barrierAcrossNodes();
-  // Gloo's collectives on `mesh` (every rank's, or the leaders'). Allreduce
-  // is bcube or ring by size, or for small messages on few ranks
-  // allreduceByGather; failures name `name`.
-  void allreduceOverTcp(const char* name, const std::shared_ptr<gloo::Context>& mesh,
-                        const void* in, void* out, size_t count, DataType type, ReduceOp op);
-  void allreduceByGather(const char* name, const std::shared_ptr<gloo::Context>& mesh,
-                         const void* in, void* out, size_t count, DataType type, ReduceOp op);
-  void allgatherOverTcp(const char* name, const std::shared_ptr<gloo::Context>& mesh,
-                        const void* in, void* out, size_t count, DataType type);
-  // Mesh rank k gives counts[k] elements; out holds them all in mesh order.
-  void allgathervOverTcp(const char* name, const std::shared_ptr<gloo::Context>& mesh,
-                         const void* in, void* out, const std::vector<size_t>& counts,
-                         DataType type);
-  // Mesh rank k gets sendCounts[k] elements of `in` (in mesh order) and
-  // gives recvCounts[k] of `out`.
-  void alltoallvOverTcp(const char* name, const std::shared_ptr<gloo::Context>& mesh,
-                        const void* in, void* out, const std::vector<size_t>& sendCounts,
-                        const std::vector<size_t>& recvCounts, DataType type);
-  void broadcastOverTcp(const std::shared_ptr<gloo::Context>& mesh, const void* in, void* out,
-                        size_t count, DataType type, int root);
-  void barrierOverTcp(const std::shared_ptr<gloo::Context>& mesh);
+  // Gloo's allreduce on `mesh` (every rank's, or the leaders'), noted by
+  // its algorithm (allreduceAlgorithm); failures name `name`.
+  void allreduceOnMesh(const char* name, GlooMesh& mesh, const void* in, void* out, size_t count,
+                       DataType type, ReduceOp op);
   // Allreduce by whichever path this communicator has.
   void allreduceAs(const char* name, const void* in, void* out, size_t count, DataType type,
                    ReduceOp op);
@@ -293,19 +276,14 @@ class GlooCommunicator final : public Communicator {
   // Records `mine` (when this rank could name the lost peer) if no rank
   // did before; returns the earlier record otherwise.
   std::optional<std::string> firstRecordedFailure(const std::optional<std::string>& mine);
-  // Each mesh counts its own tags: the leaders' operations are not the
-  // other ranks'.
-  uint32_t nextTag(const gloo::Context& mesh) {
-    return &mesh == leaders_.get() ? leaderTag_++ : tag_++;
-  }
 
   std::unique_ptr<rdzv::StoreServer> server_;
   std::unique_ptr<rdzv::StoreClient> store_;
   std::string prefix_;
   GlooOptions options_;
   std::shared_ptr<gloo::transport::Device> device_;
-  std::shared_ptr<gloo::Context> context_;
-  std::string host_;  // this machine's hostname (connectMesh)
+  std::unique_ptr<GlooMesh> mesh_;  // every rank's
+  std::string host_;                // this machine's hostname (connectMesh)
   PeerDirectory peers_;
   std::unique_ptr<IdleSpinner> spinner_;             // shouldSpin()
   std::unique_ptr<SharedMemoryCollectives> shared_;  // when attachSharedMemory agreed
@@ -315,12 +293,9 @@ class GlooCommunicator final : public Communicator {
   NodeLayout layout_;
   bool acrossNodes_ = false;                           // the hierarchical path is taken
   std::unique_ptr<SharedMemoryCollectives> node_;      // this node's ranks', when not alone
-  std::shared_ptr<gloo::Context> leaders_;             // on a leader: the leaders' mesh
+  std::unique_ptr<GlooMesh> leaders_;                  // on a leader: the leaders' mesh
   std::vector<std::weak_ptr<SharedRegions>> regions_;  // allocateReducible's, by id
-  uint32_t tag_ = 0;
-  uint32_t leaderTag_ = 0;
   bool failed_ = false;
-  std::vector<char> gathered_;  // allreduceByGather's inputs, reused
   // Reused by the hierarchical path: allgatherAcrossNodes's this node's
   // blocks and, on a leader, every node's; alltoallAcrossNodes's blocks
   // from this node and for it, and a leader's blocks sent and received.

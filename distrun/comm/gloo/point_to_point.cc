@@ -37,7 +37,8 @@ void GlooCommunicator::doSend(const void* data, size_t count, DataType type, int
     return;
   }
   guarded("send", [&] {
-    auto buffer = context_->createUnboundBuffer(const_cast<void*>(data), count * sizeOf(type));
+    auto buffer =
+        mesh_->context().createUnboundBuffer(const_cast<void*>(data), count * sizeOf(type));
     buffer->send(peer, sendRecvSlot(tag));
     buffer->waitSend(options_.timeout);
   });
@@ -52,7 +53,7 @@ void GlooCommunicator::doRecv(void* data, size_t count, DataType type, int peer,
     return;
   }
   guarded("recv", [&] {
-    auto buffer = context_->createUnboundBuffer(data, count * sizeOf(type));
+    auto buffer = mesh_->context().createUnboundBuffer(data, count * sizeOf(type));
     buffer->recv(peer, sendRecvSlot(tag));
     buffer->waitRecv(options_.timeout);
   });
@@ -77,8 +78,9 @@ void GlooCommunicator::doSendRecv(const void* sendData, int sendPeer, void* recv
   }
   const uint64_t slot = sendRecvSlot(tag);
   guarded("sendrecv", [&] {
-    auto in = context_->createUnboundBuffer(recvData, count * sizeOf(type));
-    auto out = context_->createUnboundBuffer(const_cast<void*>(sendData), count * sizeOf(type));
+    auto in = mesh_->context().createUnboundBuffer(recvData, count * sizeOf(type));
+    auto out =
+        mesh_->context().createUnboundBuffer(const_cast<void*>(sendData), count * sizeOf(type));
     in->recv(recvPeer, slot);
     out->send(sendPeer, slot);
     in->waitRecv(options_.timeout);
@@ -94,10 +96,10 @@ void GlooCommunicator::sendRecvAcrossChannels(const void* sendData, int sendPeer
   std::unique_ptr<gloo::transport::UnboundBuffer> overTcp;
   guarded("sendrecv", [&] {
     if (sendingHere) {
-      overTcp = context_->createUnboundBuffer(recvData, bytes);
+      overTcp = mesh_->context().createUnboundBuffer(recvData, bytes);
       overTcp->recv(recvPeer, slot);
     } else {
-      overTcp = context_->createUnboundBuffer(const_cast<void*>(sendData), bytes);
+      overTcp = mesh_->context().createUnboundBuffer(const_cast<void*>(sendData), bytes);
       overTcp->send(sendPeer, slot);
     }
   });
