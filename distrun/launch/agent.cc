@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -121,6 +122,19 @@ bool mayHostStore(const AgentConfig& config) {
   return rdzv::isThisMachine(config.storeHost);
 }
 
+// Whether something listens at the store's port on this host within a
+// second: another agent's store, bound and listening an instant after it
+// took the port. A port taken by a socket that does not listen (another
+// process's outgoing connection, a bound socket) refuses at once.
+bool somethingListensAt(const std::string& host, int port) {
+  const auto until = rdzv::Clock::now() + std::chrono::seconds(1);
+  while (true) {
+    if (rdzv::tryConnectTcp(host, port, until).fd) return true;
+    if (rdzv::Clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 std::unique_ptr<rdzv::StoreServer> startStoreServer(const AgentConfig& config) {
   if (!mayHostStore(config)) return nullptr;
   const bool elastic = config.elastic.has_value();
@@ -132,7 +146,17 @@ std::unique_ptr<rdzv::StoreServer> startStoreServer(const AgentConfig& config) {
     return std::make_unique<rdzv::StoreServer>(bind, config.storePort, config.token);
   } catch (const SystemError& e) {
     if (e.errorNumber() != EADDRINUSE) throw;
-    if (elastic) return nullptr;  // another agent of this host came first
+    // Another agent of this host came first, or a process that is no store
+    // holds the port, where every agent would then wait its --join-timeout
+    // out on "Connection refused".
+    if (elastic && somethingListensAt(config.storeHost, config.storePort)) return nullptr;
+    if (elastic) {
+      throw ConfigError(fmt::format(
+          "the rendezvous store's port {} is taken on this node, but nothing listens there "
+          "({}): another process holds it (an outgoing connection or a socket that does not "
+          "listen); choose a free port with --rdzv-endpoint HOST:PORT",
+          config.storePort, e.what()));
+    }
     throw ConfigError(fmt::format(
         "the rendezvous store's port {} is already in use on this node ({}): choose a free "
         "port with --rdzv-endpoint HOST:PORT (or --master-port)",

@@ -1,5 +1,8 @@
 #include "distrun/launch/agent.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -75,6 +78,37 @@ TEST_F(AgentTest, AStorePortInUseNamesTheFlagsThatChooseIt) {
                 ::testing::HasSubstr(fmt::format(
                     "the rendezvous store's port {} is already in use on this node", held)));
     EXPECT_THAT(e.what(), ::testing::HasSubstr("--rdzv-endpoint HOST:PORT (or --master-port)"));
+  }
+}
+
+// By arrival, an agent that finds the port taken takes it for another
+// agent's store, unless nothing listens there: then it says so at once,
+// rather than waiting its --join-timeout out on "Connection refused".
+TEST_F(AgentTest, AStorePortTakenByNoStoreIsNamedAtOnceByArrivalToo) {
+  UniqueFd holder(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(holder.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  socklen_t size = sizeof address;
+  ASSERT_EQ(::getsockname(holder.get(), reinterpret_cast<sockaddr*>(&address), &size), 0);
+  const int held = ntohs(address.sin_port);  // bound, not listening: as an outgoing socket's
+  AgentConfig c = config(1, "true");
+  c.storeHost = "127.0.0.1";
+  c.storePort = held;
+  c.layout.numNodes = 2;
+  c.elastic.emplace();
+  c.elastic->minNodes = c.elastic->maxNodes = 2;
+  c.elastic->nodeName = "127.0.0.1";
+  try {
+    run(c);
+    FAIL() << "a port that no store holds was not reported";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith(fmt::format(
+                              "the rendezvous store's port {} is taken on this node, but nothing "
+                              "listens there",
+                              held)));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("choose a free port with --rdzv-endpoint"));
   }
 }
 
