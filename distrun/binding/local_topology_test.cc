@@ -1,6 +1,8 @@
 #include "distrun/binding/local_topology.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -32,6 +34,33 @@ TEST(LocalTopologyTest, GpusAreThreeDControllersWithTheirSocketsCores) {
   EXPECT_EQ(node.gpus[0].numa, 1);
   EXPECT_EQ(node.gpus[0].cpus, (CpuList{2, 3}));
   node.validate();
+}
+
+// A described node needs none of hwloc's plugins (libxml2, PCI, OpenCL, X11:
+// they cost 4 ms a start), and the variable that keeps them out is gone
+// afterwards, so the workers never see it. hwloc says which plugins it
+// found when HWLOC_PLUGINS_VERBOSE is set.
+TEST(LocalTopologyTest, ADescriptionIsReadWithoutHwlocsPlugins) {
+  ASSERT_EQ(::getenv("HWLOC_PLUGINS_PATH"), nullptr);
+  ::setenv("HWLOC_PLUGINS_VERBOSE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  NodeTopology node = readTopologyXml(std::string(DISTRUN_SOURCE_DIR) +
+                                      "/distrun/binding/testdata/two_sockets_one_gpu.xml");
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  ::unsetenv("HWLOC_PLUGINS_VERBOSE");
+  EXPECT_EQ(node.gpus.size(), 1u);
+  EXPECT_THAT(said, ::testing::HasSubstr("Starting plugin dlforeach"));
+  EXPECT_THAT(said, ::testing::Not(::testing::HasSubstr("Plugin dlforeach found")));
+  EXPECT_EQ(::getenv("HWLOC_PLUGINS_PATH"), nullptr);
+}
+
+TEST(LocalTopologyTest, TheUsersOwnHwlocPluginFolderIsKept) {
+  ::setenv("HWLOC_PLUGINS_PATH", "/my/plugins", 1);
+  NodeTopology node = readSyntheticTopology("pack:1 core:2 pu:1");
+  EXPECT_EQ(node.cpus.size(), 2u);
+  const char* kept = ::getenv("HWLOC_PLUGINS_PATH");
+  EXPECT_STREQ(kept, "/my/plugins");
+  ::unsetenv("HWLOC_PLUGINS_PATH");
 }
 
 TEST(LocalTopologyTest, ThisNodesNumaDomainsCoverItsCores) {
