@@ -78,7 +78,7 @@ in_image=$("$distrun" enter "$image" -- /opt/env/bin/python -c 'import torch; pr
 
 mkdir -p "$(dirname "$results")"
 exec > >(tee "$results")
-echo "bench/containers-pip.sh $build $runs $cold_runs"
+echo "# bench/containers-pip.sh $build $runs $cold_runs, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
 files_folder=$(find "$tree" | wc -l)
 bytes_folder=$(du -sb "$tree" | awk '{print $1}')
 bytes_image=$(stat -c %s "$image")

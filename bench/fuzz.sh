@@ -10,6 +10,7 @@
 # fuzz/regressions/TARGET/, docs/reliability.md "Fuzzing"). Exit 1 when
 # anything was found.
 #   bench/fuzz.sh [BUILD_DIR] [EXECUTIONS]     BUILD_DIR: build-fuzz
+#   report: bench/results/fuzz.txt
 # Environment: DISTRUN_FUZZ_TARGETS: the targets to run (all of them);
 # DISTRUN_FUZZ_PARALLEL (2) targets at once;
 # DISTRUN_FUZZ_MAX_SECONDS: a time limit per target (the table then says
@@ -77,6 +78,14 @@ for target in "${kTargets[@]}"; do
 done
 wait
 
+# The table also goes to bench/results/fuzz.txt (RESULTS=FILE elsewhere),
+# dated and with the command, which the docs link. Only now: a bare `wait`
+# above would also wait for the tee.
+results=${RESULTS:-$root/bench/results/fuzz.txt}
+mkdir -p "$(dirname "$results")"
+exec > >(tee "$results")
+echo "# bench/fuzz.sh $build $executions, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores" \
+  "(${DISTRUN_FUZZ_TARGETS:+targets: $DISTRUN_FUZZ_TARGETS, }$parallel at a time)"
 printf '%-16s %12s %8s %7s %8s %6s %10s %8s\n' target executions exec/s corpus crashes \
   leaks time-outs seconds
 found=0
