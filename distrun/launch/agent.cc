@@ -12,7 +12,6 @@
 #include <memory>
 #include <optional>
 #include <ostream>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -21,6 +20,7 @@
 #include "distrun/common/enforce.h"
 #include "distrun/common/error.h"
 #include "distrun/common/system.h"
+#include "distrun/common/unique_fd.h"
 #include "distrun/launch/elastic_join.h"
 #include "distrun/launch/job_events.h"
 #include "distrun/launch/poll_sources.h"
@@ -127,11 +127,12 @@ bool mayHostStore(const AgentConfig& config) {
 // took the port. A port taken by a socket that does not listen (another
 // process's outgoing connection, a bound socket) refuses at once.
 bool somethingListensAt(const std::string& host, int port) {
-  const auto until = rdzv::Clock::now() + std::chrono::seconds(1);
-  while (true) {
-    if (rdzv::tryConnectTcp(host, port, until).fd) return true;
-    if (rdzv::Clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  try {
+    const UniqueFd store(
+        rdzv::connectTcp(host, port, rdzv::Clock::now() + std::chrono::seconds(1)));
+    return true;
+  } catch (const TimeoutError&) {
+    return false;  // connectTcp's retries found nothing listening within the second
   }
 }
 

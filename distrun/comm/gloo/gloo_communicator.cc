@@ -308,8 +308,7 @@ void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out, 
 
 void GlooCommunicator::allreduceOnMesh(const char* name, GlooMesh& mesh, const void* in, void* out,
                                        size_t count, DataType type, ReduceOp op) {
-  noteAlgorithm(allreduceAlgorithm(count * sizeOf(type), mesh.size(), mesh.tuning()));
-  guarded(name, [&] { mesh.allreduce(in, out, count, type, op); });
+  guarded(name, [&] { noteAlgorithm(mesh.allreduce(in, out, count, type, op)); });
 }
 
 bool GlooCommunicator::ranInSharedMemory(

@@ -256,7 +256,7 @@ class GlooCommunicator final : public Communicator {
                               size_t count, DataType type);
   void barrierAcrossNodes();
   // Gloo's allreduce on `mesh` (every rank's, or the leaders'), noted by
-  // its algorithm (allreduceAlgorithm); failures name `name`.
+  // the algorithm it took; failures name `name`.
   void allreduceOnMesh(const char* name, GlooMesh& mesh, const void* in, void* out, size_t count,
                        DataType type, ReduceOp op);
   // Allreduce by whichever path this communicator has.

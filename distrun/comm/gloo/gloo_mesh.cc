@@ -1,5 +1,6 @@
 #include "distrun/comm/gloo/gloo_mesh.h"
 
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -56,13 +57,15 @@ int GlooMesh::size() const { return context_->size; }
 
 void GlooMesh::closeConnections() { context_->closeConnections(); }
 
-void GlooMesh::allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) {
-  const std::string_view algorithm = allreduceAlgorithm(count * sizeOf(type), size(), tuning_);
-  if (algorithm == "gather") {
+const char* GlooMesh::allreduce(const void* in, void* out, size_t count, DataType type,
+                                ReduceOp op) {
+  const char* algorithm = allreduceAlgorithm(count * sizeOf(type), size(), tuning_);
+  if (std::string_view(algorithm) == "gather") {
     allreduceByGather(in, out, count, type, op);
   } else {
-    ringOrBcube(in, out, count, type, op, algorithm == "bcube");
+    ringOrBcube(in, out, count, type, op, std::string_view(algorithm) == "bcube");
   }
+  return algorithm;
 }
 
 void GlooMesh::ringOrBcube(const void* in, void* out, size_t count, DataType type, ReduceOp op,
@@ -76,8 +79,7 @@ void GlooMesh::ringOrBcube(const void* in, void* out, size_t count, DataType typ
     opts.setAlgorithm(bcube ? gloo::AllreduceOptions::Algorithm::BCUBE
                             : gloo::AllreduceOptions::Algorithm::RING);
     opts.setMaxSegmentSize(tuning_.maxSegmentBytes);
-    opts.setTag(nextTag());
-    opts.setTimeout(tuning_.timeout);
+    stamp(opts);
     gloo::allreduce(opts);
   });
 }
@@ -104,8 +106,7 @@ void GlooMesh::broadcast(const void* in, void* out, size_t count, DataType type,
     if (rank() == root && in != out) opts.setInput(mutableElements<E>(in), count);
     opts.setOutput(static_cast<E*>(out), count);
     opts.setRoot(root);
-    opts.setTag(nextTag());
-    opts.setTimeout(tuning_.timeout);
+    stamp(opts);
     gloo::broadcast(opts);
   });
 }
@@ -119,8 +120,7 @@ void GlooMesh::allgather(const void* in, void* out, size_t count, DataType type)
     gloo::AllgatherOptions opts(context_);
     if (in != mine) opts.setInput(mutableElements<E>(in), count);
     opts.setOutput(static_cast<E*>(out), total);
-    opts.setTag(nextTag());
-    opts.setTimeout(tuning_.timeout);
+    stamp(opts);
     gloo::allgather(opts);
   });
 }
@@ -132,8 +132,7 @@ void GlooMesh::allgatherv(const void* in, void* out, const std::vector<size_t>& 
     gloo::AllgathervOptions opts(context_);
     opts.setInput(mutableElements<E>(in), counts[static_cast<size_t>(rank())]);
     opts.setOutput(static_cast<E*>(out), counts);
-    opts.setTag(nextTag());
-    opts.setTimeout(tuning_.timeout);
+    stamp(opts);
     gloo::allgatherv(opts);
   });
 }
@@ -150,8 +149,7 @@ void GlooMesh::alltoall(const void* in, void* out, size_t count, DataType type) 
     gloo::AlltoallOptions opts(context_);
     opts.setInput(mutableElements<E>(in), total);
     opts.setOutput(static_cast<E*>(out), total);
-    opts.setTag(nextTag());
-    opts.setTimeout(tuning_.timeout);
+    stamp(opts);
     gloo::alltoall(opts);
   });
 }
@@ -165,16 +163,14 @@ void GlooMesh::alltoallv(const void* in, void* out, const std::vector<size_t>& s
     gloo::AlltoallvOptions opts(context_);
     opts.setInput(mutableElements<E>(in), sends);
     opts.setOutput(static_cast<E*>(out), recvs);
-    opts.setTag(nextTag());
-    opts.setTimeout(tuning_.timeout);
+    stamp(opts);
     gloo::alltoallv(opts);
   });
 }
 
 void GlooMesh::barrier() {
   gloo::BarrierOptions opts(context_);
-  opts.setTag(nextTag());
-  opts.setTimeout(tuning_.timeout);
+  stamp(opts);
   gloo::barrier(opts);
 }
 

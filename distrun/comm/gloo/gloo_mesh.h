@@ -14,14 +14,15 @@ class Context;
 
 namespace distrun::comm {
 
-// How Gloo's collectives run on a mesh: GlooOptions' part for them
-// (gloo_communicator.h says what each one is and where it was measured).
+// How Gloo's collectives run on a mesh: GlooOptions' part for them, whose
+// defaults are GlooOptions' (gloo_communicator.h says what each one is and
+// where it was measured).
 struct GlooMeshTuning {
-  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
-  size_t bcubeBelowBytes = 4 << 20;
-  size_t gatherBelowBytes = 128 << 10;
-  int gatherMaxRanks = 4;
-  size_t maxSegmentBytes = 4 << 20;
+  std::chrono::milliseconds timeout{};
+  size_t bcubeBelowBytes = 0;
+  size_t gatherBelowBytes = 0;
+  int gatherMaxRanks = 0;
+  size_t maxSegmentBytes = 0;
 };
 
 // Which algorithm an allreduce of `bytes` takes on a mesh of `meshSize`:
@@ -44,14 +45,13 @@ class GlooMesh {
 
   int rank() const;
   int size() const;
-  const GlooMeshTuning& tuning() const { return tuning_; }
   // For point-to-point: Gloo's unbound buffers are the context's.
   gloo::Context& context() { return *context_; }
   // Breaks every pair, so that a peer blocked on this rank fails at once.
   void closeConnections();
 
-  // In place when in == out. The algorithm is allreduceAlgorithm's.
-  void allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op);
+  // In place when in == out. Returns the algorithm it took (allreduceAlgorithm's).
+  const char* allreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op);
   void broadcast(const void* in, void* out, size_t count, DataType type, int root);
   // `out` holds size() blocks of `count`; `in` may be this rank's block.
   void allgather(const void* in, void* out, size_t count, DataType type);
@@ -68,7 +68,12 @@ class GlooMesh {
  private:
   void ringOrBcube(const void* in, void* out, size_t count, DataType type, ReduceOp op, bool bcube);
   void allreduceByGather(const void* in, void* out, size_t count, DataType type, ReduceOp op);
-  uint32_t nextTag() { return tag_++; }
+  // This mesh's next tag and the timeout, on any of Gloo's option sets.
+  template <class Options>
+  void stamp(Options& opts) {
+    opts.setTag(tag_++);
+    opts.setTimeout(tuning_.timeout);
+  }
 
   std::shared_ptr<gloo::Context> context_;
   GlooMeshTuning tuning_;

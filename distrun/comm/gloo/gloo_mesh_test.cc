@@ -50,14 +50,20 @@ void onMesh(int ranks, const GlooMeshTuning& tuning, const std::function<void(Gl
   for (int r = 0; r < ranks; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
 }
 
+// GlooOptions' defaults: gather below 128 KB on up to 4 ranks, bcube below
+// 4 MB, ring segments of 4 MB.
 GlooMeshTuning tuning() {
   GlooMeshTuning t;
   t.timeout = 20s;
+  t.bcubeBelowBytes = 4 << 20;
+  t.gatherBelowBytes = 128 << 10;
+  t.gatherMaxRanks = 4;
+  t.maxSegmentBytes = 4 << 20;
   return t;
 }
 
 TEST(GlooMeshTest, AllreduceTakesGatherOnFewRanksThenBcubeThenRing) {
-  GlooMeshTuning t = tuning();  // gather below 128 KB on up to 4 ranks, bcube below 4 MB
+  GlooMeshTuning t = tuning();
   EXPECT_STREQ(allreduceAlgorithm(1024, 2, t), "gather");
   EXPECT_STREQ(allreduceAlgorithm(1024, 4, t), "gather");
   EXPECT_STREQ(allreduceAlgorithm(1024, 5, t), "bcube");
