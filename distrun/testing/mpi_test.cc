@@ -149,5 +149,26 @@ TEST(MpiTest, MpiBackendKeepsTheContractAtTheSingleThreadLevel) {
   EXPECT_EQ(lines(r.out).size(), 3u) << r.out;
 }
 
+// The contract on a hierarchical communicator with MPI between the nodes
+// and Gloo's shared memory within each (hierarchical(shm, mpi)): nodes of
+// unequal size, and nodes whose ranks interleave.
+TEST(MpiTest, HierarchicalOverMpiKeepsTheCommunicatorContract) {
+  if (runCommand("command -v mpirun").exitCode != 0) {
+    GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
+  }
+  for (const std::string layout : {"aab", "abab"}) {
+    CommandResult r = runCommand(mpirun(static_cast<int>(layout.size())) +
+                                 quote(binaryPath("comm_contract_worker")) + " hierarchical " +
+                                 layout);
+    if (r.err.find("built without MPI") != std::string::npos) {
+      GTEST_SKIP() << "this build has no MPI backend: " << r.err;
+    }
+    EXPECT_EQ(r.exitCode, 0) << layout << ": " << r.err;
+    EXPECT_EQ(lines(r.out).size(), layout.size()) << r.out;
+    EXPECT_THAT(r.out, ::testing::HasSubstr("(hierarchical, ")) << r.out;
+    EXPECT_THAT(r.out, ::testing::HasSubstr("mpi between them")) << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace distrun::testing

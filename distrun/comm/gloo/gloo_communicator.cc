@@ -205,7 +205,7 @@ std::string GlooCommunicator::transport() const {
   if (shared_) {
     return fmt::format("shared memory{}{}", messages_ ? "" : " (send and recv over tcp)", direct);
   }
-  if (acrossNodes_) {
+  if (hierarchy_) {
     return fmt::format("shared memory within each of {} nodes, tcp between them{}", layout_.nodes(),
                        direct);
   }
@@ -299,8 +299,9 @@ void GlooCommunicator::allreduceAs(const char* name, const void* in, void* out, 
                         [&](SharedMemoryCollectives& s) { s.run(in, out, count, type, op); })) {
     return;
   }
-  if (acrossNodes_) {
-    allreduceAcrossNodes(name, in, out, count, type, op);
+  if (hierarchy_) {
+    hierarchy_->allreduce(name, in, out, count, type, op);
+    noteAlgorithm("hierarchical");
     return;
   }
   allreduceOnMesh(name, *mesh_, in, out, count, type, op);
@@ -326,8 +327,9 @@ void GlooCommunicator::doBroadcast(const void* in, void* out, size_t count, Data
       })) {
     return;
   }
-  if (acrossNodes_) {
-    broadcastAcrossNodes(in, out, count, type, root);
+  if (hierarchy_) {
+    hierarchy_->broadcast(in, out, count, type, root);
+    noteAlgorithm("hierarchical");
     return;
   }
   guarded("broadcast", [&] { mesh_->broadcast(in, out, count, type, root); });
@@ -338,9 +340,10 @@ void GlooCommunicator::doAllgather(const void* in, void* out, size_t count, Data
                         [&](SharedMemoryCollectives& s) { s.allgather(in, out, count, type); })) {
     return;
   }
-  if (acrossNodes_ && count * sizeOf(type) * static_cast<size_t>(size()) <
-                          options_.hierarchicalAllgatherBelowBytes) {
-    allgatherAcrossNodes(in, out, count, type);
+  if (hierarchy_ && count * sizeOf(type) * static_cast<size_t>(size()) <
+                        options_.hierarchicalAllgatherBelowBytes) {
+    hierarchy_->allgather(in, out, count, type);
+    noteAlgorithm("hierarchical");
     return;
   }
   guarded("allgather", [&] { mesh_->allgather(in, out, count, type); });
@@ -365,8 +368,9 @@ void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count, DataT
     return;
   }
   const size_t total = count * static_cast<size_t>(size());
-  if (acrossNodes_ && total * sizeOf(type) < options_.hierarchicalAlltoallBelowBytes) {
-    alltoallAcrossNodes(in, out, count, type);
+  if (hierarchy_ && total * sizeOf(type) < options_.hierarchicalAlltoallBelowBytes) {
+    hierarchy_->alltoall(in, out, count, type);
+    noteAlgorithm("hierarchical");
     return;
   }
   guarded("alltoall", [&] { mesh_->alltoall(in, out, count, type); });
@@ -374,8 +378,9 @@ void GlooCommunicator::doAlltoall(const void* in, void* out, size_t count, DataT
 
 void GlooCommunicator::doBarrier() {
   if (ranInSharedMemory("barrier", [](SharedMemoryCollectives& s) { s.barrier(); })) return;
-  if (acrossNodes_) {
-    barrierAcrossNodes();
+  if (hierarchy_) {
+    hierarchy_->barrier();
+    noteAlgorithm("hierarchical");
     return;
   }
   guarded("barrier", [&] { mesh_->barrier(); });

@@ -11,8 +11,9 @@
 
 #include "distrun/comm/communicator.h"
 #include "distrun/comm/gloo/gloo_mesh.h"
-#include "distrun/comm/gloo/node_layout.h"
 #include "distrun/comm/gloo/peer_directory.h"
+#include "distrun/comm/hierarchical/hierarchy.h"
+#include "distrun/comm/hierarchical/node_layout.h"
 #include "distrun/comm/idle_spinner.h"
 #include "distrun/comm/shm/shared_memory_collectives.h"
 #include "distrun/comm/shm/shared_memory_messages.h"
@@ -240,21 +241,12 @@ class GlooCommunicator final : public Communicator {
   // Runs `call` on the shared-memory collectives, guarded and noted as
   // algorithm "shm", when every rank has them; false when they do not.
   bool ranInSharedMemory(const char* op, const std::function<void(SharedMemoryCollectives&)>& call);
-  // Runs `call` on this node's shared-memory collectives (hierarchical
-  // path), guarded, naming the peer by its rank in this communicator;
-  // nothing when this rank is alone on its node.
-  void onThisNode(const char* op, const std::function<void(SharedMemoryCollectives&)>& call);
   [[noreturn]] void failShared(const char* op, const SharedMemoryFailure& failure);
-  // The hierarchical path: within this node, then among the leaders, then
-  // within this node again (docs/comm.md).
-  void allreduceAcrossNodes(const char* name, const void* in, void* out, size_t count,
-                            DataType type, ReduceOp op);
-  void broadcastAcrossNodes(const void* in, void* out, size_t count, DataType type, int root);
-  void allgatherAcrossNodes(const void* in, void* out, size_t count, DataType type);
-  void alltoallAcrossNodes(const void* in, void* out, size_t count, DataType type);
-  void exchangeAlltoallBlocks(const std::vector<char>& fromNode, std::vector<char>& forNode,
-                              size_t count, DataType type);
-  void barrierAcrossNodes();
+  // The hierarchical path's stages (across_nodes.cc): this node's
+  // shared-memory collectives and the leaders' mesh, each failing as this
+  // communicator does.
+  class NodeMemoryStage;
+  class LeadersMeshStage;
   // Gloo's allreduce on `mesh` (every rank's, or the leaders'), noted by
   // the algorithm it took; failures name `name`.
   void allreduceOnMesh(const char* name, GlooMesh& mesh, const void* in, void* out, size_t count,
@@ -291,15 +283,15 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<SharedMemoryMessages> messages_;
   bool peersReadDirectly_ = false;  // readPeersDirectlyIfAllCan agreed
   NodeLayout layout_;
-  bool acrossNodes_ = false;                           // the hierarchical path is taken
   std::unique_ptr<SharedMemoryCollectives> node_;      // this node's ranks', when not alone
   std::unique_ptr<GlooMesh> leaders_;                  // on a leader: the leaders' mesh
   std::vector<std::weak_ptr<SharedRegions>> regions_;  // allocateReducible's, by id
   bool failed_ = false;
-  // Reused by the hierarchical path: allgatherAcrossNodes's this node's
-  // blocks and, on a leader, every node's; alltoallAcrossNodes's blocks
-  // from this node and for it, and a leader's blocks sent and received.
-  std::vector<char> acrossScratch_[4];
+  // The hierarchical path, when taken (attachNodeMemory): its stages (null
+  // where this rank is alone on its node, or not a leader) and collectives.
+  std::unique_ptr<NodeStage> nodeStage_;
+  std::unique_ptr<LeaderStage> leaderStage_;
+  std::unique_ptr<Hierarchy> hierarchy_;
 };
 
 }  // namespace distrun::comm

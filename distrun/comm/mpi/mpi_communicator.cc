@@ -112,6 +112,20 @@ class MpiCommunicator final : public Communicator {
 
   std::string_view backend() const override { return "mpi"; }
 
+  // splitMpi's.
+  std::unique_ptr<Communicator> split(int color) {
+    MPI_Comm comm;
+    check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, rank(), &comm),
+          "MPI_Comm_split");
+    if (comm == MPI_COMM_NULL) return nullptr;
+    check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    int rank = 0;
+    int size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    return std::make_unique<MpiCommunicator>(comm, rank, size, threaded_);
+  }
+
  protected:
   bool supportsBackgroundThread() const override { return threaded_; }
 
@@ -229,6 +243,14 @@ class MpiCommunicator final : public Communicator {
 };
 
 }  // namespace
+
+std::unique_ptr<Communicator> splitMpi(Communicator& world, int color) {
+  auto* mpi = dynamic_cast<MpiCommunicator*>(&world);
+  if (!mpi) {
+    throw UsageError(fmt::format("splitMpi: the communicator is {}, not mpi", world.backend()));
+  }
+  return mpi->split(color);
+}
 
 std::unique_ptr<Communicator> connectMpi(MpiThreads threads) {
   const MpiRuntime& runtime =

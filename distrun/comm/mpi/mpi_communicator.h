@@ -25,4 +25,11 @@ enum class MpiThreads { kSingle, kFunneled, kSerialized };
 // In a build without MPI, throws UsageError saying so.
 std::unique_ptr<Communicator> connectMpi(MpiThreads threads = MpiThreads::kSerialized);
 
+// The ranks of `world` (a communicator of connectMpi) that pass the same
+// `color`, in `world`'s order, as a communicator of their own
+// (MPI_Comm_split); null for a color below 0. Collective over `world`;
+// call it with none of `world`'s asynchronous operations pending.
+// UsageError when `world` is not an MPI communicator.
+std::unique_ptr<Communicator> splitMpi(Communicator& world, int color);
+
 }  // namespace distrun::comm

@@ -9,4 +9,8 @@ std::unique_ptr<Communicator> connectMpi(MpiThreads /*threads*/) {
   throw UsageError(std::string("backend 'mpi': ") + kBuiltWithoutMpi);
 }
 
+std::unique_ptr<Communicator> splitMpi(Communicator& /*world*/, int /*color*/) {
+  throw UsageError(std::string("backend 'mpi': ") + kBuiltWithoutMpi);
+}
+
 }  // namespace distrun::comm

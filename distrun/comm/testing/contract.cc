@@ -359,6 +359,73 @@ std::vector<std::string> runGlooThreads(int size, const std::function<void(Commu
   return errors;
 }
 
+NodeLayout letterLayout(const std::string& layout, int rank) {
+  std::vector<std::string> nodes;
+  for (char c : layout) nodes.emplace_back(1, c);
+  return NodeLayout(nodes, rank);
+}
+
+namespace {
+
+std::unique_ptr<Communicator> glooPart(int rank, int size, int port, const std::string& prefix,
+                                       bool sharedMemory) {
+  GlooOptions options;
+  options.sharedMemory = sharedMemory;
+  options.sharedSlotBytes = 256;
+  options.node = "one";
+  auto client = std::make_unique<rdzv::StoreClient>("127.0.0.1", port, "contract", options.timeout);
+  return std::make_unique<GlooCommunicator>(rank, size, std::move(client), prefix, options);
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> glooNodePart(const std::string& layout, int rank, int port,
+                                           const std::string& prefix) {
+  const NodeLayout nodes = letterLayout(layout, rank);
+  if (nodes.neighbours().size() == 1) return nullptr;
+  return glooPart(nodes.localRank(), static_cast<int>(nodes.neighbours().size()), port,
+                  fmt::format("{}/node/{}", prefix, nodes.node()), /*sharedMemory=*/true);
+}
+
+HierarchicalParts glooHierarchicalParts(const std::string& layout, int rank, int port,
+                                        const std::string& prefix) {
+  const NodeLayout nodes = letterLayout(layout, rank);
+  HierarchicalParts parts;
+  parts.world = glooPart(rank, static_cast<int>(layout.size()), port, prefix + "/world",
+                         /*sharedMemory=*/false);
+  parts.node = glooNodePart(layout, rank, port, prefix);
+  if (nodes.isLeader()) {
+    parts.leaders =
+        glooPart(nodes.node(), nodes.nodes(), port, prefix + "/leaders", /*sharedMemory=*/false);
+  }
+  return parts;
+}
+
+std::vector<std::string> runHierarchicalThreads(const std::string& layout,
+                                                const std::function<void(Communicator&)>& body,
+                                                HierarchicalOptions options) {
+  static int worlds = 0;
+  const std::string prefix = fmt::format("hierarchical/{}", worlds++);
+  rdzv::StoreServer server("127.0.0.1", 0, "contract");
+  const int size = static_cast<int>(layout.size());
+  std::vector<std::string> errors(static_cast<size_t>(size));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        HierarchicalCommunicator comm(letterLayout(layout, r),
+                                      glooHierarchicalParts(layout, r, server.port(), prefix),
+                                      options);
+        body(comm);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return errors;
+}
+
 std::vector<std::string> threadNames() {
   std::vector<std::string> names;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {

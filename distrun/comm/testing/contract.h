@@ -8,6 +8,7 @@
 #include <functional>
 #include "distrun/comm/communicator.h"
 #include "distrun/comm/gloo/gloo_communicator.h"
+#include "distrun/comm/hierarchical/hierarchical_communicator.h"
 
 namespace distrun::comm::testing {
 
@@ -37,6 +38,26 @@ std::vector<std::string> checkContract(Communicator& comm, const ContractOptions
 std::vector<std::string> runGlooThreads(int size, const std::function<void(Communicator&)>& body,
                                         GlooOptions options = {},
                                         const std::function<std::string(int)>& nodeOf = {});
+
+// The parts of a hierarchical communicator for rank `rank` of `layout`
+// (one letter per rank naming its node: "aabb"), all Gloo communicators
+// meeting through the store at 127.0.0.1:`port` (token "contract") under
+// `prefix`: the world and the leaders' over TCP, each node's in shared
+// memory (slots of 256 bytes, so that the contract's counts go in several
+// pieces).
+HierarchicalParts glooHierarchicalParts(const std::string& layout, int rank, int port,
+                                        const std::string& prefix);
+// Only the node's part of those (null for a rank alone on its node).
+std::unique_ptr<Communicator> glooNodePart(const std::string& layout, int rank, int port,
+                                           const std::string& prefix);
+// The node layout of `layout`'s letters, as rank `rank` sees it.
+NodeLayout letterLayout(const std::string& layout, int rank);
+
+// Runs `body` on every rank of a HierarchicalCommunicator of
+// glooHierarchicalParts, ranks as threads; returns each rank's error.
+std::vector<std::string> runHierarchicalThreads(const std::string& layout,
+                                                const std::function<void(Communicator&)>& body,
+                                                HierarchicalOptions options = {});
 
 // `options` with every shared-memory collective that can read its peers
 // directly doing so at every size (allgather and alltoall blocks,

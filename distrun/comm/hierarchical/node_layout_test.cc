@@ -1,4 +1,4 @@
-#include "distrun/comm/gloo/node_layout.h"
+#include "distrun/comm/hierarchical/node_layout.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -24,6 +24,8 @@ class NodeLayout {
                              const std::string& node, std::chrono::milliseconds timeout);
 
   int nodes() const { return static_cast<int>(leaders_.size()); }
+  // The ranks of every node.
+  size_t ranks() const { return nodeOfRank_.size(); }
   // Whether the hierarchical path gains anything: more than one node, and
   // some node with more than one rank.
   bool spansNodesWithNeighbours() const;
