@@ -165,4 +165,10 @@ int waitForProcess(pid_t pid) {
   return shellStatus(status);
 }
 
+Pipe makePipe(std::string_view what) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", std::string(what), errno);
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
 }  // namespace distrun

@@ -13,7 +13,10 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "distrun/common/unique_fd.h"
 
 namespace distrun {
 
@@ -83,5 +86,14 @@ bool isExecutableFile(const std::string& file);
 // none. The path returned is as PATH gives it, not joined to `workingDir`.
 std::optional<std::string> findProgram(const std::string& program, const std::string& path,
                                        const std::string& workingDir = ".");
+
+// A pipe for a child's input or output, both ends close-on-exec (a
+// ChildDescriptor puts the child's end in place). Throws SystemError naming
+// `what` (the pipe's purpose: "worker output").
+struct Pipe {
+  UniqueFd read;
+  UniqueFd write;
+};
+Pipe makePipe(std::string_view what);
 
 }  // namespace distrun

@@ -27,16 +27,6 @@ using Deadline = std::optional<Monotonic::time_point>;
 // hung file system) is left behind rather than waited on.
 constexpr std::chrono::seconds kReapWait{2};
 
-struct Pipe {
-  UniqueFd read, write;
-};
-
-Pipe makePipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", "a tool's output", errno);
-  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
-
 // A started tool: its pid and our ends of its three pipes.
 struct Child {
   pid_t pid = -1;
@@ -53,7 +43,8 @@ std::optional<std::vector<std::string>> variablesOf(
 
 Child spawn(const std::vector<std::string>& argv,
             const std::optional<std::map<std::string, std::string>>& environment, bool ownGroup) {
-  Pipe in = makePipe(), out = makePipe(), err = makePipe();
+  Pipe in = makePipe("a tool's input"), out = makePipe("a tool's output"),
+       err = makePipe("a tool's output");
   // The tool is looked up on the PATH of its own environment.
   const pid_t pid =
       startProcess({.argv = argv,

@@ -188,12 +188,10 @@ ProcessBuildTools::ProcessBuildTools(std::function<int()> interrupted, double gr
 
 ToolExit ProcessBuildTools::run(const ToolCall& call) {
   if (int signal = interrupted_()) throw BuildInterrupted(signal);
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", call.argv.front(), errno);
-  UniqueFd readEnd(fds[0]), writeEnd(fds[1]);
-  const pid_t pid = startProcess(toolProcess(call, writeEnd.get()));
-  writeEnd.reset();
-  ToolWatch watch(call, pid, std::move(readEnd), interrupted_, graceSeconds_);
+  Pipe output = makePipe(call.argv.front());
+  const pid_t pid = startProcess(toolProcess(call, output.write.get()));
+  output.write.reset();
+  ToolWatch watch(call, pid, std::move(output.read), interrupted_, graceSeconds_);
   return watch.finish();
 }
 

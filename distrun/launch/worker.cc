@@ -40,17 +40,6 @@ std::vector<pid_t> numberedEntries(const std::string& folder) {
   return ids;
 }
 
-struct Pipe {
-  UniqueFd read;
-  UniqueFd write;
-};
-
-Pipe makePipe(const char* what) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", what, errno);
-  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
-
 void setNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 // The worker's output pipes and its progress pipe, whose write end is
