@@ -11,14 +11,15 @@ namespace distrun::comm {
 
 namespace {
 
-// A size threshold in bytes, up to 1 TiB.
-template <size_t GlooOptions::*field>
+// A size threshold in bytes, up to 1 TiB. `field` is a size_t of
+// GlooOptions or of the SharedMemoryOptions it inherits.
+template <auto field>
 void bytes(const char* name, const std::string& text, CommTuning& tuning) {
   tuning.gloo.*field = static_cast<size_t>(parseCount(text, name, int64_t{1} << 40));
 }
 
 // 1 turns it on, 0 off.
-template <bool GlooOptions::*field>
+template <auto field>
 void onOff(const char* name, const std::string& text, CommTuning& tuning) {
   tuning.gloo.*field = parseCount(text, name, 1) == 1;
 }

@@ -170,33 +170,20 @@ void GlooCommunicator::attachMessages(const std::string& key, int creator,
 }
 
 void GlooCommunicator::onNodeRanksAttached(SharedMemoryCollectives* collectives) {
-  if (collectives) {
-    collectives->yieldIfOversubscribed();
-    collectives->reduceBySharesFrom(options_.sharedAllreduceSharesFromBytes);
-    collectives->streamOutputsFrom(options_.sharedStreamingFromBytes);
-  }
-  readPeersDirectlyIfAllCan(collectives);
+  if (collectives) collectives->yieldIfOversubscribed();
+  peersReadDirectly_ = everyRankCanReadItsPeers(collectives);
+  if (collectives) collectives->usePaths(options_, peersReadDirectly_);
+  if (messages_ && peersReadDirectly_) messages_->readPeersDirectly(options_.sharedDirectFromBytes);
 }
 
 // Every rank has attached (shareSegment agreed), so each can try to read
 // each of its node's ranks' memory; all read directly only if all can.
 // Where some cannot (a container forbids it), the slots serve, and nothing
 // is printed: the path is only slower. transport() says which.
-void GlooCommunicator::readPeersDirectlyIfAllCan(SharedMemoryCollectives* collectives) {
+bool GlooCommunicator::everyRankCanReadItsPeers(const SharedMemoryCollectives* collectives) {
   int32_t everyone = !collectives || collectives->canReadEveryPeer() ? 1 : 0;
   allreduceAs("communicator", &everyone, &everyone, 1, DataType::kInt32, ReduceOp::kMin);
-  if (everyone != 1) return;
-  peersReadDirectly_ = true;
-  if (collectives) {
-    collectives->readPeersDirectly(options_.sharedDirectFromBytes);
-    collectives->reduceDirectlyBetween(options_.sharedDirectAllreduceFromBytes,
-                                       options_.sharedDirectAllreduceBelowBytes);
-    collectives->chooseAllreducePathFrom(options_.sharedAllreduceChoiceFromBytes);
-    collectives->chooseAllgatherPathFrom(options_.sharedAllgatherChoiceFromBytes);
-    collectives->broadcastDirectlyBetween(options_.sharedDirectBroadcastFromBytes,
-                                          options_.sharedDirectBroadcastBelowBytes);
-  }
-  if (messages_) messages_->readPeersDirectly(options_.sharedDirectFromBytes);
+  return everyone == 1;
 }
 
 std::string GlooCommunicator::transport() const {

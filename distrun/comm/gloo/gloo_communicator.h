@@ -17,6 +17,7 @@
 #include "distrun/comm/idle_spinner.h"
 #include "distrun/comm/shm/shared_memory_collectives.h"
 #include "distrun/comm/shm/shared_memory_messages.h"
+#include "distrun/comm/shm/shared_memory_options.h"
 #include "distrun/rdzv/store_client.h"
 #include "distrun/rdzv/store_server.h"
 
@@ -28,7 +29,17 @@ class Device;
 
 namespace distrun::comm {
 
-struct GlooOptions {
+// The Gloo backend's options, the shared-memory engine's among them
+// (SharedMemoryOptions). When every rank is on one node, allreduce,
+// broadcast, allgather, reduce_scatter, alltoall and barrier go through
+// that engine instead of loopback TCP, and send and recv through its
+// messages. When the ranks span nodes and some node has several, allreduce
+// (and reduce_scatter, which is built on it), broadcast, allgather,
+// alltoall and barrier are hierarchical (comm/hierarchical/): shared memory
+// within each node, TCP between one leader per node; send and recv between
+// ranks of one node go through a segment of the node's, between nodes over
+// TCP. Where a rank cannot map its segment, all use TCP.
+struct GlooOptions : SharedMemoryOptions {
   // How long one operation may wait for a peer before TimeoutError.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   // The address this rank listens on for its peers: a host name or IP
@@ -52,19 +63,6 @@ struct GlooOptions {
   // a single segment per step, leaves them in turn). Measured best at 4-8
   // MiB for 16-256 MB messages here (docs/comm.md).
   size_t maxSegmentBytes = 4 << 20;
-  // When every rank is on one node, allreduce, broadcast, allgather,
-  // reduce_scatter, alltoall and barrier go through a shared-memory segment
-  // instead of loopback TCP, in pieces of at most sharedSlotBytes
-  // (SharedMemoryCollectives), and send and recv through a second one
-  // (SharedMemoryMessages). When the ranks span nodes and some node has
-  // several, allreduce (and reduce_scatter, which is built on it),
-  // broadcast, allgather, alltoall and barrier are hierarchical: shared
-  // memory within each node, TCP between one leader per node; send and
-  // recv between ranks of one node go through a segment of the node's,
-  // between nodes over TCP. DISTRUN_COMM_SHM=0 turns both off. Where a rank
-  // cannot map its segment, all use TCP.
-  bool sharedMemory = true;
-  size_t sharedSlotBytes = 4 << 20;
   // Across nodes, allgathers whose output is below this many bytes take the
   // hierarchical path, larger ones Gloo's ring among all ranks: on two
   // agents of this machine the hierarchy was 1.8-16x the ring up to 4 MB,
@@ -75,62 +73,6 @@ struct GlooOptions {
   // The same for alltoall, by the size of one rank's whole input:
   // DISTRUN_GLOO_HIERARCHICAL_ALLTOALL_BELOW overrides (docs/comm.md).
   size_t hierarchicalAlltoallBelowBytes = 1 << 20;
-  // In shared memory, allgather and alltoall blocks and messages of at
-  // least this many bytes are read straight from the peers' buffers
-  // (process_vm_readv: one copy where the slots take two) when every rank
-  // can read every other's memory; DISTRUN_COMM_SHM_DIRECT_FROM overrides.
-  size_t sharedDirectFromBytes = 64 << 10;
-  // In shared memory, allgathers whose output holds at least this many
-  // bytes go through the slots and write the output with streaming stores
-  // (SharedMemoryCollectives::streamOutputsFrom), past a cache they would
-  // only fill. None by default: on 2 ranks of the development VM, from 16
-  // MB, 1.6-2.1x Open MPI's single copy in some launches and 0.62-0.66x in
-  // others, where the direct reads were level with Open MPI in every one
-  // (docs/comm.md), so from sharedAllgatherChoiceFromBytes the faster of
-  // the two is chosen by time; DISTRUN_COMM_SHM_STREAMING_FROM forces it.
-  size_t sharedStreamingFromBytes = SIZE_MAX;
-  // In shared memory, allreduces of at least this many bytes go by shares
-  // (SharedMemoryCollectives::reduceBySharesFrom: each rank reduces 1/n of
-  // the elements, in two arrivals instead of one): on 2 ranks 1.3-1.4x
-  // the one-arrival slots at 2-4 KB, 2.1x at 1 MB, 1.2-2x from 4 MB, and
-  // 0.8-0.9x below 1 KB, where the second arrival costs more than the
-  // reduction saves (docs/comm.md); DISTRUN_COMM_SHM_ALLREDUCE_SHARES_FROM
-  // overrides.
-  size_t sharedAllreduceSharesFromBytes = 2 << 10;
-  // Where every rank can read every other's memory, allreduces of
-  // [from, below) bytes read the peers' inputs and shares directly
-  // (SharedMemoryCollectives::reduceDirectlyBetween): none by default, as
-  // by shares measured 1.5-2x faster from 2 to 8 MB, where direct reads
-  // were 1.2-1.4x the one-arrival slots (docs/comm.md);
-  // DISTRUN_COMM_SHM_DIRECT_ALLREDUCE_FROM and _BELOW set a band.
-  size_t sharedDirectAllreduceFromBytes = 0;
-  size_t sharedDirectAllreduceBelowBytes = 0;
-  // Where every rank can read every other's memory, allreduces of at least
-  // this many bytes (outside that band) go each by shares or with direct
-  // reads, whichever rank 0 timed faster lately
-  // (SharedMemoryCollectives::chooseAllreducePathFrom): on 2 ranks of the
-  // development VM, by shares is twice the direct reads where one core's
-  // cache hands data to another's at 9-10 GB/s and half of them where it
-  // does so at 2.3, and the host switches between the two at any time
-  // (docs/comm.md); DISTRUN_COMM_SHM_ALLREDUCE_CHOICE_FROM overrides.
-  size_t sharedAllreduceChoiceFromBytes = 16 << 20;
-  // The same for allgathers whose output holds at least this many bytes:
-  // through the slots with streaming stores, or with direct reads
-  // (SharedMemoryCollectives::chooseAllgatherPathFrom): there 1.6-2.1x the
-  // direct reads at 9-10 GB/s cache to cache, 0.6x at 2.3 (docs/comm.md);
-  // DISTRUN_COMM_SHM_ALLGATHER_CHOICE_FROM overrides.
-  size_t sharedAllgatherChoiceFromBytes = 16 << 20;
-  // And broadcasts of [from, below) bytes read the root's input directly
-  // (SharedMemoryCollectives::broadcastDirectlyBetween): measured level
-  // with Open MPI's single copy and 1.1-1.5x the slots from 64 to 256 KB,
-  // level at 512 KB and 2-3x slower from 1 MB (docs/comm.md);
-  // DISTRUN_COMM_SHM_DIRECT_BROADCAST_FROM and _BELOW override.
-  size_t sharedDirectBroadcastFromBytes = 64 << 10;
-  size_t sharedDirectBroadcastBelowBytes = 512 << 10;
-  // With shared memory, allocateReducible's buffers are regions of a
-  // segment every rank maps, reduced where they lie (SharedRegions);
-  // DISTRUN_COMM_SHM_BUFFERS=0 makes them ordinary memory.
-  bool sharedBuffers = true;
   // While an operation waits on its peers, an idle-class thread keeps this
   // CPU from halting (IdleSpinner). It is idle only among the threads of
   // its own session (its autogroup) or cgroup: a rank of another node on
@@ -210,12 +152,12 @@ class GlooCommunicator final : public Communicator {
                       const SharedMemoryCollectives* collectives, std::string_view without);
   // Every rank of this node's segment `collectives` (none where this rank is
   // alone on its node) has attached: its polls yield where the node is
-  // oversubscribed, and its reads go direct where every rank can.
+  // oversubscribed, it takes the paths options_ asks for, and it and
+  // messages_ read large blocks and messages directly where every rank can.
   void onNodeRanksAttached(SharedMemoryCollectives* collectives);
-  // Every rank has attached; once every one can read each of its node's
-  // ranks' memory, `collectives` and messages_ read large blocks and
-  // messages directly (peersReadDirectly_).
-  void readPeersDirectlyIfAllCan(SharedMemoryCollectives* collectives);
+  // Whether every rank of the communicator can read each of its node's
+  // ranks' memory (a collective call: every rank asks).
+  bool everyRankCanReadItsPeers(const SharedMemoryCollectives* collectives);
   // Whether messages to and from `peer` go through messages_: it is on
   // this rank's node, and the node's ranks share channels.
   bool onMessageChannel(int peer) const;
@@ -281,7 +223,7 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<SharedMemoryCollectives> shared_;  // when attachSharedMemory agreed
   // Send and recv between this node's ranks, beside shared_ or node_.
   std::unique_ptr<SharedMemoryMessages> messages_;
-  bool peersReadDirectly_ = false;  // readPeersDirectlyIfAllCan agreed
+  bool peersReadDirectly_ = false;  // everyRankCanReadItsPeers agreed
   NodeLayout layout_;
   std::unique_ptr<SharedMemoryCollectives> node_;      // this node's ranks', when not alone
   std::unique_ptr<GlooMesh> leaders_;                  // on a leader: the leaders' mesh

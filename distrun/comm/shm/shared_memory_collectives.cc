@@ -568,6 +568,19 @@ void SharedMemoryCollectives::yieldIfOversubscribed() {
   yieldWhilePolling_ = cpus > 0 && size_ > cpus;
 }
 
+void SharedMemoryCollectives::usePaths(const SharedMemoryOptions& options, bool peersReadable) {
+  reduceBySharesFrom(options.sharedAllreduceSharesFromBytes);
+  streamOutputsFrom(options.sharedStreamingFromBytes);
+  if (!peersReadable) return;
+  readPeersDirectly(options.sharedDirectFromBytes);
+  reduceDirectlyBetween(options.sharedDirectAllreduceFromBytes,
+                        options.sharedDirectAllreduceBelowBytes);
+  chooseAllreducePathFrom(options.sharedAllreduceChoiceFromBytes);
+  chooseAllgatherPathFrom(options.sharedAllgatherChoiceFromBytes);
+  broadcastDirectlyBetween(options.sharedDirectBroadcastFromBytes,
+                           options.sharedDirectBroadcastBelowBytes);
+}
+
 bool SharedMemoryCollectives::canReadEveryPeer() const {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;

@@ -14,6 +14,7 @@
 #include "distrun/comm/dtype.h"
 #include "distrun/comm/reduce.h"
 #include "distrun/comm/shm/faster_path.h"
+#include "distrun/comm/shm/shared_memory_options.h"
 #include "distrun/comm/shm/shared_regions.h"
 #include "distrun/comm/shm/shared_segment.h"
 
@@ -178,6 +179,13 @@ class SharedMemoryCollectives {
   // directly (broadcastDirect). Every rank calls it with the same bounds,
   // or none does.
   void broadcastDirectlyBetween(size_t from, size_t below) { directBroadcast_ = {from, below}; }
+  // Takes the paths `options` asks for, from the sizes it gives: by shares
+  // and with streaming stores through the slots, and, where
+  // `peersReadable` (every rank's canReadEveryPeer held), the direct reads
+  // and the timed choices between the two (the setters above, which tests
+  // call one by one). Every rank calls it with the same arguments, or none
+  // does.
+  void usePaths(const SharedMemoryOptions& options, bool peersReadable);
   // How many CPUs the ranks may run on, all together (the union of their
   // affinity masks as each posted it on attaching; 0 where none could read
   // its own). Call once every rank has attached.

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "distrun/comm/shm/shared_memory_collectives.h"
+#include "distrun/comm/shm/shared_memory_options.h"
 #include "distrun/comm/shm/shared_segment.h"
 #include "distrun/common/error.h"
 
@@ -100,6 +102,38 @@ TEST(SharedMemoryTest, RanksThatDisagreeOnReadingDirectlyFail) {
   EXPECT_EQ(errors[1],
             "rank 0 called allreduce(sum, 100 x float, read directly) where this rank called "
             "allreduce(sum, 100 x float)");
+}
+
+// usePaths takes the paths its options ask for: those through the slots
+// always, the direct reads only where the peers are readable. A rank given
+// them by usePaths and one given them setter by setter agree on the call; a
+// rank told its peers are readable and one told not disagree.
+TEST(SharedMemoryTest, UsePathsTakesWhatTheOptionsAskFor) {
+  SharedMemoryOptions options;
+  options.sharedAllreduceSharesFromBytes = 0;
+  options.sharedDirectFromBytes = 0;
+  options.sharedDirectAllreduceFromBytes = 0;
+  options.sharedDirectAllreduceBelowBytes = SIZE_MAX;
+  const auto allreduce = [](SharedMemoryCollectives& rank, float* data, size_t n) {
+    rank.run(data, data, n, DataType::kFloat32, ReduceOp::kSum);
+  };
+  auto throughTheSlots = attachThreads(2, [](int) {});
+  throughTheSlots[0]->usePaths(options, /*peersReadable=*/false);
+  throughTheSlots[1]->reduceBySharesFrom(0);
+  EXPECT_THAT(mismatchesOf(throughTheSlots, allreduce), ::testing::Each(""));
+
+  auto directly = attachThreads(2, [](int) {});
+  directly[0]->usePaths(options, /*peersReadable=*/true);
+  directly[1]->readPeersDirectly(0);
+  directly[1]->reduceDirectlyBetween(0, SIZE_MAX);
+  EXPECT_THAT(mismatchesOf(directly, allreduce), ::testing::Each(""));
+
+  auto disagreeing = attachThreads(2, [](int) {});
+  disagreeing[0]->usePaths(options, /*peersReadable=*/true);
+  disagreeing[1]->usePaths(options, /*peersReadable=*/false);
+  EXPECT_THAT(mismatchesOf(disagreeing, allreduce)[0],
+              HasSubstr("by shares) where this rank called allreduce(sum, 100 x float, read "
+                        "directly)"));
 }
 
 // A rank whose allreduce goes by shares and one whose every rank reduces
