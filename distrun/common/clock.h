@@ -9,8 +9,10 @@ using TimePoint = std::chrono::steady_clock::time_point;
 // Where a policy reads the time: the seam that keeps its deadlines testable
 // without waiting (the agent's Supervisor, its status line, the hang watch;
 // docs/development.md, "Seams"). Code that only measures how long something
-// took, or spins on a deadline of its own in a hot loop (the shared-memory
-// engine), reads std::chrono::steady_clock itself. Implementations are
+// took, spins on a deadline of its own in a hot loop (the shared-memory
+// engine), or has the kernel wait a deadline out (the store server's
+// epoll_wait, the doctor's probe on the store: a fake clock could not end
+// that wait) reads std::chrono::steady_clock itself. Implementations are
 // thread-safe.
 class Clock {
  public:
