@@ -157,9 +157,9 @@ TEST(MpiTest, HierarchicalOverMpiKeepsTheCommunicatorContract) {
     GTEST_SKIP() << "mpirun is not installed (scripts/install-deps)";
   }
   for (const std::string layout : {"aab", "abab"}) {
-    CommandResult r = runCommand(mpirun(static_cast<int>(layout.size())) +
-                                 quote(binaryPath("comm_contract_worker")) + " hierarchical " +
-                                 layout);
+    CommandResult r =
+        runCommand(mpirun(static_cast<int>(layout.size())) +
+                   quote(binaryPath("comm_contract_worker")) + " hierarchical " + layout);
     if (r.err.find("built without MPI") != std::string::npos) {
       GTEST_SKIP() << "this build has no MPI backend: " << r.err;
     }

@@ -37,8 +37,7 @@ int checkOn(distrun::comm::Communicator& comm) {
   std::vector<std::string> failures = distrun::comm::testing::checkContract(comm);
   for (const std::string& f : failures) std::cerr << f << "\n";
   std::cout << "contract " << (failures.empty() ? "ok" : "FAILED") << " rank " << comm.rank()
-            << " of " << comm.size() << " (" << comm.backend() << ", " << comm.transport()
-            << ")\n";
+            << " of " << comm.size() << " (" << comm.backend() << ", " << comm.transport() << ")\n";
   return failures.empty() ? 0 : 1;
 }
 
