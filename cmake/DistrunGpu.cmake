@@ -51,10 +51,13 @@ if(NOT DISTRUN_NCCL STREQUAL "OFF")
     if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
       distrun_read_nccl_version(${NCCL_INCLUDE_DIR}/nccl.h DISTRUN_NCCL_VERSION)
       set(DISTRUN_WITH_NCCL ON)
-      if(NOT TARGET distrun::nccl)
-        add_library(distrun::nccl UNKNOWN IMPORTED)
-        set_target_properties(distrun::nccl PROPERTIES IMPORTED_LOCATION ${NCCL_LIBRARY}
-                              INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})
+      # nccl.h's and the CUDA runtime's headers only: the nccl backend loads
+      # libnccl and libcudart at run time (distrun/comm/nccl/), so a build
+      # with them still installs and runs where they are absent.
+      if(NOT TARGET distrun::nccl_headers)
+        add_library(distrun::nccl_headers INTERFACE IMPORTED)
+        set_target_properties(distrun::nccl_headers PROPERTIES
+                              INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR};${CUDAToolkit_INCLUDE_DIRS}")
       endif()
     else()
       distrun_gpu_missing("CUDA ${CUDAToolkit_VERSION} was found but not NCCL (nccl.h and libnccl)")

@@ -85,8 +85,9 @@ Communicator::Task Communicator::makeAllreduce(const void* in, void* out, size_t
   if (in != out) requireDisjoint(in, bytes, out, bytes, "allreduce");
   return [=, this] {
     if (in == out && doAllreduceInPlace(out, count, type, op)) return;
-    doAllreduce(in, out, count, type, op == ReduceOp::kAvg ? ReduceOp::kSum : op);
-    if (op == ReduceOp::kAvg) divideInPlace(out, count, type, size_);
+    const bool divide = op == ReduceOp::kAvg && !averagesNatively();
+    doAllreduce(in, out, count, type, divide ? ReduceOp::kSum : op);
+    if (divide) divideInPlace(out, count, type, size_);
   };
 }
 
@@ -125,8 +126,9 @@ Communicator::Task Communicator::makeReduceScatter(const void* in, void* out, si
   const auto* mine = static_cast<const char*>(in) + block * static_cast<size_t>(rank_);
   if (out != mine) requireDisjoint(in, total, out, block, "reduce_scatter");
   return [=, this] {
-    doReduceScatter(in, out, count, type, op == ReduceOp::kAvg ? ReduceOp::kSum : op);
-    if (op == ReduceOp::kAvg) divideInPlace(out, count, type, size_);
+    const bool divide = op == ReduceOp::kAvg && !averagesNatively();
+    doReduceScatter(in, out, count, type, divide ? ReduceOp::kSum : op);
+    if (divide) divideInPlace(out, count, type, size_);
   };
 }
 

@@ -131,8 +131,9 @@ class Communicator {
   Communicator(int rank, int size);
 
   // Backends implement these; they run on one thread at a time, after the
-  // arguments were checked. kAvg never reaches them (it arrives as kSum and
-  // the base divides). Counts are > 0. Failures throw.
+  // arguments were checked. kAvg reaches them only where averagesNatively()
+  // (else it arrives as kSum and the base divides). Counts are > 0.
+  // Failures throw.
   virtual void doAllreduce(const void* in, void* out, size_t count, DataType type, ReduceOp op) = 0;
   virtual void doBroadcast(const void* in, void* out, size_t count, DataType type, int root) = 0;
   virtual void doAllgather(const void* in, void* out, size_t count, DataType type) = 0;
@@ -144,6 +145,11 @@ class Communicator {
   virtual void doSendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer,
                           size_t count, DataType type, int tag) = 0;
   virtual void doBarrier() = 0;
+
+  // Whether kAvg reaches doAllreduce and doReduceScatter as it is (NCCL's
+  // ncclAvg, on device memory the base cannot divide); false: it arrives as
+  // kSum and the base divides.
+  virtual bool averagesNatively() const { return false; }
 
   // An in-place allreduce the backend can run where `data` lies (kAvg
   // included, divided by the backend); false: the base runs doAllreduce.

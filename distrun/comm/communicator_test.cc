@@ -376,10 +376,10 @@ TEST(ConnectTest, MissingOrMalformedVariablesAreNamed) {
   }
   try {
     connect(MapEnvironment{{"RANK", "0"}, {"WORLD_SIZE", "1"}},
-            ConnectOptions{.backend = "nccl", .timeout = {}, .name = "world"});
+            ConnectOptions{.backend = "hccl", .timeout = {}, .name = "world"});
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("backend 'nccl' is not one of: auto, gloo"));
+    EXPECT_THAT(e.what(), HasSubstr("backend 'hccl' is not one of: auto, gloo"));
   }
   for (const char* threshold :
        {"DISTRUN_GLOO_BCUBE_BELOW", "DISTRUN_GLOO_GATHER_BELOW", "DISTRUN_COMM_SHM_DIRECT_FROM",

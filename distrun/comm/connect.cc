@@ -5,62 +5,26 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "distrun/comm/gloo/gloo_communicator.h"
+#include "distrun/comm/job_store.h"
 #include "distrun/comm/mpi/mpi_communicator.h"
+#include "distrun/comm/nccl/connect_nccl.h"
 #include "distrun/comm/reduce.h"
 #include "distrun/comm/tuning.h"
 #include "distrun/common/error.h"
 #include "distrun/common/strings.h"
 #include "distrun/common/system.h"
-#include "distrun/common/user_secret.h"
 #include "distrun/config.h"
-#include "distrun/rdzv/socket.h"
 #include "distrun/trace/config.h"
 #include "distrun/trace/trace.h"
 
 namespace distrun::comm {
 
 namespace {
-
-std::string required(const Environment& env, const char* name) {
-  std::optional<std::string> value = env.get(name);
-  if (!value || value->empty()) {
-    throw ConfigError(
-        fmt::format("{} is not set: start this program with distrun run, distrun exec, "
-                    "srun or mpirun, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT "
-                    "(docs/comm.md)",
-                    name));
-  }
-  return *value;
-}
-
-// host:port, as in DISTRUN_STORE.
-std::pair<std::string, int> splitEndpoint(const std::string& text, const char* what) {
-  size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    throw ConfigError(fmt::format("{}='{}' is not HOST:PORT", what, text));
-  }
-  return {text.substr(0, colon), static_cast<int>(parseCount(text.substr(colon + 1), what, 65535))};
-}
-
-// The key space of this communicator in the store (the rule: connect.h).
-std::string storePrefix(const Environment& env, const std::string& name, int size,
-                        rdzv::StoreClient& store) {
-  const std::string group = fmt::format(
-      "comm/{}/{}/{}/{}",
-      env.get("DISTRUN_RUN_ID").value_or(env.get("TORCHELASTIC_RUN_ID").value_or("none")),
-      env.get("TORCHELASTIC_RESTART_COUNT").value_or("0"), name, size);
-  const long long ticket = store.add(group + "/joined", 1);
-  return fmt::format("{}#{}", group, (ticket - 1) / size);
-}
-
-bool oneNode(const Environment& env, int worldSize) {
-  auto local = env.get("LOCAL_WORLD_SIZE");
-  return local && *local == std::to_string(worldSize);
-}
 
 std::string listenHost(const Environment& env, int worldSize) {
   return oneNode(env, worldSize) ? "127.0.0.1" : readHostFacts().hostname;
@@ -74,51 +38,21 @@ std::string nodeName(const Environment& env) {
   return group ? host + "/" + *group : host;
 }
 
-// The token of a store that rank 0 hosts at MASTER_ADDR:MASTER_PORT:
-// DISTRUN_TOKEN, else the keyed hash of the meeting point with the user's
-// secret, which nobody else can compute (docs/security.md).
-std::string ownStoreToken(const Environment& env, const std::string& host, int port, int size) {
-  if (auto token = env.get("DISTRUN_TOKEN")) return *token;
-  return derivedToken(env, fmt::format("exec:{}:{}/{}", host, port, size));
+std::chrono::milliseconds timeoutOf(const ConnectOptions& options, const CommTuning& tuning) {
+  return options.timeout.value_or(tuning.timeout.value_or(std::chrono::seconds(300)));
 }
 
 std::unique_ptr<Communicator> connectGloo(const Environment& env, const ConnectOptions& options,
                                           CommTuning tuning) {
-  const int rank = static_cast<int>(parseCount(required(env, "RANK"), "RANK"));
-  const int size = static_cast<int>(parseCount(required(env, "WORLD_SIZE"), "WORLD_SIZE"));
-  if (size < 1 || rank >= size) {
-    // The hint is cluster::kClearStaleHint's words (comm does not depend on cluster).
-    throw ConfigError(
-        fmt::format("RANK={} is not below WORLD_SIZE={}; if left from an earlier shell or job, "
-                    "clear them: eval \"$(distrun env --unset)\"",
-                    rank, size));
-  }
   GlooOptions gloo = std::move(tuning.gloo);
-  gloo.timeout = options.timeout.value_or(tuning.timeout.value_or(std::chrono::seconds(300)));
+  gloo.timeout = timeoutOf(options, tuning);
+  JobStore job = joinJobStore(env, options.name, gloo.timeout);
   gloo.iface = env.get("GLOO_SOCKET_IFNAME").value_or("");
-  gloo.listenHost = listenHost(env, size);
+  gloo.listenHost = listenHost(env, job.size);
   gloo.node = nodeName(env);
-
-  std::unique_ptr<rdzv::StoreServer> server;
-  std::string host;
-  int port = 0;
-  std::string token;
-  if (auto store = env.get("DISTRUN_STORE")) {
-    std::tie(host, port) = splitEndpoint(*store, "DISTRUN_STORE");
-    token = required(env, "DISTRUN_TOKEN");
-  } else {
-    host = required(env, "MASTER_ADDR");
-    port = static_cast<int>(parseCount(required(env, "MASTER_PORT"), "MASTER_PORT", 65535));
-    token = ownStoreToken(env, host, port, size);
-    if (rank == 0) {
-      server = std::make_unique<rdzv::StoreServer>(
-          rdzv::storeBindAddress(host, !oneNode(env, size)), port, token);
-    }
-  }
-  auto client = std::make_unique<rdzv::StoreClient>(host, port, token, gloo.timeout);
-  std::string prefix = storePrefix(env, options.name, size, *client);
-  return std::make_unique<GlooCommunicator>(rank, size, std::move(client), std::move(prefix),
-                                            std::move(gloo), std::move(server));
+  return std::make_unique<GlooCommunicator>(job.rank, job.size, std::move(job.client),
+                                            std::move(job.prefix), std::move(gloo),
+                                            std::move(job.server));
 }
 
 // A DISTRUN_TRACE* mistake stops this rank before it connects (its peers
@@ -162,9 +96,13 @@ std::unique_ptr<Communicator> connect(const Environment& env, const ConnectOptio
     comm = connectGloo(env, options, std::move(tuning));
   } else if (backend == "mpi") {
     comm = connectMpi(tuning.mpiThreads);
+  } else if (backend == "nccl" || backend == "rccl") {
+    comm = connectNccl(env, backend, options.name, timeoutOf(options, tuning));
   } else {
-    throw UsageError(fmt::format("backend '{}' is not one of: auto, {}", options.backend,
-                                 join(availableBackends(), ", ")));
+    std::vector<std::string> names = availableBackends();
+    if (DISTRUN_WITH_NCCL) names.insert(names.end(), {"nccl", "rccl"});
+    throw UsageError(
+        fmt::format("backend '{}' is not one of: auto, {}", options.backend, join(names, ", ")));
   }
   startTrace(env, *comm);
   return comm;

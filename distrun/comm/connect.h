@@ -13,7 +13,7 @@
 namespace distrun::comm {
 
 struct ConnectOptions {
-  std::string backend = "auto";  // auto | gloo | mpi (resolveBackend)
+  std::string backend = "auto";  // auto | gloo | mpi | nccl | rccl (resolveBackend)
   // Per-operation timeout; unset: DISTRUN_COMM_TIMEOUT seconds, else 300 s.
   std::optional<std::chrono::milliseconds> timeout;
   // Names this communicator's group in the store (see connect() for how
@@ -29,6 +29,9 @@ struct ConnectOptions {
 //    if set, else on 127.0.0.1 when every rank is on this node
 //    (LOCAL_WORLD_SIZE == WORLD_SIZE), else on this host's name.
 //  - mpi: MPI_COMM_WORLD of the MPI launcher (mpirun).
+//  - nccl, rccl: NCCL (RCCL) on this rank's GPU, its unique id passed
+//    through the store as for gloo (nccl/connect_nccl.h); the collectives
+//    take device buffers. Never chosen by "auto".
 // Throws ConfigError naming a missing or malformed variable, UsageError for
 // an unknown backend, TimeoutError when the ranks do not all arrive.
 //

@@ -1,0 +1,90 @@
+#include "distrun/comm/gpu/gpu_runtime.h"
+
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "distrun/comm/gpu/loaded_library.h"
+#include "distrun/common/error.h"
+
+namespace distrun::comm::gpu {
+namespace {
+
+std::vector<std::string> runtimeCandidates(const Environment& env, GpuVendor vendor) {
+  if (auto path = env.get("DISTRUN_GPU_RUNTIME"); path && !path->empty()) return {*path};
+  if (vendor == GpuVendor::kAmd) return {"libamdhip64.so.6", "libamdhip64.so"};
+  return {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+}
+
+// CUDA's name of a call, or HIP's ("cudaSetDevice" -> "hipSetDevice").
+std::string callName(GpuVendor vendor, const char* cudaName) {
+  if (vendor == GpuVendor::kNvidia) return cudaName;
+  return std::string("hip") + (cudaName + 4);
+}
+
+GpuRuntime bindRuntime(const LoadedLibrary& library, GpuVendor vendor) {
+  GpuRuntime r;
+  r.library = library.name();
+  r.vendor = vendor;
+  auto bind = [&](auto*& pointer, const char* cudaName) {
+    library.bind(pointer, callName(vendor, cudaName).c_str());
+  };
+  bind(r.getDeviceCount, "cudaGetDeviceCount");
+  bind(r.setDevice, "cudaSetDevice");
+  bind(r.streamCreateWithFlags, "cudaStreamCreateWithFlags");
+  bind(r.streamDestroy, "cudaStreamDestroy");
+  bind(r.eventCreateWithFlags, "cudaEventCreateWithFlags");
+  bind(r.eventRecord, "cudaEventRecord");
+  bind(r.eventQuery, "cudaEventQuery");
+  bind(r.eventDestroy, "cudaEventDestroy");
+  bind(r.malloc, "cudaMalloc");
+  bind(r.free, "cudaFree");
+  bind(r.memcpy, "cudaMemcpy");
+  bind(r.memcpyAsync, "cudaMemcpyAsync");
+  bind(r.getErrorString, "cudaGetErrorString");
+  return r;
+}
+
+}  // namespace
+
+const char* backendName(GpuVendor vendor) { return vendor == GpuVendor::kAmd ? "rccl" : "nccl"; }
+
+void GpuRuntime::check(cudaError_t result, const char* call) const {
+  if (result == cudaSuccess) return;
+  throw SystemError(ExitCode::kSystem, fmt::format("{}: {} (error {})", callName(vendor, call), getErrorString(result),
+                                static_cast<int>(result)));
+}
+
+int GpuRuntime::deviceCount() const {
+  int count = 0;
+  const cudaError_t result = getDeviceCount(&count);
+  if (result != cudaSuccess || count == 0) {
+    throw ConfigError(fmt::format(
+        "this process sees no GPU ({}: {}); run on a GPU node (srun --gpus-per-node=N), check "
+        "{}, or stay on the CPU (the gloo backend, --device cpu)",
+        callName(vendor, "cudaGetDeviceCount"),
+        result == cudaSuccess ? "0 devices" : getErrorString(result),
+        vendor == GpuVendor::kAmd ? "ROCR_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES"));
+  }
+  return count;
+}
+
+const GpuRuntime& loadGpuRuntime(const Environment& env, GpuVendor vendor) {
+  static std::mutex mutex;
+  static std::map<std::vector<std::string>, GpuRuntime> loaded;
+  const std::vector<std::string> candidates = runtimeCandidates(env, vendor);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = loaded.find(candidates);
+  if (it != loaded.end()) return it->second;
+  const char* what = vendor == GpuVendor::kAmd ? "the HIP runtime" : "the CUDA runtime";
+  const LoadedLibrary library = LoadedLibrary::open(
+      candidates, what,
+      "install the GPU driver's runtime (module load cuda or rocm), or set DISTRUN_GPU_RUNTIME to "
+      "its path");
+  return loaded.emplace(candidates, bindRuntime(library, vendor)).first->second;
+}
+
+}  // namespace distrun::comm::gpu

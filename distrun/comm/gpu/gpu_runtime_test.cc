@@ -1,0 +1,57 @@
+// The GPU runtime loaded at run time: this machine's CUDA runtime, and the
+// one-line errors where a runtime or a GPU is missing. No GPU is needed.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <string>
+
+#include "distrun/comm/gpu/gpu_runtime.h"
+#include "distrun/common/environment.h"
+#include "distrun/common/error.h"
+
+namespace distrun::comm::gpu {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The message of the one-line ConfigError `load` throws ("" if none).
+template <class Load>
+std::string configErrorOf(Load load) {
+  try {
+    load();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.exitCode(), ExitCode::kConfig);
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GpuRuntimeTest, TheCudaRuntimeLoadsAndAMachineWithoutAGpuSaysSoInOneLine) {
+  const GpuRuntime& cuda = loadGpuRuntime(MapEnvironment{}, GpuVendor::kNvidia);
+  EXPECT_THAT(cuda.library, HasSubstr("libcudart.so"));
+  int visible = 0;
+  if (cuda.getDeviceCount(&visible) == cudaSuccess && visible > 0) {
+    EXPECT_EQ(cuda.deviceCount(), visible);
+    GTEST_SKIP() << "this machine has " << visible << " GPUs: the no-GPU error is not reachable";
+  }
+  EXPECT_THAT(configErrorOf([&] { cuda.deviceCount(); }),
+              HasSubstr("this process sees no GPU (cudaGetDeviceCount: "));
+}
+
+TEST(GpuRuntimeTest, AMissingRuntimeIsOneLineNamingWhatWasTried) {
+  EXPECT_THAT(configErrorOf([] {
+                loadGpuRuntime(MapEnvironment{{"DISTRUN_GPU_RUNTIME", "/nonexistent/libcudart.so"}},
+                               GpuVendor::kNvidia);
+              }),
+              HasSubstr("the CUDA runtime could not be loaded (tried "
+                        "/nonexistent/libcudart.so: "));
+  const std::string hip =
+      configErrorOf([] { loadGpuRuntime(MapEnvironment{}, GpuVendor::kAmd); });
+  if (hip.empty()) return;  // HIP is installed here
+  EXPECT_THAT(hip, HasSubstr("the HIP runtime could not be loaded (tried "
+                             "libamdhip64.so.6, libamdhip64.so: "));
+}
+
+}  // namespace
+}  // namespace distrun::comm::gpu
