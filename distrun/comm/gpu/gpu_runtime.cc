@@ -22,7 +22,10 @@ std::vector<std::string> runtimeCandidates(const Environment& env, GpuVendor ven
 // CUDA's name of a call, or HIP's ("cudaSetDevice" -> "hipSetDevice").
 std::string callName(GpuVendor vendor, const char* cudaName) {
   if (vendor == GpuVendor::kNvidia) return cudaName;
-  return std::string("hip") + (cudaName + 4);
+  const std::string name = cudaName;
+  if (name == "cudaHostAlloc") return "hipHostMalloc";
+  if (name == "cudaFreeHost") return "hipHostFree";
+  return "hip" + name.substr(4);
 }
 
 GpuRuntime bindRuntime(const LoadedLibrary& library, GpuVendor vendor) {
@@ -45,6 +48,11 @@ GpuRuntime bindRuntime(const LoadedLibrary& library, GpuVendor vendor) {
   bind(r.memcpy, "cudaMemcpy");
   bind(r.memcpyAsync, "cudaMemcpyAsync");
   bind(r.getErrorString, "cudaGetErrorString");
+  bind(r.streamSynchronize, "cudaStreamSynchronize");
+  bind(r.eventSynchronize, "cudaEventSynchronize");
+  bind(r.hostAlloc, "cudaHostAlloc");
+  bind(r.freeHost, "cudaFreeHost");
+  bind(r.deviceGetPciBusId, "cudaDeviceGetPCIBusId");
   return r;
 }
 
@@ -54,7 +62,8 @@ const char* backendName(GpuVendor vendor) { return vendor == GpuVendor::kAmd ? "
 
 void GpuRuntime::check(cudaError_t result, const char* call) const {
   if (result == cudaSuccess) return;
-  throw SystemError(ExitCode::kSystem, fmt::format("{}: {} (error {})", callName(vendor, call), getErrorString(result),
+  throw SystemError(ExitCode::kSystem,
+                    fmt::format("{}: {} (error {})", callName(vendor, call), getErrorString(result),
                                 static_cast<int>(result)));
 }
 

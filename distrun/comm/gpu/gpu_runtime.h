@@ -37,6 +37,12 @@ struct GpuRuntime {
   decltype(&cudaMemcpy) memcpy = nullptr;
   decltype(&cudaMemcpyAsync) memcpyAsync = nullptr;
   decltype(&cudaGetErrorString) getErrorString = nullptr;
+  decltype(&cudaStreamSynchronize) streamSynchronize = nullptr;
+  decltype(&cudaEventSynchronize) eventSynchronize = nullptr;
+  // Pinned host memory, cudaHostAlloc (C++ overloads it; HIP: hipHostMalloc).
+  cudaError_t (*hostAlloc)(void** pointer, size_t bytes, unsigned int flags) = nullptr;
+  decltype(&cudaFreeHost) freeHost = nullptr;  // (HIP: hipHostFree)
+  decltype(&cudaDeviceGetPCIBusId) deviceGetPciBusId = nullptr;
 
   // Throws SystemError "`call`: <the runtime's words> (error N)" unless
   // `result` is success.

@@ -1,7 +1,7 @@
 // The GPU runtime loaded at run time: this machine's CUDA runtime, and the
 // one-line errors where a runtime or a GPU is missing. No GPU is needed.
-#include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <string>
 
@@ -46,8 +46,7 @@ TEST(GpuRuntimeTest, AMissingRuntimeIsOneLineNamingWhatWasTried) {
               }),
               HasSubstr("the CUDA runtime could not be loaded (tried "
                         "/nonexistent/libcudart.so: "));
-  const std::string hip =
-      configErrorOf([] { loadGpuRuntime(MapEnvironment{}, GpuVendor::kAmd); });
+  const std::string hip = configErrorOf([] { loadGpuRuntime(MapEnvironment{}, GpuVendor::kAmd); });
   if (hip.empty()) return;  // HIP is installed here
   EXPECT_THAT(hip, HasSubstr("the HIP runtime could not be loaded (tried "
                              "libamdhip64.so.6, libamdhip64.so: "));

@@ -26,7 +26,8 @@ void* LoadedLibrary::symbol(const char* symbol) const {
   ::dlerror();
   void* address = ::dlsym(handle_, symbol);
   if (address == nullptr) {
-    throw ConfigError(fmt::format("{} has no {} (an older or a different library?)", name_, symbol));
+    throw ConfigError(
+        fmt::format("{} has no {} (an older or a different library?)", name_, symbol));
   }
   return address;
 }

@@ -34,7 +34,8 @@ int chooseDevice(const Environment& env, int visible, const char* backend) {
 }  // namespace
 
 std::unique_ptr<Communicator> connectNccl(const Environment& env, const std::string& backend,
-                                          const std::string& name, std::chrono::milliseconds timeout) {
+                                          const std::string& name,
+                                          std::chrono::milliseconds timeout) {
   const gpu::GpuVendor vendor = backend == "rccl" ? gpu::GpuVendor::kAmd : gpu::GpuVendor::kNvidia;
   const gpu::GpuRuntime& gpu = gpu::loadGpuRuntime(env, vendor);
   const nccl::NcclLibrary& library = nccl::loadNccl(env, vendor);
@@ -49,7 +50,8 @@ std::unique_ptr<Communicator> connectNccl(const Environment& env, const std::str
         ncclUniqueId made;
         const ncclResult_t result = library.getUniqueId(&made);
         if (result != ncclSuccess) {
-          throw SystemError(ExitCode::kSystem, "ncclGetUniqueId: " + library.describe(result, nullptr));
+          throw SystemError(ExitCode::kSystem,
+                            "ncclGetUniqueId: " + library.describe(result, nullptr));
         }
         return made;
       },

@@ -27,9 +27,8 @@ void pause(unsigned round) {
 
 }  // namespace
 
-NcclCommunicator::NcclCommunicator(int rank, int size, const ncclUniqueId& id,
-                                   NcclOptions options, const NcclLibrary& nccl,
-                                   const gpu::GpuRuntime& gpu)
+NcclCommunicator::NcclCommunicator(int rank, int size, const ncclUniqueId& id, NcclOptions options,
+                                   const NcclLibrary& nccl, const gpu::GpuRuntime& gpu)
     : Communicator(rank, size), options_(options), nccl_(nccl), gpu_(gpu) {
   try {
     gpu_.check(gpu_.setDevice(options_.device), "cudaSetDevice");
@@ -58,7 +57,8 @@ std::string NcclCommunicator::transport() const {
 }
 
 std::string NcclCommunicator::deviceName() const {
-  return fmt::format("{}:{}", gpu_.vendor == gpu::GpuVendor::kAmd ? "hip" : "cuda", options_.device);
+  return fmt::format("{}:{}", gpu_.vendor == gpu::GpuVendor::kAmd ? "hip" : "cuda",
+                     options_.device);
 }
 
 std::string NcclCommunicator::where() const {
@@ -105,8 +105,8 @@ void NcclCommunicator::fail(const char* what, ncclResult_t result) {
   }
   if (comm_ != nullptr) nccl_.commAbort(comm_);
   comm_ = nullptr;
-  const std::string message = fmt::format(
-      "{} {} ({}): {}; the communicator was aborted", backend(), what, where(), why);
+  const std::string message =
+      fmt::format("{} {} ({}): {}; the communicator was aborted", backend(), what, where(), why);
   if (result == ncclUnhandledCudaError) throw SystemError(ExitCode::kSystem, message);
   throw CommunicationError(message);
 }
@@ -153,9 +153,8 @@ void* NcclCommunicator::scratch(size_t bytes) {
 
 void NcclCommunicator::doAllreduce(const void* in, void* out, size_t count, DataType type,
                                    ReduceOp op) {
-  run("allreduce", [&] {
-    return nccl_.allReduce(in, out, count, toNccl(type), toNccl(op), comm_, stream_);
-  });
+  run("allreduce",
+      [&] { return nccl_.allReduce(in, out, count, toNccl(type), toNccl(op), comm_, stream_); });
 }
 
 void NcclCommunicator::doBroadcast(const void* in, void* out, size_t count, DataType type,
@@ -209,8 +208,8 @@ void NcclCommunicator::doRecv(void* data, size_t count, DataType type, int peer,
   run("recv", [&] { return nccl_.recv(data, count, toNccl(type), peer, comm_, stream_); });
 }
 
-void NcclCommunicator::doSendRecv(const void* sendData, int sendPeer, void* recvData,
-                                  int recvPeer, size_t count, DataType type, int /*tag*/) {
+void NcclCommunicator::doSendRecv(const void* sendData, int sendPeer, void* recvData, int recvPeer,
+                                  size_t count, DataType type, int /*tag*/) {
   run("send_recv", [&] {
     nccl_.groupStart();
     nccl_.send(sendData, count, toNccl(type), sendPeer, comm_, stream_);
@@ -223,9 +222,8 @@ void NcclCommunicator::doSendRecv(const void* sendData, int sendPeer, void* recv
 // been summed, so once every rank has entered.
 void NcclCommunicator::doBarrier() {
   void* flag = scratch(sizeof(int32_t));
-  run("barrier", [&] {
-    return nccl_.allReduce(flag, flag, 1, ncclInt32, ncclSum, comm_, stream_);
-  });
+  run("barrier",
+      [&] { return nccl_.allReduce(flag, flag, 1, ncclInt32, ncclSum, comm_, stream_); });
 }
 
 }  // namespace distrun::comm::nccl

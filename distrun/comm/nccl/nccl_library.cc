@@ -20,15 +20,24 @@ std::vector<std::string> ncclCandidates(const Environment& env, gpu::GpuVendor v
 
 const char* ncclResultName(ncclResult_t result) {
   switch (result) {
-    case ncclSuccess: return "ncclSuccess";
-    case ncclUnhandledCudaError: return "ncclUnhandledCudaError";
-    case ncclSystemError: return "ncclSystemError";
-    case ncclInternalError: return "ncclInternalError";
-    case ncclInvalidArgument: return "ncclInvalidArgument";
-    case ncclInvalidUsage: return "ncclInvalidUsage";
-    case ncclRemoteError: return "ncclRemoteError";
-    case ncclInProgress: return "ncclInProgress";
-    default: return "ncclResult";
+    case ncclSuccess:
+      return "ncclSuccess";
+    case ncclUnhandledCudaError:
+      return "ncclUnhandledCudaError";
+    case ncclSystemError:
+      return "ncclSystemError";
+    case ncclInternalError:
+      return "ncclInternalError";
+    case ncclInvalidArgument:
+      return "ncclInvalidArgument";
+    case ncclInvalidUsage:
+      return "ncclInvalidUsage";
+    case ncclRemoteError:
+      return "ncclRemoteError";
+    case ncclInProgress:
+      return "ncclInProgress";
+    default:
+      return "ncclResult";
   }
 }
 
@@ -82,7 +91,8 @@ const NcclLibrary& loadNccl(const Environment& env, gpu::GpuVendor vendor) {
   if (it != loaded.end()) return it->second;
   const bool amd = vendor == gpu::GpuVendor::kAmd;
   const gpu::LoadedLibrary library = gpu::LoadedLibrary::open(
-      candidates, fmt::format("{} (for the {} backend)", amd ? "RCCL" : "NCCL", gpu::backendName(vendor)),
+      candidates,
+      fmt::format("{} (for the {} backend)", amd ? "RCCL" : "NCCL", gpu::backendName(vendor)),
       fmt::format("install {} (module load {}), add its folder to LD_LIBRARY_PATH, or set "
                   "DISTRUN_NCCL_LIBRARY to its path",
                   amd ? "RCCL" : "NCCL", amd ? "rocm" : "cuda"));
@@ -91,23 +101,34 @@ const NcclLibrary& loadNccl(const Environment& env, gpu::GpuVendor vendor) {
 
 ncclDataType_t toNccl(DataType type) {
   switch (type) {
-    case DataType::kFloat32: return ncclFloat32;
-    case DataType::kFloat64: return ncclFloat64;
-    case DataType::kFloat16: return ncclFloat16;
-    case DataType::kBFloat16: return ncclBfloat16;
-    case DataType::kInt32: return ncclInt32;
-    case DataType::kInt64: return ncclInt64;
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      return ncclFloat64;
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kBFloat16:
+      return ncclBfloat16;
+    case DataType::kInt32:
+      return ncclInt32;
+    case DataType::kInt64:
+      return ncclInt64;
   }
   throw EnforceError("toNccl: a DataType without an NCCL type");
 }
 
 ncclRedOp_t toNccl(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return ncclSum;
-    case ReduceOp::kProd: return ncclProd;
-    case ReduceOp::kMin: return ncclMin;
-    case ReduceOp::kMax: return ncclMax;
-    case ReduceOp::kAvg: return ncclAvg;
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kProd:
+      return ncclProd;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kAvg:
+      return ncclAvg;
   }
   throw EnforceError("toNccl: a ReduceOp without an NCCL op");
 }

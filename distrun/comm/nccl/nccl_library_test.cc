@@ -1,7 +1,7 @@
 // NCCL loaded at run time: the real NCCL of this machine's toolkit, and the
 // one-line errors where it is missing or is not NCCL. No GPU is needed.
-#include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <set>
 #include <string>

@@ -1,6 +1,6 @@
 // NCCL's unique id through the store: made once, by rank 0, read by all.
-#include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstring>
@@ -52,7 +52,8 @@ TEST(UniqueIdTest, RankZeroMakesTheIdOnceAndEveryRankGetsItsBytes) {
 TEST(UniqueIdTest, ARankWhoseRankZeroNeverComesTimesOutNamingIt) {
   rdzv::InMemoryStore store("127.0.0.1:29500");
   try {
-    shareUniqueId(store, "comm/x/nccl_id", 3, [] { return idOfBytes('a'); }, 50ms);
+    shareUniqueId(
+        store, "comm/x/nccl_id", 3, [] { return idOfBytes('a'); }, 50ms);
     ADD_FAILURE() << "no TimeoutError";
   } catch (const TimeoutError& e) {
     EXPECT_THAT(e.what(), HasSubstr("rank 0 did not publish NCCL's unique id at comm/x/nccl_id in "
@@ -63,7 +64,8 @@ TEST(UniqueIdTest, ARankWhoseRankZeroNeverComesTimesOutNamingIt) {
 TEST(UniqueIdTest, SomethingElseAtTheKeyIsADataErrorNotAWrongId) {
   rdzv::InMemoryStore store;
   store.set("comm/x/nccl_id", "not an id");
-  EXPECT_THROW(shareUniqueId(store, "comm/x/nccl_id", 1, [] { return idOfBytes('a'); }, 1s),
+  EXPECT_THROW(shareUniqueId(
+                   store, "comm/x/nccl_id", 1, [] { return idOfBytes('a'); }, 1s),
                DataError);
 }
 
