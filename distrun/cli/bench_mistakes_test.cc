@@ -11,6 +11,7 @@
 #include "distrun/comm_bench/bench_cli.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
+#include "distrun/config.h"
 
 namespace distrun::cli {
 namespace {
@@ -82,7 +83,14 @@ const Mistake kBenchMistakes[] = {
      "COLLECTIVE 'all_reduc' is not one of: all_reduce, broadcast, all_gather, reduce_scatter, "
      "alltoall, sendrecv, pi"},
     {{}, "COLLECTIVE is required (see 'distrun bench --help')"},
-    {{"all_reduce", "--backend", "nccl"}, "--backend 'nccl': expected auto, gloo", true},
+    {{"all_reduce", "--backend", "nccl"},
+     "--backend nccl moves GPU memory: add --device cuda (or use --backend gloo on the CPU)"},
+    {{"all_reduce", "--backend", "hccl"}, "--backend 'hccl': expected auto, gloo", true},
+    {{"all_reduce", "--device", "tpu"}, "--device 'tpu' is not cpu or cuda"},
+    {{"pi", "--device", "cuda"},
+     DISTRUN_WITH_NCCL ? "pi runs on the CPU: drop --device cuda"
+                       : "--device cuda: this distrun was built without NCCL",
+     true},
     // Item 8: a hand-described world that cannot be (RANK and WORLD_SIZE
     // make distrun-bench a rank of it).
     {{"pi"},

@@ -7,6 +7,7 @@
 #include "distrun/cluster/this_task.h"
 #include "distrun/comm/connect.h"
 #include "distrun/comm_bench/collectives.h"
+#include "distrun/comm_bench/gpu_bench.h"
 #include "distrun/comm_bench/options.h"
 #include "distrun/comm_bench/runner.h"
 #include "distrun/common/command_line.h"
@@ -65,7 +66,10 @@ void addFlags(CLI::App& app, BenchOptions& o, RawFlags& raw) {
                  "seconds an operation may wait for a peer (300)");
   app.add_option("--format", o.format, "table (nccl-tests), json or csv");
   app.add_option("--backend", o.backend,
-                 "auto (default: mpi across nodes under mpirun, else gloo), gloo or mpi");
+                 "auto (default: mpi across nodes under mpirun, else gloo; nccl with --device "
+                 "cuda), gloo, mpi, nccl or rccl");
+  app.add_option("--device", o.device,
+                 "cpu (default) or cuda: buffers on each rank's GPU (cuda:LOCAL_RANK)");
   app.add_option("--nproc-per-node", o.nprocPerNode, "local ranks when run bare (default 2)");
   app.add_option("--intervals", o.piIntervals, "pi: trapezoid intervals (default 1e8)");
   app.add_flag("--dry-run", raw.dryRun,
@@ -107,21 +111,14 @@ void refuseExtras(const CLI::App& app) {
   }
 }
 
-// Measures as one rank of the job described by `env`.
-int measureAsRank(const BenchOptions& o, const Environment& env, BenchContext& ctx) {
-  comm::ConnectOptions connect{
-      .backend = o.backend, .timeout = std::chrono::seconds(o.timeoutSeconds), .name = "bench"};
-  std::unique_ptr<comm::Communicator> comm = comm::connect(env, connect);
-  if (o.collective == "pi") {
-    PiResult pi = computePi(*comm, o.piIntervals);
-    if (comm->rank() == 0) writePi(ctx.out, pi, o.format, std::string(comm->backend()));
-    return 0;
+// The sweep on `target`, its report written by rank 0.
+int sweep(const BenchOptions& o, const BenchTarget& target, BenchContext& ctx) {
+  const comm::Communicator& comm = target.measured;
+  if (o.root >= comm.size()) {
+    throw UsageError(fmt::format("-r {} is not a rank of this {}-rank job", o.root, comm.size()));
   }
-  if (o.root >= comm->size()) {
-    throw UsageError(fmt::format("-r {} is not a rank of this {}-rank job", o.root, comm->size()));
-  }
-  BenchReport report = runCollectiveBench(*comm, o);
-  if (comm->rank() == 0) {
+  BenchReport report = runCollectiveBench(target, o);
+  if (comm.rank() == 0) {
     if (o.format == "json")
       writeJson(ctx.out, report);
     else if (o.format == "csv")
@@ -131,13 +128,30 @@ int measureAsRank(const BenchOptions& o, const Environment& env, BenchContext& c
     ctx.out.flush();
   }
   if (report.wrongTotal() > 0) {
-    if (comm->rank() == 0) {
+    if (comm.rank() == 0) {
       ctx.err << fmt::format("distrun bench: {} wrong values: the {} backend returned bad data\n",
                              report.wrongTotal(), report.backend);
     }
     return 1;
   }
   return 0;
+}
+
+// Measures as one rank of the job described by `env`.
+int measureAsRank(const BenchOptions& o, const Environment& env, BenchContext& ctx) {
+  comm::ConnectOptions connect{
+      .backend = o.backend, .timeout = std::chrono::seconds(o.timeoutSeconds), .name = "bench"};
+  if (o.device == "cuda") {
+    std::unique_ptr<GpuBench> gpu = connectGpuBench(env, benchBackend(o), connect);
+    return sweep(o, gpu->target(), ctx);
+  }
+  std::unique_ptr<comm::Communicator> comm = comm::connect(env, connect);
+  if (o.collective == "pi") {
+    PiResult pi = computePi(*comm, o.piIntervals);
+    if (comm->rank() == 0) writePi(ctx.out, pi, o.format, std::string(comm->backend()));
+    return 0;
+  }
+  return sweep(o, BenchTarget{*comm, *comm, nullptr}, ctx);
 }
 
 // Bare: `distrun run --nproc-per-node N` over this very command.
@@ -149,7 +163,10 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, cons
         o.nprocPerNode, o.collective));
   }
   launch::RunOptions run;
-  run.nprocPerNode = std::to_string(o.nprocPerNode);
+  // On a GPU, one rank a GPU unless told otherwise (torchrun's
+  // --nproc-per-node gpu).
+  const bool oneRankAGpu = o.device == "cuda" && !o.nprocGiven;
+  run.nprocPerNode = std::to_string(oneRankAGpu ? visibleGpus(env) : o.nprocPerNode);
   run.standalone = true;
   run.logPrefix = "";
   // Each rank on a core of its own, as `distrun run` places them, where
@@ -170,7 +187,7 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, cons
 // earlier eval "$(distrun env)" left, so a bare bench starts its own world.
 int dispatch(const BenchOptions& o, const std::vector<std::string>& args, const Environment& env,
              BenchContext& ctx) {
-  if (comm::resolveBackend(env, o.backend) == "mpi") {
+  if (o.device == "cpu" && comm::resolveBackend(env, o.backend) == "mpi") {
     return comm::launchedByMpi(env) ? measureAsRank(o, env, ctx) : selfLaunch(o, args, env, ctx);
   }
   if (env.get("RANK") && env.get("WORLD_SIZE")) return measureAsRank(o, env, ctx);
@@ -194,7 +211,8 @@ std::string plannedRun(const BenchOptions& o) {
   return fmt::format(
       "distrun bench: {}, {} sizes from {} to {} bytes, {} iterations after {} warm-up, backend "
       "{}: nothing measured (--dry-run)\n",
-      o.collective, sizes.size(), sizes.front(), sizes.back(), o.iters, o.warmupIters, o.backend);
+      o.collective, sizes.size(), sizes.front(), sizes.back(), o.iters, o.warmupIters,
+      o.device == "cuda" ? benchBackend(o) + " on cuda" : o.backend);
 }
 
 }  // namespace
@@ -208,6 +226,7 @@ int runBenchCli(const std::vector<std::string>& args, BenchContext& ctx) {
   app.allow_extras();  // refused by refuseExtras, before anything else
   return parseAndRun(app, args, "distrun bench", ctx.out, ctx.err, [&] {
     refuseExtras(app);
+    options.nprocGiven = app.count("--nproc-per-node") > 0;
     resolve(options, raw);
     if (raw.dryRun) {
       ctx.out << plannedRun(options);

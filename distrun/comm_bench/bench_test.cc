@@ -13,6 +13,7 @@
 #include "distrun/comm_bench/report.h"
 #include "distrun/comm_bench/runner.h"
 #include "distrun/common/error.h"
+#include "distrun/config.h"
 #include "distrun/testing/tree_paths.h"
 
 namespace distrun::comm_bench {
@@ -197,6 +198,73 @@ TEST(RunnerTest, EveryCollectiveChecksOutClean) {
     EXPECT_EQ(reports[2].rows.size(), r.rows.size());
     EXPECT_EQ(r.rankInfo.size(), 3u);
   }
+}
+
+// Device memory that is heap memory: enough for the runner's device path
+// (its own copies of the buffers, filled and read back through upload and
+// download). A run on the host arrays instead would read back the zeros
+// uploaded before it and count wrong.
+class HeapDeviceMemory final : public DeviceMemory {
+ public:
+  char* allocate(size_t bytes) override { return new char[bytes]; }
+  void release(char* device) noexcept override { delete[] device; }
+  void upload(char* device, const char* host, size_t bytes) override {
+    std::memcpy(device, host, bytes);
+  }
+  void download(char* host, const char* device, size_t bytes) override {
+    std::memcpy(host, device, bytes);
+  }
+  void copy(char* to, const char* from, size_t bytes) override { std::memcpy(to, from, bytes); }
+  std::string describe() const override { return "heap:0"; }
+};
+
+TEST(RunnerTest, OnDeviceMemoryEveryCollectiveChecksOutClean) {
+  for (const std::string& name : collectiveNames()) {
+    BenchOptions o;
+    o.collective = name;
+    o.minBytes = 64;
+    o.maxBytes = 4096;
+    o.stepFactor = 8;
+    o.iters = 2;
+    o.warmupIters = 1;
+    o.types = {comm::DataType::kFloat32, comm::DataType::kInt64};
+    o.ops = {comm::ReduceOp::kSum, comm::ReduceOp::kAvg};
+    std::vector<BenchReport> reports(3);
+    auto errors = comm::testing::runGlooThreads(3, [&](comm::Communicator& c) {
+      HeapDeviceMemory memory;
+      reports[static_cast<size_t>(c.rank())] = runCollectiveBench(BenchTarget{c, c, &memory}, o);
+    });
+    EXPECT_EQ(errors, std::vector<std::string>(3, "")) << name;
+    EXPECT_EQ(reports[0].wrongTotal(), 0) << name;
+    ASSERT_EQ(reports[0].rankInfo.size(), 3u);
+    EXPECT_EQ(reports[0].rankInfo[2].device, "heap:0");
+  }
+}
+
+TEST(OptionsTest, DeviceAndBackendGoTogether) {
+  EXPECT_EQ(
+      validationError([](BenchOptions& o) { o.backend = "nccl"; }),
+      "--backend nccl moves GPU memory: add --device cuda (or use --backend gloo on the CPU)");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.device = "tpu"; }),
+            "--device 'tpu' is not cpu or cuda");
+  if (!DISTRUN_WITH_NCCL) {
+    EXPECT_THAT(validationError([](BenchOptions& o) { o.device = "cuda"; }),
+                HasSubstr("--device cuda: this distrun was built without NCCL"));
+    return;
+  }
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.device = "cuda", o.backend = "mpi"; }),
+            "--backend mpi with --device cuda: expected auto (nccl), nccl, rccl or gloo (staged "
+            "through host memory)");
+  EXPECT_EQ(validationError([](BenchOptions& o) { o.device = "cuda", o.collective = "pi"; }),
+            "pi runs on the CPU: drop --device cuda");
+  for (const char* backend : {"auto", "nccl", "rccl", "gloo"}) {
+    EXPECT_EQ(validationError([&](BenchOptions& o) { o.device = "cuda", o.backend = backend; }),
+              "(valid)");
+  }
+  BenchOptions cuda;
+  cuda.device = "cuda";
+  EXPECT_EQ(benchBackend(cuda), "nccl");
+  EXPECT_EQ(benchBackend(BenchOptions{}), "auto");
 }
 
 // A broken backend of one rank: returns zeros for arrays (single values,

@@ -80,8 +80,8 @@ double busBandwidthFactor(Collective c, int ranks) {
 }
 
 CollectiveRun::CollectiveRun(comm::Communicator& comm, Collective c, size_t bytes, DataType type,
-                             ReduceOp op, int root)
-    : comm_(comm), collective_(c), type_(type), op_(op), root_(root) {
+                             ReduceOp op, int root, DeviceMemory* device)
+    : comm_(comm), collective_(c), type_(type), op_(op), root_(root), device_(device) {
   const size_t ranks = static_cast<size_t>(comm.size());
   const size_t elements = bytes / comm::sizeOf(type);
   block_ = isBlocked(c) ? elements / ranks : elements;
@@ -90,6 +90,29 @@ CollectiveRun::CollectiveRun(comm::Communicator& comm, Collective c, size_t byte
   const size_t outputElements = c == Collective::kReduceScatter ? block_ : count_;
   input_.assign(std::max<size_t>(inputElements, 1) * comm::sizeOf(type), 0);
   output_.assign(std::max<size_t>(outputElements, 1) * comm::sizeOf(type), 0);
+  if (device_ != nullptr) {
+    deviceInput_ = device_->allocate(input_.size());
+    try {
+      deviceOutput_ = device_->allocate(output_.size());
+    } catch (...) {
+      device_->release(deviceInput_);
+      throw;
+    }
+  }
+}
+
+CollectiveRun::~CollectiveRun() {
+  if (device_ == nullptr) return;
+  device_->release(deviceInput_);
+  device_->release(deviceOutput_);
+}
+
+char* CollectiveRun::onDevice(char* host) {
+  if (device_ == nullptr) return host;
+  if (host >= input_.data() && host < input_.data() + input_.size()) {
+    return deviceInput_ + (host - input_.data());
+  }
+  return deviceOutput_ + (host - output_.data());
 }
 
 // In-place positions follow communicator.h: the output's own block for
@@ -114,8 +137,8 @@ char* CollectiveRun::outputFor(bool inPlace) {
 }
 
 void CollectiveRun::run(bool inPlace) {
-  char* in = inputFor(inPlace);
-  char* out = outputFor(inPlace);
+  char* in = onDevice(inputFor(inPlace));
+  char* out = onDevice(outputFor(inPlace));
   const int rank = comm_.rank();
   const int size = comm_.size();
   switch (collective_) {
@@ -133,10 +156,11 @@ void CollectiveRun::run(bool inPlace) {
       // A ring shift between two buffers in both halves of the table (a
       // rank cannot send and receive in one buffer); a world of one copies.
       if (size == 1) {
+        if (device_ != nullptr) return device_->copy(deviceOutput_, deviceInput_, input_.size());
         std::copy(input_.begin(), input_.end(), output_.begin());
         return;
       }
-      return comm_.sendRecv(input_.data(), (rank + 1) % size, output_.data(),
+      return comm_.sendRecv(onDevice(input_.data()), (rank + 1) % size, onDevice(output_.data()),
                             (rank + size - 1) % size, block_, type_, 0);
   }
 }
@@ -191,7 +215,15 @@ long long CollectiveRun::check(bool inPlace) {
   std::fill(input_.begin(), input_.end(), 0);
   std::fill(output_.begin(), output_.end(), 0);
   fillInputs(inPlace);
+  if (device_ != nullptr) {
+    device_->upload(deviceInput_, input_.data(), input_.size());
+    device_->upload(deviceOutput_, output_.data(), output_.size());
+  }
   run(inPlace);
+  if (device_ != nullptr) {
+    device_->download(input_.data(), deviceInput_, input_.size());
+    device_->download(output_.data(), deviceOutput_, output_.size());
+  }
   return countWrong(inPlace);
 }
 

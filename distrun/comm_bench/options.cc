@@ -5,8 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "distrun/comm/backend_choice.h"
 #include "distrun/comm/connect.h"
+#include "distrun/comm/nccl/connect_nccl.h"
 #include "distrun/common/error.h"
+#include "distrun/config.h"
 
 namespace distrun::comm_bench {
 
@@ -43,6 +46,41 @@ std::vector<size_t> sweepSizes(const BenchOptions& o) {
   return sizes;
 }
 
+namespace {
+
+// --device and --backend together: host backends on the CPU; nccl, rccl
+// and the staged gloo on a GPU, in a build that has the GPU parts.
+void checkDevice(const BenchOptions& o) {
+  const bool gpuBackend = o.backend == "nccl" || o.backend == "rccl";
+  if (o.device == "cpu") {
+    if (gpuBackend) {
+      throw UsageError(fmt::format(
+          "--backend {} moves GPU memory: add --device cuda (or use --backend gloo on the CPU)",
+          o.backend));
+    }
+    comm::checkBackendName(o.backend, "--backend");
+    return;
+  }
+  if (o.device != "cuda") {
+    throw UsageError(fmt::format("--device '{}' is not cpu or cuda", o.device));
+  }
+  if (!DISTRUN_WITH_NCCL)
+    throw UsageError(std::string("--device cuda: ") + comm::kBuiltWithoutNccl);
+  if (o.collective == "pi") throw UsageError("pi runs on the CPU: drop --device cuda");
+  if (!gpuBackend && o.backend != "auto" && o.backend != "gloo") {
+    throw UsageError(fmt::format(
+        "--backend {} with --device cuda: expected auto (nccl), nccl, rccl or gloo (staged "
+        "through host memory)",
+        o.backend));
+  }
+}
+
+}  // namespace
+
+std::string benchBackend(const BenchOptions& o) {
+  return o.device == "cuda" && o.backend == "auto" ? "nccl" : o.backend;
+}
+
 void validate(const BenchOptions& o) {
   if (o.minBytes > o.maxBytes) {
     throw UsageError(fmt::format("-b {} is above -e {}", o.minBytes, o.maxBytes));
@@ -60,7 +98,7 @@ void validate(const BenchOptions& o) {
   if (o.format != "table" && o.format != "json" && o.format != "csv") {
     throw UsageError(fmt::format("--format '{}' is not table, json or csv", o.format));
   }
-  comm::checkBackendName(o.backend, "--backend");
+  checkDevice(o);
   if (o.nprocPerNode < 1) {
     throw UsageError(fmt::format("--nproc-per-node {} must be at least 1", o.nprocPerNode));
   }

@@ -25,9 +25,13 @@ struct BenchOptions {
   std::vector<comm::ReduceOp> ops = {comm::ReduceOp::kSum};        // -o
   std::string format = "table";                                    // --format table|json|csv
   std::string backend = "auto";                                    // --backend
-  int nprocPerNode = 2;                                            // ranks when launched bare
-  int timeoutSeconds = 300;                                        // -T
-  long long piIntervals = 100'000'000;                             // --intervals
+  // --device: cpu (host buffers) or cuda (buffers on this rank's GPU: the
+  // nccl or rccl backend, or gloo staged through host memory).
+  std::string device = "cpu";
+  bool nprocGiven = false;   // --nproc-per-node was given (else, on cuda: one rank a GPU)
+  int nprocPerNode = 2;      // ranks when launched bare
+  int timeoutSeconds = 300;  // -T
+  long long piIntervals = 100'000'000;  // --intervals
 };
 
 // "64", "4K", "1M", "2G" (binary multiples, as nccl-tests). Throws
@@ -40,5 +44,9 @@ std::vector<size_t> sweepSizes(const BenchOptions& options);
 
 // Checks the options against each other; throws UsageError naming the flag.
 void validate(const BenchOptions& options);
+
+// The backend the sweep runs on: --backend as given, except that auto
+// with --device cuda is nccl (PyTorch's default for CUDA tensors).
+std::string benchBackend(const BenchOptions& options);
 
 }  // namespace distrun::comm_bench

@@ -45,7 +45,8 @@ void writePreamble(std::ostream& out, const BenchReport& r) {
       r.minBytes, r.maxBytes, stepText(r), r.warmupIters, r.iters, r.checkIters, r.average);
   out << "# Using devices\n";
   for (const RankInfo& info : r.rankInfo) {
-    out << fmt::format("#  Rank {:2} Pid {:6} on {:>10} cpu\n", info.rank, info.pid, info.host);
+    out << fmt::format("#  Rank {:2} Pid {:6} on {:>10} {}\n", info.rank, info.pid, info.host,
+                       info.device);
   }
   out << "#\n";
 }
@@ -112,7 +113,10 @@ void writeJson(std::ostream& out, const BenchReport& r) {
   config["average"] = r.average;
   j["devices"] = nlohmann::ordered_json::array();
   for (const RankInfo& info : r.rankInfo) {
-    j["devices"].push_back({{"rank", info.rank}, {"pid", info.pid}, {"hostname", info.host}});
+    nlohmann::ordered_json device = {
+        {"rank", info.rank}, {"pid", info.pid}, {"hostname", info.host}};
+    if (info.device != "cpu") device["device"] = info.device;
+    j["devices"].push_back(std::move(device));
   }
   j["results"] = nlohmann::ordered_json::array();
   for (const ResultRow& row : r.rows) {

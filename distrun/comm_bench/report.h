@@ -29,6 +29,7 @@ struct RankInfo {
   int rank = 0;
   long pid = 0;
   std::string host;
+  std::string device = "cpu";  // or "cuda:0 [0000:17:00.0]"
 };
 
 // Everything a reporter prints: the run's settings, the ranks, the rows.

@@ -32,10 +32,11 @@ double reducedTime(comm::Communicator& comm, double us, int average) {
   return average == 1 ? value / comm.size() : value;
 }
 
-Measurement measure(comm::Communicator& comm, CollectiveRun& run, bool inPlace,
+Measurement measure(const BenchTarget& target, CollectiveRun& run, bool inPlace,
                     const BenchOptions& o, double factor) {
+  comm::Communicator& comm = target.control;
   for (int i = 0; i < o.warmupIters; ++i) run.run(inPlace);
-  comm.barrier();
+  target.measured.barrier();
   const auto start = Clock::now();
   for (int i = 0; i < o.iters; ++i) run.run(inPlace);
   const double us =
@@ -56,14 +57,16 @@ Measurement measure(comm::Communicator& comm, CollectiveRun& run, bool inPlace,
 
 }  // namespace
 
-std::vector<RankInfo> gatherRankInfo(comm::Communicator& comm) {
+std::vector<RankInfo> gatherRankInfo(comm::Communicator& comm, const std::string& device) {
   struct Entry {
     int64_t pid;
     char host[64];
+    char device[32];
   };
-  Entry mine{static_cast<int64_t>(::getpid()), {}};
+  Entry mine{static_cast<int64_t>(::getpid()), {}, {}};
   const std::string host = readHostFacts().hostname;
   host.copy(mine.host, sizeof(mine.host) - 1);
+  device.copy(mine.device, sizeof(mine.device) - 1);
   std::vector<Entry> all(static_cast<size_t>(comm.size()));
   static_assert(sizeof(Entry) % sizeof(int64_t) == 0);
   constexpr size_t kWords = sizeof(Entry) / sizeof(int64_t);
@@ -71,13 +74,19 @@ std::vector<RankInfo> gatherRankInfo(comm::Communicator& comm) {
   std::vector<RankInfo> info;
   for (int r = 0; r < comm.size(); ++r) {
     const Entry& e = all[static_cast<size_t>(r)];
-    info.push_back(
-        {r, static_cast<long>(e.pid), std::string(e.host, strnlen(e.host, sizeof(e.host)))});
+    info.push_back({r, static_cast<long>(e.pid),
+                    std::string(e.host, strnlen(e.host, sizeof(e.host))),
+                    std::string(e.device, strnlen(e.device, sizeof(e.device)))});
   }
   return info;
 }
 
 BenchReport runCollectiveBench(comm::Communicator& comm, const BenchOptions& o) {
+  return runCollectiveBench(BenchTarget{comm, comm, nullptr}, o);
+}
+
+BenchReport runCollectiveBench(const BenchTarget& target, const BenchOptions& o) {
+  comm::Communicator& comm = target.measured;
   const Collective collective = parseCollective(o.collective);
   BenchReport report;
   report.collective = std::string(nameOf(collective));
@@ -94,26 +103,27 @@ BenchReport runCollectiveBench(comm::Communicator& comm, const BenchOptions& o) 
   report.iters = o.iters;
   report.checkIters = o.checkIters;
   report.average = o.average;
-  report.rankInfo = gatherRankInfo(comm);
+  report.rankInfo =
+      gatherRankInfo(target.control, target.memory != nullptr ? target.memory->describe() : "cpu");
   const double factor = busBandwidthFactor(collective, comm.size());
   const std::vector<ReduceOp> noOp = {ReduceOp::kSum};
   for (DataType type : o.types) {
     for (ReduceOp op : takesReduceOp(collective) ? o.ops : noOp) {
       for (size_t bytes : sweepSizes(o)) {
-        CollectiveRun run(comm, collective, bytes, type, op, o.root);
+        CollectiveRun run(comm, collective, bytes, type, op, o.root, target.memory);
         ResultRow row;
         row.bytes = run.bytes();
         row.count = run.count();
         row.type = std::string(comm::nameOf(type));
         row.redop = takesReduceOp(collective) ? std::string(comm::nameOf(op)) : "none";
         row.root = takesRoot(collective) ? o.root : -1;
-        row.outOfPlace = measure(comm, run, false, o, factor);
-        row.inPlace = measure(comm, run, true, o, factor);
+        row.outOfPlace = measure(target, run, false, o, factor);
+        row.inPlace = measure(target, run, true, o, factor);
         report.rows.push_back(std::move(row));
       }
     }
   }
-  comm.barrier();
+  target.control.barrier();
   return report;
 }
 

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -9,6 +10,7 @@
 
 #include "distrun/comm/gpu/loaded_library.h"
 #include "distrun/common/error.h"
+#include "distrun/common/strings.h"
 
 namespace distrun::comm::gpu {
 namespace {
@@ -79,6 +81,20 @@ int GpuRuntime::deviceCount() const {
         vendor == GpuVendor::kAmd ? "ROCR_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES"));
   }
   return count;
+}
+
+int GpuRuntime::deviceOf(const Environment& env) const {
+  const int visible = deviceCount();
+  if (visible == 1) return 0;
+  const std::optional<std::string> local = env.get("LOCAL_RANK");
+  const int localRank = local ? static_cast<int>(parseCount(*local, "LOCAL_RANK")) : 0;
+  if (localRank >= visible) {
+    throw ConfigError(fmt::format(
+        "LOCAL_RANK={} but this process sees {} GPUs: give each rank a GPU (as many ranks a node "
+        "as GPUs, srun --gpus-per-node=N), or share them through the gloo backend",
+        localRank, visible));
+  }
+  return localRank;
 }
 
 const GpuRuntime& loadGpuRuntime(const Environment& env, GpuVendor vendor) {

@@ -51,6 +51,11 @@ struct GpuRuntime {
   // applied). Throws ConfigError "this process sees no GPU (<why>); ..."
   // when there is none.
   int deviceCount() const;
+  // The GPU this rank drives: the only one it sees (srun
+  // --gpus-per-task=1, distrun exec --gpu-bind), else LOCAL_RANK's, as
+  // torchrun's cuda:LOCAL_RANK. Throws ConfigError where there is no GPU
+  // or LOCAL_RANK has none.
+  int deviceOf(const Environment& env) const;
 };
 
 // The runtime for `vendor`, loaded once a process: DISTRUN_GPU_RUNTIME when

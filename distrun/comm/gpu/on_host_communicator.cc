@@ -5,10 +5,15 @@
 
 namespace distrun::comm::gpu {
 
-OnHostCommunicator::OnHostCommunicator(std::unique_ptr<Communicator> device,
-                                       const GpuRuntime& gpu, int gpuIndex)
-    : Communicator(device->rank(), device->size()),
-      device_(std::move(device)),
+OnHostCommunicator::OnHostCommunicator(std::unique_ptr<Communicator> device, const GpuRuntime& gpu,
+                                       int gpuIndex)
+    : OnHostCommunicator(*device, gpu, gpuIndex) {
+  owned_ = std::move(device);
+}
+
+OnHostCommunicator::OnHostCommunicator(Communicator& device, const GpuRuntime& gpu, int gpuIndex)
+    : Communicator(device.rank(), device.size()),
+      device_(&device),
       gpu_(gpu),
       gpuIndex_(gpuIndex) {}
 
@@ -81,8 +86,7 @@ void OnHostCommunicator::doAlltoall(const void* in, void* out, size_t count, Dat
            [&](const void* i, void* o) { device_->alltoall(i, o, count, type); });
 }
 
-void OnHostCommunicator::doSend(const void* data, size_t count, DataType type, int peer,
-                                int tag) {
+void OnHostCommunicator::doSend(const void* data, size_t count, DataType type, int peer, int tag) {
   mirrored(data, count * sizeOf(type), nullptr, 0,
            [&](const void* i, void*) { device_->send(i, count, type, peer, tag); });
 }

@@ -17,8 +17,10 @@ namespace distrun::comm::gpu {
 
 class OnHostCommunicator final : public Communicator {
  public:
-  // `device`: the communicator on buffers of GPU `gpuIndex`.
+  // `device`: the communicator on buffers of GPU `gpuIndex`; owned, or
+  // (the second form) the caller's, outliving this one.
   OnHostCommunicator(std::unique_ptr<Communicator> device, const GpuRuntime& gpu, int gpuIndex);
+  OnHostCommunicator(Communicator& device, const GpuRuntime& gpu, int gpuIndex);
   ~OnHostCommunicator() override { shutdown(); }
 
   std::string_view backend() const override { return device_->backend(); }
@@ -47,7 +49,8 @@ class OnHostCommunicator final : public Communicator {
   char* toDevice(const char* host, size_t bytes);
   void toHostAndFree(char* device, char* host, size_t bytes);
 
-  std::unique_ptr<Communicator> device_;
+  std::unique_ptr<Communicator> owned_;
+  Communicator* device_;
   const GpuRuntime& gpu_;
   int gpuIndex_;
 };

@@ -28,8 +28,8 @@ StagedCommunicator::StagedCommunicator(Communicator& host, const GpuRuntime& gpu
       options_(options),
       stage_{PinnedBuffer{gpu}, PinnedBuffer{gpu}} {
   if (options_.chunkBytes < 64) {
-    throw UsageError(fmt::format("staged path: chunks of {} bytes (expected at least 64)",
-                                 options_.chunkBytes));
+    throw UsageError(
+        fmt::format("staged path: chunks of {} bytes (expected at least 64)", options_.chunkBytes));
   }
   gpu_.check(gpu_.setDevice(options_.device), "cudaSetDevice");
   gpu_.check(gpu_.streamCreateWithFlags(&stream_, cudaStreamNonBlocking),
@@ -79,9 +79,12 @@ void StagedCommunicator::pipelined(const void* in, void* out, size_t count, Data
   const size_t chunks = (count + perChunk - 1) / perChunk;
   const size_t stageBytes = std::min(count, perChunk) * element;
   char* stage[2] = {stage_[0].reserve(stageBytes), stage_[1].reserve(stageBytes)};
-  auto bytesOf = [&](size_t k) { return (std::min(count, (k + 1) * perChunk) - k * perChunk) * element; };
+  auto bytesOf = [&](size_t k) {
+    return (std::min(count, (k + 1) * perChunk) - k * perChunk) * element;
+  };
   auto down = [&](size_t k) {
-    if (in != nullptr) copy(stage[k % 2], at(in, k * perChunk * element), bytesOf(k), cudaMemcpyDeviceToHost);
+    if (in != nullptr)
+      copy(stage[k % 2], at(in, k * perChunk * element), bytesOf(k), cudaMemcpyDeviceToHost);
     record(down_[k % 2]);
   };
   down(0);
@@ -139,12 +142,10 @@ void StagedCommunicator::doReduceScatter(const void* in, void* out, size_t count
 
 void StagedCommunicator::doAlltoall(const void* in, void* out, size_t count, DataType type) {
   const size_t bytes = count * sizeOf(type) * static_cast<size_t>(size());
-  whole(in, bytes, out, bytes,
-        [&](const char* i, char* o) { host_->alltoall(i, o, count, type); });
+  whole(in, bytes, out, bytes, [&](const char* i, char* o) { host_->alltoall(i, o, count, type); });
 }
 
-void StagedCommunicator::doSend(const void* data, size_t count, DataType type, int peer,
-                                int tag) {
+void StagedCommunicator::doSend(const void* data, size_t count, DataType type, int peer, int tag) {
   whole(data, count * sizeOf(type), nullptr, 0,
         [&](const char* i, char*) { host_->send(i, count, type, peer, tag); });
 }

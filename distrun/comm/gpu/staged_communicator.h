@@ -23,7 +23,7 @@
 namespace distrun::comm::gpu {
 
 struct StagedOptions {
-  int device = 0;                 // the GPU the buffers are on
+  int device = 0;                // the GPU the buffers are on
   size_t chunkBytes = 4u << 20;  // one stage of the pipelined allreduce and broadcast
 };
 

@@ -2,8 +2,8 @@
 // on the host-memory runtime everywhere (their chunking, offsets and
 // in-place layouts, through the contract suite), and on a real GPU, 2 and
 // 4 ranks sharing it, where there is one.
-#include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
@@ -24,14 +24,16 @@ using ::testing::HasSubstr;
 
 // The contract over OnHost(Staged(a Gloo rank)) on every rank of `ranks`.
 void checkStagedContract(int ranks, const GpuRuntime& gpu, size_t chunkBytes) {
-  const std::vector<std::string> errors = comm::testing::runGlooThreads(ranks, [&](Communicator& c) {
-    auto staged = std::make_unique<StagedCommunicator>(c, gpu, StagedOptions{0, chunkBytes});
-    EXPECT_THAT(staged->transport(), HasSubstr("staged through pinned host memory from cuda:0"));
-    OnHostCommunicator onHost(std::move(staged), gpu, 0);
-    for (const std::string& failure : comm::testing::checkContract(onHost)) {
-      ADD_FAILURE() << "rank " << c.rank() << ": " << failure;
-    }
-  });
+  const std::vector<std::string> errors =
+      comm::testing::runGlooThreads(ranks, [&](Communicator& c) {
+        auto staged = std::make_unique<StagedCommunicator>(c, gpu, StagedOptions{0, chunkBytes});
+        EXPECT_THAT(staged->transport(),
+                    HasSubstr("staged through pinned host memory from cuda:0"));
+        OnHostCommunicator onHost(std::move(staged), gpu, 0);
+        for (const std::string& failure : comm::testing::checkContract(onHost)) {
+          ADD_FAILURE() << "rank " << c.rank() << ": " << failure;
+        }
+      });
   for (const std::string& e : errors) EXPECT_EQ(e, "");
 }
 

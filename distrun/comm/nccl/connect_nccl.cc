@@ -15,22 +15,6 @@ namespace {
 
 using gpu::GpuVendor;
 
-// The GPU a rank drives: the only one it sees (srun --gpus-per-task=1,
-// distrun exec --gpu-bind), else its LOCAL_RANK's, as torchrun's
-// cuda:LOCAL_RANK.
-int chooseDevice(const Environment& env, int visible, const char* backend) {
-  if (visible == 1) return 0;
-  const std::optional<std::string> local = env.get("LOCAL_RANK");
-  const int localRank = local ? static_cast<int>(parseCount(*local, "LOCAL_RANK")) : 0;
-  if (localRank >= visible) {
-    throw ConfigError(fmt::format(
-        "LOCAL_RANK={} but this process sees {} GPUs: the {} backend runs one rank a GPU (give "
-        "each node as many GPUs as ranks, srun --gpus-per-node=N, or use the gloo backend)",
-        localRank, visible, backend));
-  }
-  return localRank;
-}
-
 }  // namespace
 
 std::unique_ptr<Communicator> connectNccl(const Environment& env, const std::string& backend,
@@ -40,7 +24,7 @@ std::unique_ptr<Communicator> connectNccl(const Environment& env, const std::str
   const gpu::GpuRuntime& gpu = gpu::loadGpuRuntime(env, vendor);
   const nccl::NcclLibrary& library = nccl::loadNccl(env, vendor);
   nccl::NcclOptions options;
-  options.device = chooseDevice(env, gpu.deviceCount(), backend.c_str());
+  options.device = gpu.deviceOf(env);
   options.timeout = timeout;
   gpu.check(gpu.setDevice(options.device), "cudaSetDevice");
   JobStore job = joinJobStore(env, name, timeout);

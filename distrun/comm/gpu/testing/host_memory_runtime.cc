@@ -29,7 +29,9 @@ cudaError_t allocate(void** pointer, size_t bytes) {
   *pointer = std::malloc(bytes);
   return *pointer != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
-cudaError_t allocateHost(void** pointer, size_t bytes, unsigned) { return allocate(pointer, bytes); }
+cudaError_t allocateHost(void** pointer, size_t bytes, unsigned) {
+  return allocate(pointer, bytes);
+}
 cudaError_t release(void* pointer) {
   std::free(pointer);
   return cudaSuccess;
@@ -38,8 +40,7 @@ cudaError_t copy(void* to, const void* from, size_t bytes, cudaMemcpyKind) {
   std::memcpy(to, from, bytes);
   return cudaSuccess;
 }
-cudaError_t copyAsync(void* to, const void* from, size_t bytes, cudaMemcpyKind kind,
-                      cudaStream_t) {
+cudaError_t copyAsync(void* to, const void* from, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
   return copy(to, from, bytes, kind);
 }
 const char* errorString(cudaError_t) { return "host-memory runtime error"; }
