@@ -99,9 +99,17 @@ void NcclCommunicator::await(const char* what, bool enqueueOnly) {
 
 void NcclCommunicator::fail(const char* what, ncclResult_t result) {
   const std::string why = nccl_.describe(result, comm_);
+  const bool init = std::string_view(what) == "init";
   if (result == ncclInvalidArgument || result == ncclInvalidUsage) {
-    throw UsageError(fmt::format("{} {} ({}): {}; buffers must be device memory of this GPU",
-                                 backend(), what, where(), why));
+    // At init, NCCL's "Duplicate GPU detected"; later, a host pointer or a
+    // size NCCL refuses, before anything was sent.
+    if (init && comm_ != nullptr) nccl_.commAbort(comm_);
+    if (init) comm_ = nullptr;
+    throw UsageError(fmt::format(
+        "{} {} ({}): {}; {}", backend(), what, where(), why,
+        init ? "several ranks on one GPU? NCCL before 2.30 gives each rank its own: share one "
+               "through the gloo backend (staged through host memory)"
+             : "buffers must be device memory of this GPU"));
   }
   if (comm_ != nullptr) nccl_.commAbort(comm_);
   comm_ = nullptr;
@@ -115,10 +123,9 @@ void NcclCommunicator::timeOut(const char* what) {
   if (comm_ != nullptr) nccl_.commAbort(comm_);
   comm_ = nullptr;
   throw TimeoutError(fmt::format(
-      "{} {} ({}): not done after {} s (a peer stopped, left or never came); the communicator "
+      "{} {} ({}): not done after {:g} s (a peer stopped, left or never came); the communicator "
       "was aborted",
-      backend(), what, where(),
-      std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count()));
+      backend(), what, where(), std::chrono::duration<double>(options_.timeout).count()));
 }
 
 void NcclCommunicator::destroy() noexcept {
