@@ -4,7 +4,7 @@
 # compiler wrapper against Debian's libraries (declared as externals), and
 # `spack test run distrun` runs the recipe's smoke tests on the install.
 # Then the variants: distrun~mpi~train must need neither MPI nor py-torch,
-# and distrun+nccl must be refused with the recipe's reason. Not part of CI:
+# and distrun+nccl must depend on cuda and nccl. Not part of CI:
 # Spack is not in Debian and CI cannot fetch it (docs/install.md gives the
 # last run's output and how to get what it needs).
 #   bench/spack-check.sh SPACK_DIR PACKAGES_DIR [SOURCES_DIR]
@@ -168,10 +168,8 @@ dag=$(spack spec --fresh distrun~mpi~train 2>&1) || fail "spack spec distrun~mpi
 echo "$dag"
 refuse "$dag" '\^(py-torch|openmpi)@' "distrun~mpi~train still needs py-torch or MPI"
 
-say "spack spec distrun+nccl (must be refused)"
-if refused=$(spack spec --fresh distrun+nccl 2>&1); then
-  fail "spack spec distrun+nccl was accepted; the recipe's conflict should refuse it"
-fi
-expect "$refused" "no NCCL backend yet" "spack refused distrun+nccl without the recipe's reason: $refused"
-say "refused, as it should be: $(grep -m1 -o 'distrun has no NCCL backend yet[^"]*' <<<"$refused")"
+say "spack spec distrun+nccl (the GPU backends: CUDA's and NCCL's headers)"
+dag=$(spack spec --fresh distrun+nccl 2>&1) || fail "spack spec distrun+nccl failed: $dag"
+expect "$dag" '\^cuda@' "distrun+nccl does not depend on cuda: $dag"
+expect "$dag" '\^nccl@' "distrun+nccl does not depend on nccl: $dag"
 say "passed"

@@ -17,7 +17,7 @@ BuildInfo thisBuild() {
                    .backends = comm::availableBackends(),
                    .mpiLibrary = comm::mpiLibraryBuiltWith(),
                    .libtorch = DISTRUN_BUILD_TORCH_VERSION,
-                   .nccl = false,
+                   .nccl = DISTRUN_WITH_NCCL != 0,
                    .cuda = DISTRUN_BUILD_CUDA_VERSION,
                    .ncclLibrary = DISTRUN_BUILD_NCCL_VERSION};
 }
@@ -51,7 +51,8 @@ std::string versionText(const BuildInfo& b) {
       "training: {}\n"
       "containers: built in (distrun wrap, --container; bubblewrap and squashfuse at run time)",
       b.version, b.commit, b.compiler, b.buildType.empty() ? "build" : b.buildType, backends,
-      b.nccl ? "built" : "not built", gpuText(b), training);
+      b.nccl ? "built (nccl, rccl; the library loaded at run time)" : "not built", gpuText(b),
+      training);
 }
 
 nlohmann::ordered_json toJson(const BuildInfo& b) {

@@ -19,7 +19,7 @@ struct BuildInfo {
   std::string mpiLibrary;             // "Open MPI v4.1.4"; empty without MPI
                                       // (asked of the library at run time)
   std::string libtorch;               // the LibTorch version distrun-train links
-  bool nccl = false;                  // a NCCL backend (not built yet)
+  bool nccl = false;                  // the nccl and rccl backends (comm/nccl/)
   std::string cuda;                   // the CUDA toolkit found at build time, "13.0.88";
                                       // empty when none was (or -DDISTRUN_NCCL=OFF)
   std::string ncclLibrary;            // the NCCL found beside it, "2.28.9"; empty likewise

@@ -159,7 +159,9 @@ TEST(CliTest, VersionNamesTheCommitAndThePartsBuiltIn) {
                        "distrun [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit ([0-9a-f]{12}|unknown), "
                        "GNU [0-9.]+ [A-Za-z]*\\)\n(.|\n)*"));
   EXPECT_THAT(out, HasSubstr(DISTRUN_WITH_MPI ? "backends: gloo, mpi (" : "backends: gloo; "));
-  EXPECT_THAT(out, HasSubstr("nccl: not built"));
+  EXPECT_THAT(out, HasSubstr(DISTRUN_WITH_NCCL
+                                 ? "; nccl: built (nccl, rccl; the library loaded at run time)\n"
+                                 : "; nccl: not built\n"));
   EXPECT_THAT(out, HasSubstr("\ngpu: "));
   if (DISTRUN_WITH_NCCL) {
     EXPECT_THAT(out, ::testing::ContainsRegex(

@@ -2,8 +2,8 @@
 // recorded and answer as a test says (a lost peer, a refused pointer, an
 // init that never ends), over the host-memory runtime. What NCCL is asked,
 // and that every failure is the named error after ncclCommAbort.
-#include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
@@ -23,10 +23,10 @@ using ::testing::HasSubstr;
 
 // What the recorded NCCL answers, and what it was asked.
 struct Script {
-  ncclResult_t initStarts = ncclSuccess;      // ncclCommInitRankConfig's result
-  bool initEnds = true;                       // else init stays ncclInProgress
-  ncclResult_t enqueue = ncclSuccess;         // what a collective returns
-  ncclResult_t afterEnqueue = ncclSuccess;    // ncclCommGetAsyncError once one ran
+  ncclResult_t initStarts = ncclSuccess;    // ncclCommInitRankConfig's result
+  bool initEnds = true;                     // else init stays ncclInProgress
+  ncclResult_t enqueue = ncclSuccess;       // what a collective returns
+  ncclResult_t afterEnqueue = ncclSuccess;  // ncclCommGetAsyncError once one ran
   std::string lastError;
   bool enqueued = false;
   int aborts = 0;
@@ -62,13 +62,12 @@ ncclResult_t enqueued(std::string call) {
   script.enqueued = true;
   return script.enqueue;
 }
-ncclResult_t allReduce(const void* in, void* out, size_t count, ncclDataType_t type,
-                       ncclRedOp_t op, ncclComm_t, cudaStream_t) {
+ncclResult_t allReduce(const void* in, void* out, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                       ncclComm_t, cudaStream_t) {
   return enqueued(fmt::format("allreduce {} type={} op={}{}", count, static_cast<int>(type),
                               static_cast<int>(op), in == out ? " in place" : ""));
 }
-ncclResult_t send(const void*, size_t count, ncclDataType_t, int peer, ncclComm_t,
-                  cudaStream_t) {
+ncclResult_t send(const void*, size_t count, ncclDataType_t, int peer, ncclComm_t, cudaStream_t) {
   return enqueued(fmt::format("send {} to {}", count, peer));
 }
 ncclResult_t recv(void*, size_t count, ncclDataType_t, int peer, ncclComm_t, cudaStream_t) {
@@ -100,8 +99,8 @@ class NcclFailureTest : public ::testing::Test {
  protected:
   void SetUp() override { script = Script{}; }
   std::unique_ptr<NcclCommunicator> make(const gpu::GpuRuntime& gpu) {
-    return std::make_unique<NcclCommunicator>(0, 2, ncclUniqueId{}, NcclOptions{0, 200ms},
-                                              nccl_, gpu);
+    return std::make_unique<NcclCommunicator>(0, 2, ncclUniqueId{}, NcclOptions{0, 200ms}, nccl_,
+                                              gpu);
   }
   std::unique_ptr<NcclCommunicator> make() { return make(gpu::testing::hostMemoryRuntime()); }
   NcclLibrary nccl_ = recordedNccl();

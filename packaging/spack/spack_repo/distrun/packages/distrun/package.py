@@ -26,8 +26,11 @@ class Distrun(CMakePackage):
         default=True,
         description="Build the LibTorch training runtime (distrun-train, the C++ DDP library)",
     )
-    variant("nccl", default=False, description="Build the NCCL backend for GPUs")
-    conflicts("+nccl", msg="distrun has no NCCL backend yet: build distrun~nccl")
+    variant(
+        "nccl",
+        default=False,
+        description="Build the nccl and rccl backends and --device cuda (NCCL is loaded at run time)",
+    )
 
     depends_on("cxx", type="build")
     depends_on("cmake@3.25:", type="build")
@@ -44,12 +47,16 @@ class Distrun(CMakePackage):
     # LibTorch: py-torch puts its CMake package (share/cmake/Torch) on the
     # CMake prefix path of its dependents.
     depends_on("py-torch", when="+train")
+    # Headers only: libnccl and libcudart are opened at run time.
+    depends_on("cuda", when="+nccl")
+    depends_on("nccl", when="+nccl")
     depends_on("googletest", type="test")
 
     def cmake_args(self):
         return [
             self.define("DISTRUN_MPI", "ON" if self.spec.satisfies("+mpi") else "OFF"),
             self.define_from_variant("DISTRUN_TRAIN", "train"),
+            self.define("DISTRUN_NCCL", "ON" if self.spec.satisfies("+nccl") else "OFF"),
             self.define("DISTRUN_BUILD_TESTS", self.run_tests),
             self.define("DISTRUN_BUILD_BENCH", False),
         ]
