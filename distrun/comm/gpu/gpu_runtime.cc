@@ -1,7 +1,5 @@
 #include "distrun/comm/gpu/gpu_runtime.h"
 
-#include <map>
-#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -98,18 +96,12 @@ int GpuRuntime::deviceOf(const Environment& env) const {
 }
 
 const GpuRuntime& loadGpuRuntime(const Environment& env, GpuVendor vendor) {
-  static std::mutex mutex;
-  static std::map<std::vector<std::string>, GpuRuntime> loaded;
-  const std::vector<std::string> candidates = runtimeCandidates(env, vendor);
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = loaded.find(candidates);
-  if (it != loaded.end()) return it->second;
-  const char* what = vendor == GpuVendor::kAmd ? "the HIP runtime" : "the CUDA runtime";
-  const LoadedLibrary library = LoadedLibrary::open(
-      candidates, what,
+  return loadOnce<GpuRuntime>(
+      runtimeCandidates(env, vendor),
+      vendor == GpuVendor::kAmd ? "the HIP runtime" : "the CUDA runtime",
       "install the GPU driver's runtime (module load cuda or rocm), or set DISTRUN_GPU_RUNTIME to "
-      "its path");
-  return loaded.emplace(candidates, bindRuntime(library, vendor)).first->second;
+      "its path",
+      [vendor](const LoadedLibrary& library) { return bindRuntime(library, vendor); });
 }
 
 }  // namespace distrun::comm::gpu

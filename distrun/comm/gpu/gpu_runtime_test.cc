@@ -6,26 +6,15 @@
 #include <string>
 
 #include "distrun/comm/gpu/gpu_runtime.h"
+#include "distrun/comm/gpu/testing/config_error.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
 
 namespace distrun::comm::gpu {
 namespace {
 
+using gpu::testing::configErrorOf;
 using ::testing::HasSubstr;
-
-// The message of the one-line ConfigError `load` throws ("" if none).
-template <class Load>
-std::string configErrorOf(Load load) {
-  try {
-    load();
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.exitCode(), ExitCode::kConfig);
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-    return e.what();
-  }
-  return "";
-}
 
 TEST(GpuRuntimeTest, TheCudaRuntimeLoadsAndAMachineWithoutAGpuSaysSoInOneLine) {
   const GpuRuntime& cuda = loadGpuRuntime(MapEnvironment{}, GpuVendor::kNvidia);

@@ -5,6 +5,8 @@
 // "NCCL and RCCL"). The handle is never closed: the library's threads and
 // atexit handlers may outlive any one user.
 
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,5 +38,21 @@ class LoadedLibrary {
   void* handle_;
   std::string name_;
 };
+
+// The table `bind` makes of the first of `candidates` that loads, made once
+// a process for each list of candidates and kept (thread-safe): what the
+// GPU runtime's and NCCL's loaders share. `open` is LoadedLibrary::open's
+// what and hint.
+template <class Table, class Bind>
+const Table& loadOnce(const std::vector<std::string>& candidates, const std::string& what,
+                      const std::string& hint, Bind bind) {
+  static std::mutex mutex;
+  static std::map<std::vector<std::string>, Table> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = loaded.find(candidates);
+  if (it != loaded.end()) return it->second;
+  return loaded.emplace(candidates, bind(LoadedLibrary::open(candidates, what, hint)))
+      .first->second;
+}
 
 }  // namespace distrun::comm::gpu

@@ -1,7 +1,5 @@
 #include "distrun/comm/nccl/nccl_library.h"
 
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include <fmt/format.h>
@@ -83,20 +81,14 @@ std::string NcclLibrary::describe(ncclResult_t result, ncclComm_t comm) const {
 }
 
 const NcclLibrary& loadNccl(const Environment& env, gpu::GpuVendor vendor) {
-  static std::mutex mutex;
-  static std::map<std::vector<std::string>, NcclLibrary> loaded;
-  const std::vector<std::string> candidates = ncclCandidates(env, vendor);
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = loaded.find(candidates);
-  if (it != loaded.end()) return it->second;
   const bool amd = vendor == gpu::GpuVendor::kAmd;
-  const gpu::LoadedLibrary library = gpu::LoadedLibrary::open(
-      candidates,
+  return gpu::loadOnce<NcclLibrary>(
+      ncclCandidates(env, vendor),
       fmt::format("{} (for the {} backend)", amd ? "RCCL" : "NCCL", gpu::backendName(vendor)),
       fmt::format("install {} (module load {}), add its folder to LD_LIBRARY_PATH, or set "
                   "DISTRUN_NCCL_LIBRARY to its path",
-                  amd ? "RCCL" : "NCCL", amd ? "rocm" : "cuda"));
-  return loaded.emplace(candidates, bindNccl(library, vendor)).first->second;
+                  amd ? "RCCL" : "NCCL", amd ? "rocm" : "cuda"),
+      [vendor](const gpu::LoadedLibrary& library) { return bindNccl(library, vendor); });
 }
 
 ncclDataType_t toNccl(DataType type) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "distrun/comm/gpu/testing/config_error.h"
 #include "distrun/comm/nccl/nccl_library.h"
 #include "distrun/common/environment.h"
 #include "distrun/common/error.h"
@@ -13,21 +14,8 @@
 namespace distrun::comm::nccl {
 namespace {
 
+using gpu::testing::configErrorOf;
 using ::testing::HasSubstr;
-
-// The error `load` throws, checked to be one ConfigError line.
-template <class Load>
-std::string configErrorOf(Load load) {
-  try {
-    load();
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.exitCode(), ExitCode::kConfig);
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no ConfigError";
-  return "";
-}
 
 TEST(NcclLibraryTest, LoadsTheToolkitsNcclAndReadsTheVersionItsHeaderHas) {
   const MapEnvironment env{{"DISTRUN_NCCL_LIBRARY", DISTRUN_TEST_NCCL_LIBRARY}};
