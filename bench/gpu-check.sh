@@ -35,7 +35,8 @@ step() {
   local name=$1 limit=$2 start=$SECONDS rc
   shift 2
   echo "== $name (at most $limit s): $*"
-  timeout "$limit" "$@" >"$out/$name.txt" 2>&1
+  # bash -c: the command may be one of this script's functions (exported below).
+  timeout "$limit" bash -c '"$@"' step "$@" >"$out/$name.txt" 2>&1
   rc=$?
   tail -n 25 "$out/$name.txt"
   printf '%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - start))" >>"$steps"
@@ -67,19 +68,22 @@ PY
   echo "$found"
 }
 nccl_lib=$(find_lib libnccl.so.2 nccl)
+export kit out work nccl_lib
 cudart_lib=$(find_lib libcudart.so.13 cuda_runtime)
 [[ -z $cudart_lib ]] && cudart_lib=$(find_lib libcudart.so.12 cuda_runtime)
 echo "NCCL: ${nccl_lib:-none found}; CUDA runtime: ${cudart_lib:-none found}"
 [[ -n $nccl_lib ]] && export DISTRUN_NCCL_LIBRARY=$nccl_lib
 [[ -n $cudart_lib ]] && export DISTRUN_GPU_RUNTIME=$cudart_lib
 
+export -f kitrun
 step nvidia_smi 30 nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total,driver_version --format=csv
 step nvidia_smi_topo 30 nvidia-smi topo -m
 # The doctor's GPU rows against the real nvidia-smi, and the binding plan
 # from this machine's real topology (one rank a GPU).
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-step doctor_gpu 60 kitrun distrun doctor --here --checks gpu,cpu-binding --nproc-per-node "${gpus:-1}"
-step binding_plan 30 kitrun distrun run --explain --nproc-per-node "${gpus:-1}" true
+((gpus > 0)) || gpus=1
+step doctor_gpu 60 kitrun distrun-doctor --here --checks gpu,cpu-binding --nproc-per-node "$gpus"
+step binding_plan 30 kitrun distrun run --explain --nproc-per-node "$gpus" true
 
 step contract 150 kitrun comm_nccl_test \
   --gtest_filter='GpuRuntimeTest.*:NcclLibraryTest.Loads*:NcclContractTest.*:StagedGpuTest.*' \
@@ -106,6 +110,7 @@ bench_ranks() {
   cat "$work/$name".*.err
   return $rc
 }
+export -f rank_env bench_ranks
 sizes=(-b 8 -e 1G -f 2)
 step bench_nccl_1 120 bench_ranks bench_nccl_1 1 --backend nccl "${sizes[@]}"
 step bench_staged_2 90 bench_ranks bench_staged_2 2 --backend gloo -b 8 -e 256M -f 4
@@ -125,6 +130,7 @@ build_nccl_tests() {
     BUILDDIR="$work/nccl-tests/build" NCCL_HOME="$work/nccl" CUDA_HOME=/usr/local/cuda \
     NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90"
 }
+export -f build_nccl_tests
 if [[ -n $nccl_lib && -f $kit/nccl-tests/src/Makefile ]]; then
   step nccl_tests_build 200 build_nccl_tests
   LD_LIBRARY_PATH=$work/nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
