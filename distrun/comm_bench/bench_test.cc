@@ -206,7 +206,13 @@ TEST(RunnerTest, EveryCollectiveChecksOutClean) {
 // uploaded before it and count wrong.
 class HeapDeviceMemory final : public DeviceMemory {
  public:
-  char* allocate(size_t bytes) override { return new char[bytes]; }
+  // Filled with a pattern, as device memory holds whatever was there: the
+  // runner must upload before it reduces (UBSan sees int64 sums of it overflow).
+  char* allocate(size_t bytes) override {
+    char* p = new char[bytes];
+    std::memset(p, 0xbe, bytes);
+    return p;
+  }
   void release(char* device) noexcept override { delete[] device; }
   void upload(char* device, const char* host, size_t bytes) override {
     std::memcpy(device, host, bytes);

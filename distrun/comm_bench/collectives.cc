@@ -94,8 +94,12 @@ CollectiveRun::CollectiveRun(comm::Communicator& comm, Collective c, size_t byte
     deviceInput_ = device_->allocate(input_.size());
     try {
       deviceOutput_ = device_->allocate(output_.size());
+      // Zeros, as the host arrays start: the timed loop reduces them.
+      device_->upload(deviceInput_, input_.data(), input_.size());
+      device_->upload(deviceOutput_, output_.data(), output_.size());
     } catch (...) {
       device_->release(deviceInput_);
+      device_->release(deviceOutput_);
       throw;
     }
   }
