@@ -166,7 +166,8 @@ int selfLaunch(const BenchOptions& o, const std::vector<std::string>& args, cons
   // On a GPU, one rank a GPU unless told otherwise (torchrun's
   // --nproc-per-node gpu).
   const bool oneRankAGpu = o.device == "cuda" && !o.nprocGiven;
-  run.nprocPerNode = std::to_string(oneRankAGpu ? visibleGpus(env) : o.nprocPerNode);
+  run.nprocPerNode =
+      std::to_string(oneRankAGpu ? visibleGpus(env, benchBackend(o)) : o.nprocPerNode);
   run.standalone = true;
   run.logPrefix = "";
   // Each rank on a core of its own, as `distrun run` places them, where

@@ -13,7 +13,6 @@ namespace distrun::comm_bench {
 namespace {
 
 using comm::gpu::GpuRuntime;
-using comm::gpu::GpuVendor;
 
 class GpuMemory final : public DeviceMemory {
  public:
@@ -40,8 +39,7 @@ class GpuMemory final : public DeviceMemory {
     std::array<char, 32> bus{};
     const bool known =
         gpu_.deviceGetPciBusId(bus.data(), static_cast<int>(bus.size()), device_) == cudaSuccess;
-    return fmt::format("{}:{}{}", gpu_.vendor == GpuVendor::kAmd ? "hip" : "cuda", device_,
-                       known ? fmt::format(" [{}]", bus.data()) : "");
+    return gpu_.deviceName(device_) + (known ? fmt::format(" [{}]", bus.data()) : "");
   }
 
  private:
@@ -79,15 +77,11 @@ class StagedBench final : public GpuBench {
   GpuMemory memory_;
 };
 
-GpuVendor vendorOf(const std::string& backend) {
-  return backend == "rccl" ? GpuVendor::kAmd : GpuVendor::kNvidia;
-}
-
 }  // namespace
 
 std::unique_ptr<GpuBench> connectGpuBench(const Environment& env, const std::string& backend,
                                           const comm::ConnectOptions& options) {
-  const GpuRuntime& gpu = comm::gpu::loadGpuRuntime(env, vendorOf(backend));
+  const GpuRuntime& gpu = comm::gpu::loadGpuRuntime(env, comm::gpu::vendorOf(backend));
   const int device = gpu.deviceOf(env);
   comm::ConnectOptions connect = options;
   connect.backend = backend;
@@ -97,8 +91,8 @@ std::unique_ptr<GpuBench> connectGpuBench(const Environment& env, const std::str
   return std::make_unique<StagedBench>(comm::connect(env, connect), gpu, device);
 }
 
-int visibleGpus(const Environment& env) {
-  return comm::gpu::loadGpuRuntime(env, GpuVendor::kNvidia).deviceCount();
+int visibleGpus(const Environment& env, const std::string& backend) {
+  return comm::gpu::loadGpuRuntime(env, comm::gpu::vendorOf(backend)).deviceCount();
 }
 
 }  // namespace distrun::comm_bench

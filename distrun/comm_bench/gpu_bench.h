@@ -25,7 +25,8 @@ class GpuBench {
 std::unique_ptr<GpuBench> connectGpuBench(const Environment& env, const std::string& backend,
                                           const comm::ConnectOptions& options);
 
-// The GPUs this process sees: a bare `--device cuda` run's ranks a node.
-int visibleGpus(const Environment& env);
+// The GPUs this process sees through `backend`'s runtime (CUDA's, HIP's
+// for rccl): a bare `--device cuda` run's ranks a node.
+int visibleGpus(const Environment& env, const std::string& backend);
 
 }  // namespace distrun::comm_bench

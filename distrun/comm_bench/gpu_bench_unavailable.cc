@@ -12,7 +12,7 @@ std::unique_ptr<GpuBench> connectGpuBench(const Environment& /*env*/,
   throw UsageError(std::string("--device cuda: ") + comm::kBuiltWithoutNccl);
 }
 
-int visibleGpus(const Environment& /*env*/) {
+int visibleGpus(const Environment& /*env*/, const std::string& /*backend*/) {
   throw UsageError(std::string("--device cuda: ") + comm::kBuiltWithoutNccl);
 }
 

@@ -60,6 +60,14 @@ GpuRuntime bindRuntime(const LoadedLibrary& library, GpuVendor vendor) {
 
 const char* backendName(GpuVendor vendor) { return vendor == GpuVendor::kAmd ? "rccl" : "nccl"; }
 
+GpuVendor vendorOf(const std::string& backend) {
+  return backend == "rccl" ? GpuVendor::kAmd : GpuVendor::kNvidia;
+}
+
+std::string GpuRuntime::deviceName(int device) const {
+  return fmt::format("{}:{}", vendor == GpuVendor::kAmd ? "hip" : "cuda", device);
+}
+
 void GpuRuntime::check(cudaError_t result, const char* call) const {
   if (result == cudaSuccess) return;
   throw SystemError(ExitCode::kSystem,

@@ -20,6 +20,9 @@ enum class GpuVendor { kNvidia, kAmd };
 
 // "nccl" or "rccl": the backend's name for `vendor`.
 const char* backendName(GpuVendor vendor);
+// The vendor of the backend `backend` ("rccl": AMD; "nccl" and the staged
+// gloo: NVIDIA).
+GpuVendor vendorOf(const std::string& backend);
 
 struct GpuRuntime {
   std::string library;  // the file loaded
@@ -56,6 +59,8 @@ struct GpuRuntime {
   // torchrun's cuda:LOCAL_RANK. Throws ConfigError where there is no GPU
   // or LOCAL_RANK has none.
   int deviceOf(const Environment& env) const;
+  // "cuda:0", or "hip:0" on AMD GPUs: GPU `device` in messages and tables.
+  std::string deviceName(int device) const;
 };
 
 // The runtime for `vendor`, loaded once a process: DISTRUN_GPU_RUNTIME when

@@ -50,9 +50,8 @@ StagedCommunicator::~StagedCommunicator() {
 
 std::string StagedCommunicator::transport() const {
   const std::string under = host_->transport();
-  return fmt::format("{}{}staged through pinned host memory from {}:{}", under,
-                     under.empty() ? "" : ", ", gpu_.vendor == GpuVendor::kAmd ? "hip" : "cuda",
-                     options_.device);
+  return fmt::format("{}{}staged through pinned host memory from {}", under,
+                     under.empty() ? "" : ", ", gpu_.deviceName(options_.device));
 }
 
 void StagedCommunicator::copy(void* to, const void* from, size_t bytes, cudaMemcpyKind kind) {

@@ -8,12 +8,11 @@
 #include <memory>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "distrun/comm/gpu/gpu_runtime.h"
 #include "distrun/comm/gpu/on_host_communicator.h"
 #include "distrun/comm/gpu/staged_communicator.h"
 #include "distrun/comm/gpu/testing/host_memory_runtime.h"
+#include "distrun/comm/gpu/testing/no_gpu.h"
 #include "distrun/comm/testing/contract.h"
 #include "distrun/common/environment.h"
 
@@ -59,20 +58,10 @@ TEST(StagedCommunicatorTest, AChunkTooSmallForAnElementIsAUsageError) {
   EXPECT_EQ(errors.at(0), "");
 }
 
-// Why this machine cannot run CUDA, or "" where it has a GPU.
-std::string noGpu() {
-  const GpuRuntime& cuda = loadGpuRuntime(MapEnvironment{}, GpuVendor::kNvidia);
-  int visible = 0;
-  const cudaError_t result = cuda.getDeviceCount(&visible);
-  if (result == cudaSuccess && visible > 0) return "";
-  return fmt::format("no GPU here (cudaGetDeviceCount: {})",
-                     result == cudaSuccess ? "0 devices" : cuda.getErrorString(result));
-}
-
 // What NCCL refuses before 2.30 ("Duplicate GPU detected"): several ranks
 // on one GPU, here through the staged path.
 TEST(StagedGpuTest, TwoAndFourRanksOnOneGpuKeepTheContract) {
-  if (const std::string why = noGpu(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = gpu::testing::whyNoGpu(); !why.empty()) GTEST_SKIP() << why;
   const GpuRuntime& cuda = loadGpuRuntime(MapEnvironment{}, GpuVendor::kNvidia);
   checkStagedContract(2, cuda, 4096);
   checkStagedContract(4, cuda, 4096);

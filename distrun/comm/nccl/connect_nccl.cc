@@ -1,32 +1,21 @@
 #include "distrun/comm/nccl/connect_nccl.h"
 
-#include <optional>
-
-#include <fmt/format.h>
-
 #include "distrun/comm/job_store.h"
 #include "distrun/comm/nccl/nccl_communicator.h"
 #include "distrun/comm/nccl/unique_id.h"
 #include "distrun/common/error.h"
-#include "distrun/common/strings.h"
 
 namespace distrun::comm {
-namespace {
-
-using gpu::GpuVendor;
-
-}  // namespace
 
 std::unique_ptr<Communicator> connectNccl(const Environment& env, const std::string& backend,
                                           const std::string& name,
                                           std::chrono::milliseconds timeout) {
-  const gpu::GpuVendor vendor = backend == "rccl" ? gpu::GpuVendor::kAmd : gpu::GpuVendor::kNvidia;
+  const gpu::GpuVendor vendor = gpu::vendorOf(backend);
   const gpu::GpuRuntime& gpu = gpu::loadGpuRuntime(env, vendor);
   const nccl::NcclLibrary& library = nccl::loadNccl(env, vendor);
   nccl::NcclOptions options;
   options.device = gpu.deviceOf(env);
   options.timeout = timeout;
-  gpu.check(gpu.setDevice(options.device), "cudaSetDevice");
   JobStore job = joinJobStore(env, name, timeout);
   const ncclUniqueId id = nccl::shareUniqueId(
       *job.client, job.prefix + "/nccl_id", job.rank,

@@ -56,10 +56,7 @@ std::string NcclCommunicator::transport() const {
   return fmt::format("{} {} on {}", backend(), nccl_.versionText(), deviceName());
 }
 
-std::string NcclCommunicator::deviceName() const {
-  return fmt::format("{}:{}", gpu_.vendor == gpu::GpuVendor::kAmd ? "hip" : "cuda",
-                     options_.device);
-}
+std::string NcclCommunicator::deviceName() const { return gpu_.deviceName(options_.device); }
 
 std::string NcclCommunicator::where() const {
   return fmt::format("rank {} of {}, {}", rank(), size(), deviceName());

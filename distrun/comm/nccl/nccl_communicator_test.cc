@@ -8,11 +8,10 @@
 #include <memory>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "distrun/comm/connect.h"
 #include "distrun/comm/gpu/gpu_runtime.h"
 #include "distrun/comm/gpu/on_host_communicator.h"
+#include "distrun/comm/gpu/testing/no_gpu.h"
 #include "distrun/comm/nccl/nccl_communicator.h"
 #include "distrun/comm/testing/contract.h"
 #include "distrun/common/environment.h"
@@ -34,18 +33,8 @@ MapEnvironment oneRank() {
                         {"DISTRUN_TOKEN", "nccl-test"}};
 }
 
-// Why this machine cannot run NCCL, or "" where it has a GPU.
-std::string noGpu() {
-  const gpu::GpuRuntime& cuda = gpu::loadGpuRuntime(MapEnvironment{}, gpu::GpuVendor::kNvidia);
-  int visible = 0;
-  const cudaError_t result = cuda.getDeviceCount(&visible);
-  if (result == cudaSuccess && visible > 0) return "";
-  return fmt::format("no GPU here (cudaGetDeviceCount: {})",
-                     result == cudaSuccess ? "0 devices" : cuda.getErrorString(result));
-}
-
 TEST(NcclConnectTest, WithoutAGpuConnectIsOneConfigErrorSayingSo) {
-  if (noGpu().empty()) GTEST_SKIP() << "this machine has a GPU";
+  if (gpu::testing::whyNoGpu().empty()) GTEST_SKIP() << "this machine has a GPU";
   ConnectOptions options;
   options.backend = "nccl";
   try {
@@ -72,7 +61,7 @@ TEST(NcclConnectTest, AMissingNcclStopsConnectBeforeTheStore) {
 }
 
 TEST(NcclContractTest, OneRankOnOneGpuKeepsTheCommunicatorContract) {
-  if (const std::string why = noGpu(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = gpu::testing::whyNoGpu(); !why.empty()) GTEST_SKIP() << why;
   ConnectOptions options;
   options.backend = "nccl";
   std::unique_ptr<Communicator> nccl = connect(oneRank(), options);
