@@ -100,25 +100,27 @@ void NcclCommunicator::fail(const char* what, ncclResult_t result) {
   if (result == ncclInvalidArgument || result == ncclInvalidUsage) {
     // At init, NCCL's "Duplicate GPU detected"; later, a host pointer or a
     // size NCCL refuses, before anything was sent.
-    if (init && comm_ != nullptr) nccl_.commAbort(comm_);
-    if (init) comm_ = nullptr;
+    if (init) abortNccl();
     throw UsageError(fmt::format(
         "{} {} ({}): {}; {}", backend(), what, where(), why,
         init ? "several ranks on one GPU? NCCL before 2.30 gives each rank its own: share one "
                "through the gloo backend (staged through host memory)"
              : "buffers must be device memory of this GPU"));
   }
-  if (comm_ != nullptr) nccl_.commAbort(comm_);
-  comm_ = nullptr;
+  abortNccl();
   const std::string message =
       fmt::format("{} {} ({}): {}; the communicator was aborted", backend(), what, where(), why);
   if (result == ncclUnhandledCudaError) throw SystemError(ExitCode::kSystem, message);
   throw CommunicationError(message);
 }
 
-void NcclCommunicator::timeOut(const char* what) {
+void NcclCommunicator::abortNccl() noexcept {
   if (comm_ != nullptr) nccl_.commAbort(comm_);
   comm_ = nullptr;
+}
+
+void NcclCommunicator::timeOut(const char* what) {
+  abortNccl();
   throw TimeoutError(fmt::format(
       "{} {} ({}): not done after {:g} s (a peer stopped, left or never came); the communicator "
       "was aborted",

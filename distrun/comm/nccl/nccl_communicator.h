@@ -70,6 +70,8 @@ class NcclCommunicator final : public Communicator {
   void await(const char* what, bool enqueueOnly);
   [[noreturn]] void fail(const char* what, ncclResult_t result);
   [[noreturn]] void timeOut(const char* what);
+  // ncclCommAbort, once: later calls find no communicator.
+  void abortNccl() noexcept;
   // Device memory of at least `bytes` for in-place alltoall and barrier.
   void* scratch(size_t bytes);
   void destroy() noexcept;
